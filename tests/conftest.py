@@ -1,0 +1,71 @@
+"""Shared fixtures: the data directory, and tiny randomly initialised models built offline."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+def _data_dir() -> Path:
+    value = os.environ.get("WSC_TASKS_DATA")
+    return Path(value) if value else SHARED / "data"
+
+
+DATA = _data_dir()
+GPT2_FILES = SHARED / "tokenizers" / "gpt2"
+
+if not os.environ.get("WSC_TASKS_DATA"):
+    os.environ["WSC_TASKS_DATA"] = str(DATA)
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not (DATA / "maler").is_dir():
+        pytest.fail(f"dataset directory {DATA} not found: set WSC_TASKS_DATA=../shared/data")
+    return DATA
+
+
+def gpt2_tokenizer():
+    """GPT-2's real tokenizer, built from its vocabulary files without any download."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import GPT2TokenizerFast
+
+    vocab = json.loads((GPT2_FILES / "encoder.json").read_text(encoding="utf-8"))
+    merges = [
+        tuple(line.split())
+        for line in (GPT2_FILES / "vocab.bpe").read_text(encoding="utf-8").splitlines()[1:]
+        if line.strip()
+    ]
+    core = Tokenizer(models.BPE(vocab, merges))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    return GPT2TokenizerFast(
+        tokenizer_object=core,
+        bos_token="<|endoftext|>",
+        eos_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2_dir(tmp_path_factory) -> Path:
+    """A 2-layer random GPT-2 with the real GPT-2 vocabulary, saved like a Hub checkpoint."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=50257, n_positions=256, n_embd=32, n_layer=2, n_head=2)
+    model = GPT2LMHeadModel(config).eval()
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    model.save_pretrained(folder)
+    gpt2_tokenizer().save_pretrained(folder)
+    return folder

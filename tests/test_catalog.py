@@ -1,0 +1,59 @@
+"""Every task's dataset: its size, and the counts of the derived control baselines."""
+
+from __future__ import annotations
+
+import pytest
+
+from wsc_tasks import catalog
+from wsc_tasks.problems import count
+
+SIZES = {  # name: (documents, problems, schema groups)
+    "wsc273_schemas": (136, 273, 137),
+    "wsc266": (133, 266, 133),
+    "wsc266_associative": (25, 50, 25),
+    "wsc266_nonassociative": (108, 216, 108),
+    "wsc266_switched": (70, 140, 70),
+    "wsc266_adjectival": (87, 174, 87),
+    "wsc266_unbalanced": (133, 266, 133),
+    "wsc266_inverted": (133, 266, 133),
+    "wsc266_associative_nocands": (25, 50, 25),
+    "wsc266_nonassociative_nocands": (108, 216, 108),
+    "wsc273_nocands": (120, 241, 121),
+    "wsc273_partsent": (123, 247, 124),
+    "winogrande_dev": (983, 1267, 284),
+    "winogrande_twins": (284, 568, 284),
+    "winogrande_nocands": (278, 556, 278),
+    "winogrande_partsent": (281, 562, 281),
+}
+
+
+def test_catalog_lists_exactly_the_public_tasks():
+    assert set(catalog.SPECS) == set(SIZES)
+
+
+@pytest.mark.parametrize("name", sorted(SIZES))
+def test_dataset_sizes(data_dir, name):
+    schemas = catalog.load(name)
+    assert (len(schemas), *count(schemas)) == SIZES[name]
+
+
+def test_dropped_schemas_are_logged(data_dir, caplog):
+    catalog._load_cached.cache_clear()
+    with caplog.at_level("INFO", logger="lm_eval.wsc_tasks"):
+        catalog.load("winogrande_nocands")
+    text = caplog.text
+    assert "nocands of winogrande_twins: dropped 6 schema(s): candidate not found in text" in text
+    assert "kept 278 of 284 schemas (556 problems, 278 schema groups)" in text
+
+
+def test_size_mismatch_is_an_error(monkeypatch):
+    spec = catalog.SPECS["wsc266"]
+    monkeypatch.setitem(
+        catalog.SPECS, "wsc266", catalog.DatasetSpec("wsc266", spec.build, (999, 1), spec.origin)
+    )
+    catalog._load_cached.cache_clear()
+    with pytest.raises(
+        ValueError, match="wsc266: parsed 266 problems in 133 schema groups, expected 999"
+    ):
+        catalog.load("wsc266")
+    catalog._load_cached.cache_clear()

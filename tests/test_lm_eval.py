@@ -1,0 +1,155 @@
+"""End to end inside lm-eval with a tiny random GPT-2: registry, exactness against lm-eval's own
+``winogrande``, metrics recomputed from logged samples, group rows, and multi-process runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import lm_eval
+import pytest
+import yaml
+from lm_eval.tasks import TaskManager
+
+from wsc_tasks import catalog
+from wsc_tasks.cli import include_path
+
+pytestmark = pytest.mark.slow
+
+TASKS = sorted(catalog.SPECS)
+GROUPS = ["wsc_group", "wsc266_suite", "winogrande_suite"]
+BUILTIN_WINOGRANDE = Path(lm_eval.__file__).parent / "tasks" / "winogrande" / "default.yaml"
+
+
+@pytest.fixture(scope="module")
+def builtin_dir(tmp_path_factory, data_dir) -> Path:
+    """lm-eval's own winogrande task, unchanged but for reading the same local dev file."""
+    folder = tmp_path_factory.mktemp("builtin")
+    config = {
+        "include": str(BUILTIN_WINOGRANDE),
+        "task": "builtin_winogrande_local",
+        "dataset_path": "json",
+        "dataset_name": None,
+        "dataset_kwargs": {"data_files": {"validation": str(data_dir / catalog.WINOGRANDE_DEV)}},
+        "training_split": None,
+    }
+    (folder / "builtin_winogrande_local.yaml").write_text(yaml.safe_dump(config))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def run(tiny_gpt2_dir, builtin_dir):
+    manager = TaskManager(include_path=[str(include_path()), str(builtin_dir)])
+    return lm_eval.simple_evaluate(
+        model="hf",
+        model_args=f"pretrained={tiny_gpt2_dir}",
+        tasks=["wsc_group", "builtin_winogrande_local"],
+        task_manager=manager,
+        device="cpu",
+        batch_size=64,
+        log_samples=True,
+    )
+
+
+def test_every_task_and_group_is_registered_without_shadowing():
+    manager = TaskManager(include_path=str(include_path()))
+    names = set(manager.all_tasks)
+    assert set(TASKS + GROUPS) <= names
+    for builtin in ("wsc273", "winogrande", "wsc"):
+        assert builtin in names
+        assert "lm_eval/tasks" in str(manager.task_index[builtin].yaml_path)
+
+
+def test_winogrande_dev_is_identical_to_builtin_winogrande(run):
+    theirs = {
+        s["doc"]["qID"]: [r[0][0] for r in s["resps"]]
+        for s in run["samples"]["builtin_winogrande_local"]
+    }
+    ours = {}
+    for sample in run["samples"]["winogrande_dev"]:
+        resps = iter(sample["resps"])
+        for problem in sample["doc"]["problems"]:
+            ours[problem["uid"]] = [next(resps)[0][0], next(resps)[0][0]]
+    assert len(ours) == len(theirs) == 1267
+    assert ours == theirs  # the same floats, not merely close
+    ours_acc = run["results"]["winogrande_dev"]["acc,none"]
+    assert ours_acc == run["results"]["builtin_winogrande_local"]["acc,none"]
+    assert run["results"]["winogrande_dev"]["acc_partial,none"] == ours_acc
+
+
+def _recompute(samples):
+    """acc and schema_acc from the logged log-likelihoods, independently of wsc_tasks.metrics."""
+    right = total = solved = groups = 0
+    for sample in samples:
+        lls = iter(r[0][0] for r in sample["resps"])
+        correct = []
+        for problem in sample["doc"]["problems"]:
+            first, second = next(lls), next(lls)
+            correct.append((0 if first >= second else 1) == problem["label"])
+        right, total = right + sum(correct), total + len(correct)
+        for group in sample["doc"]["groups"]:
+            groups += 1
+            solved += all(correct[i] for i in group)
+    return right / total, solved / groups, total, groups
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_reported_metrics_equal_recomputation_from_samples(run, task):
+    result = run["results"][task]
+    acc, schema_acc, problems, groups = _recompute(run["samples"][task])
+    assert result["acc,none"] == pytest.approx(acc, abs=1e-12)
+    assert result["schema_acc,none"] == pytest.approx(schema_acc, abs=1e-12)
+    assert (result["n_problems,none"], result["n_schemas,none"]) == (problems, groups)
+    a, big_a, half = result["acc,none"], result["schema_acc,none"], result["half_solved,none"]
+    if problems == 2 * groups:  # eq. 3.80 holds when every problem is in one two-problem schema
+        assert a == pytest.approx(big_a + half / 2, abs=1e-12)
+
+
+def test_group_rows_are_unweighted_means_of_their_tasks(run):
+    results = run["results"]
+    for group, members in [
+        (
+            "winogrande_suite",
+            ["winogrande_dev", "winogrande_twins", "winogrande_nocands", "winogrande_partsent"],
+        ),
+    ]:
+        for metric in ("acc,none", "schema_acc,none"):
+            expected = sum(results[m][metric] for m in members) / len(members)
+            assert results[group][metric] == pytest.approx(expected, abs=1e-12)
+    assert "acc,none" in results["wsc_group"] and "schema_acc,none" in results["wsc_group"]
+
+
+def test_two_processes_give_the_same_metrics_as_one(tiny_gpt2_dir, tmp_path, data_dir):
+    tasks = "wsc273_schemas,winogrande_twins,wsc266_inverted"
+    script = Path(__file__).with_name("dp_eval.py")
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+    outputs = {}
+    for processes in (1, 2):
+        out = tmp_path / f"p{processes}.json"
+        launch = [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--num_processes",
+            str(processes),
+        ]
+        if processes > 1:
+            launch.append("--multi_gpu")  # with ACCELERATE_USE_CPU: torch.distributed over gloo
+        subprocess.run(
+            [*launch, str(script), str(tiny_gpt2_dir), str(out), tasks],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
+        outputs[processes] = json.loads(out.read_text())
+    assert outputs[1]["world_size"] == 1 and outputs[2]["world_size"] == 2
+    assert outputs[1]["results"] == outputs[2]["results"]

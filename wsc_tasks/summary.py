@@ -1,0 +1,60 @@
+"""A short Markdown summary of an lm-eval results file: one row per wsc_tasks task or group."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+COLUMNS = ("acc", "schema_acc", "half_solved", "anti_solved", "n_problems", "n_schemas")
+
+
+def newest_results(path: str | Path) -> Path:
+    """The newest ``results_*.json`` at or below ``path`` (lm-eval nests them by model name)."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    found = sorted(path.rglob("results_*.json"), key=lambda p: p.name)
+    if not found:
+        raise FileNotFoundError(f"no lm-eval results_*.json under {path}; run with --output_path")
+    return found[-1]
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return "" if value is None else str(value)
+
+
+def markdown(results_file: str | Path) -> str:
+    data = json.loads(Path(results_file).read_text(encoding="utf-8"))
+    results: dict[str, dict[str, Any]] = data["results"]
+    groups = set(data.get("groups", {}))
+    lines = [
+        "| task | " + " | ".join(COLUMNS) + " |",
+        "|---|" + "---:|" * len(COLUMNS),
+    ]
+    for name, row in results.items():
+        if not any(f"{c},none" in row for c in COLUMNS):
+            continue
+        label = f"**{name}** (group, unweighted mean)" if name in groups else name
+        cells = [_cell(row.get(f"{c},none")) for c in COLUMNS]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    config = data.get("config", {})
+    model = config.get("model_args") or config.get("model")
+    head = [
+        f"Results of `{Path(results_file).name}`",
+        "",
+        f"- model: `{config.get('model')}` with `{_portable(model)}`",
+        f"- lm-eval {data.get('lm_eval_version', '?')}, "
+        f"batch size {config.get('batch_size')}, device {config.get('device')}",
+        "",
+    ]
+    return "\n".join(head + lines) + "\n"
+
+
+def _portable(model_args: Any) -> str:
+    """Model arguments without this machine's site-packages prefix."""
+    text = json.dumps(model_args) if isinstance(model_args, dict) else str(model_args)
+    return re.sub(r"[^\s,'\"=]*site-packages/", "<site-packages>/", text)
