@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.resources
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -59,9 +60,9 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
     if _has(argv, "--include_path"):
         index = next(i for i, a in enumerate(argv) if a.startswith("--include_path"))
         if argv[index] == "--include_path":
-            argv[index + 1] = f"{argv[index + 1]}:{path}"
+            argv[index + 1] = f"{argv[index + 1]}{os.pathsep}{path}"
         else:
-            argv[index] = f"{argv[index]}:{path}"
+            argv[index] = f"{argv[index]}{os.pathsep}{path}"
     else:
         argv += ["--include_path", path]
     return argv
@@ -85,9 +86,31 @@ def _cuda_available() -> bool:
         return False
 
 
+def _accept_several_include_paths() -> None:
+    """Let ``--include_path a:b`` name several folders, as lm-eval's own ``ls`` help shows.
+
+    lm-eval's ``TaskManager`` takes a list but its ``run`` flag passes one string; this process
+    splits it on the path separator so the user's folder and this package's can be combined.
+    """
+    from lm_eval.tasks import manager
+
+    original = manager.TaskManager.__init__
+    if getattr(original, "_wsc_tasks_split", False):
+        return
+
+    def init(self: object, *args: object, include_path: object = None, **kwargs: object) -> None:
+        if isinstance(include_path, str) and os.pathsep in include_path:
+            include_path = [p for p in include_path.split(os.pathsep) if p]
+        original(self, *args, include_path=include_path, **kwargs)
+
+    init._wsc_tasks_split = True  # type: ignore[attr-defined]
+    manager.TaskManager.__init__ = init  # type: ignore[method-assign]
+
+
 def _run(passthrough: list[str]) -> int:
     from lm_eval.__main__ import cli_evaluate
 
+    _accept_several_include_paths()
     argv = lm_eval_argv(passthrough)
     print("wsc-tasks: lm_eval run " + " ".join(argv), file=sys.stderr)
     sys.argv = ["lm_eval", "run", *argv]
