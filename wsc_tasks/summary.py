@@ -38,7 +38,7 @@ def markdown(results_file: str | Path) -> str:
     for name, row in results.items():
         if not any(f"{c},none" in row for c in COLUMNS):
             continue
-        label = f"**{name}** (group, unweighted mean)" if name in groups else name
+        label = f"**{name}** (group: unweighted mean of its tasks)" if name in groups else name
         cells = [_cell(row.get(f"{c},none")) for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     config = data.get("config", {})

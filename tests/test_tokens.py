@@ -1,0 +1,45 @@
+"""Token facts with GPT-2's real tokenizer: the equal-length shares of thesis Table 3.7."""
+
+from __future__ import annotations
+
+import pytest
+
+from wsc_tasks import catalog
+from wsc_tasks.tokens import TokenCounter
+
+
+@pytest.fixture(scope="module")
+def counter(gpt2_tok) -> TokenCounter:
+    return TokenCounter(gpt2_tok)
+
+
+def _shares(counter, name):
+    problems = [p for s in catalog.load(name) for p in s.problems]
+    in_context = sum(len(set(counter.answer_lengths(p))) == 1 for p in problems)
+    without = sum(len(set(counter.answer_lengths_without_context(p))) == 1 for p in problems)
+    return round(in_context / len(problems), 3), round(without / len(problems), 3)
+
+
+@pytest.mark.parametrize(
+    "name, in_context, without",  # thesis Table 3.7, GPT-2 and RoBERTa column
+    [
+        ("wsc266", 0.684, 0.624),
+        ("wsc273_schemas", 0.681, 0.615),
+        ("wsc266_switched", 0.829, 0.671),
+        ("wsc266_inverted", 0.789, 0.511),
+        ("wsc266_adjectival", 0.897, 0.897),
+        ("wsc266_unbalanced", 0.0, 0.0),
+    ],
+)
+def test_equal_length_shares_match_thesis_table_3_7(counter, data_dir, name, in_context, without):
+    assert _shares(counter, name) == (in_context, without)
+
+
+def test_split_mirrors_lm_eval(counter):
+    # eq. 3.2: "The trophy" -> [464, 16383]; " the trophy" -> [262, 16383]
+    assert counter.split("The trophy doesn't fit because", " the trophy is too small.")[1][:2] == [
+        262,
+        16383,
+    ]
+    assert counter.split("", "The trophy")[1] == [464, 16383]
+    assert counter.first_token_text("The trophy is small.") == "The"

@@ -1,0 +1,98 @@
+"""Token-level facts about problems, counted exactly as lm-eval's HF models split requests.
+
+Mean scoring divides by numbers of tokens, smart scoring looks at how many tokens follow the blank,
+and the equal-length subset (thesis §3.7.4) compares the options' token counts *in the context of
+the problem* (capitalisation and leading space as substituted). lm-eval returns only sums of
+log-probabilities, so the tasks count tokens themselves with the model's own tokenizer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from .problems import Problem
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+
+@dataclass
+class TokenCounter:
+    """Counts continuation tokens the way ``lm_eval.api.model.TemplateLM._encode_pair`` does."""
+
+    tokenizer: Any
+    add_special_tokens: bool | None = None  # None: the tokenizer's default, as lm-eval's HFLM
+
+    def encode(self, text: str, add_special_tokens: bool | None = None) -> list[int]:
+        flag = self.add_special_tokens if add_special_tokens is None else add_special_tokens
+        kwargs = {} if flag is None else {"add_special_tokens": flag}
+        return list(self.tokenizer.encode(text, **kwargs))
+
+    def split(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """(context tokens, continuation tokens) of a causal loglikelihood request."""
+        if not context:
+            return [], self.encode(continuation, add_special_tokens=False)
+        spaces = len(context) - len(context.rstrip())
+        if spaces:
+            context, continuation = context[:-spaces], context[-spaces:] + continuation
+        whole = self.encode(context + continuation)
+        head = self.encode(context)
+        return head, whole[len(head) :]
+
+    def n_continuation(self, context: str, continuation: str) -> int:
+        return len(self.split(context, continuation)[1])
+
+    def first_token_text(self, text: str) -> str:
+        """The prefix of ``text`` that its first token covers (for all-but-first scoring)."""
+        encoding = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        offsets = encoding["offset_mapping"]
+        if not offsets:
+            raise ValueError(f"empty text has no first token: {text!r}")
+        return text[: offsets[0][1]]
+
+    def answer_lengths(self, problem: Problem) -> tuple[int, int]:
+        """Token counts of the two options in the context of the problem (first blank)."""
+        before = problem.segments[0]
+        return tuple(  # type: ignore[return-value]
+            self.n_continuation(before, filler) if before else len(self.encode(filler, False))
+            for filler, *_ in problem.options
+        )
+
+    def answer_lengths_without_context(self, problem: Problem) -> tuple[int, int]:
+        return tuple(len(self.encode(f, False)) for f, *_ in problem.options)  # type: ignore
+
+    def tokens_after_blank(self, problem: Problem, option: int) -> int:
+        """Number of tokens after the (last) filled blank: what partial scoring predicts."""
+        filled = problem.fill(option)
+        after = problem.segments[-1]
+        return self.n_continuation(filled[: len(filled) - len(after)], after)
+
+
+@lru_cache(maxsize=8)
+def _load_tokenizer(name: str, gguf_file: str | None, revision: str | None, trust: bool) -> Any:
+    from transformers import AutoTokenizer
+
+    kwargs: dict[str, Any] = {"trust_remote_code": trust}
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    if revision:
+        kwargs["revision"] = revision
+    return AutoTokenizer.from_pretrained(name, **kwargs)
+
+
+def counter_from_metadata(metadata: Mapping[str, Any]) -> TokenCounter | None:
+    """A counter for the model named in lm-eval's task metadata (the CLI merges model_args)."""
+    name = metadata.get("tokenizer") or metadata.get("pretrained")
+    if not isinstance(name, str):
+        return None
+    tokenizer = _load_tokenizer(
+        name,
+        metadata.get("gguf_file"),
+        metadata.get("revision"),
+        bool(metadata.get("trust_remote_code", False)),
+    )
+    add_bos = metadata.get("add_bos_token")
+    return TokenCounter(tokenizer, None if add_bos is None else bool(add_bos))
