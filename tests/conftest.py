@@ -14,7 +14,7 @@ SHARED = REPO.parent / "shared"
 
 def _data_dir() -> Path:
     value = os.environ.get("WSC_TASKS_DATA")
-    return Path(value) if value else SHARED / "data"
+    return Path(value).resolve() if value else SHARED / "data"
 
 
 DATA = _data_dir()
