@@ -35,9 +35,9 @@ def main() -> None:
     model_dir, out, tasks = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     batch_size = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     lm = CpuDataParallelHFLM(pretrained=model_dir, device="cpu", batch_size=batch_size)
-    results = lm_eval.simple_evaluate(
-        model=lm, tasks=tasks, task_manager=TaskManager(include_path=str(include_path()))
-    )
+    # the model's path in the task metadata, as lm_eval's CLI passes it: every scoring method runs
+    manager = TaskManager(include_path=str(include_path()), metadata={"pretrained": model_dir})
+    results = lm_eval.simple_evaluate(model=lm, tasks=tasks, task_manager=manager)
     if lm.rank == 0:
         payload = {"world_size": lm.world_size, "results": results["results"]}
         with open(out, "w") as handle:

@@ -43,3 +43,21 @@ def test_split_mirrors_lm_eval(counter):
     ]
     assert counter.split("", "The trophy")[1] == [464, 16383]
     assert counter.first_token_text("The trophy is small.") == "The"
+
+
+@pytest.mark.parametrize(
+    "name, share",  # thesis Table 3.8: answer placeholder second-last (one token follows)
+    [
+        ("wsc273_schemas", 0.073),
+        ("wsc266", 0.068),
+        ("wsc266_inverted", 0.489),
+        ("wsc266_switched", 0.043),
+        ("wsc266_adjectival", 0.057),
+        ("wsc266_nonassociative_nocands", 0.056),
+        ("wsc266_associative", 0.120),
+    ],
+)
+def test_blank_at_end_shares_match_thesis_table_3_8(counter, data_dir, name, share):
+    problems = [p for s in catalog.load(name) for p in s.problems]
+    at_end = sum(counter.tokens_after_blank(p, 0) <= 1 for p in problems)
+    assert round(at_end / len(problems), 3) == share

@@ -78,3 +78,22 @@ SCHEMA_METRICS: dict[str, tuple[Callable[[Sequence[SchemaOutcome]], float], bool
     "n_problems": (n_problems, True),
     "n_schemas": (n_schemas, True),
 }
+
+
+def restrict(value: SchemaOutcome, keep: Sequence[bool]) -> SchemaOutcome:
+    """The outcome on a subset of problems (e.g. equal-length answers, thesis §3.7.4).
+
+    A schema-metric group counts only if all its problems are kept: a schema left with one
+    problem would make schema accuracy equal problem accuracy (thesis §3.7.6).
+    """
+    kept = [i for i, k in enumerate(keep) if k]
+    index = {old: new for new, old in enumerate(kept)}
+    return {
+        "correct": [value["correct"][i] for i in kept],
+        "groups": [[index[i] for i in g] for g in value["groups"] if all(keep[i] for i in g)],
+    }
+
+
+def share(outcomes: Sequence[SchemaOutcome]) -> float:
+    """Share of problems flagged 1 (the flags travel in ``correct``; groups are unused)."""
+    return problem_accuracy(outcomes)

@@ -2,41 +2,105 @@
 
 A method is independent of tasks: a task asks every active method for its requests, sends the
 union once (a request two methods share is computed once) and hands each method the results it
-asked for. New methods (full, smart, masked-LM, T5 scoring…) are added here without touching tasks.
+asked for. Scores here are log-likelihoods (higher wins), the negatives of the thesis's scores v.
+
+Causal LMs (thesis §3.1.1), every one from lm-eval ``loglikelihood`` requests:
+
+- ``partial``: log P(text after the blank | text up to and including the answer) (Trinh & Le);
+- ``all_but_first``: log P(σ2…σn | σ1); ``loss`` is its mean (eq. 3.8, 3.15);
+- ``full``: log p1 + log P(σ2…σn | σ1), p1 from the first-token prior (eq. 3.10, see below);
+- ``full_norm``: full − log P(answer alone) (eq. 3.6–3.7, 3.11);
+- ``smart``: partial, unless the blank is followed by at most ``smart_limit`` tokens, then full;
+- ``<method>_mean``: divided by the number of tokens it predicts (eq. 3.12–3.14).
+
+First-token prior: with GPT-2's tokenizer, the WebText unigram frequencies the thesis used
+(``maler/token_frequencies/frequencies_with_eos.txt``); with any other tokenizer, the model's own
+probability after its BOS/EOS prefix token (lm-eval's empty-context request), for both p1 and
+P(answer). Partial, all-but-first and loss predict the same tokens from the same inputs, so lm-eval
+computes them in one forward pass per option (its logits cache groups requests by input tokens).
 """
 
 from __future__ import annotations
 
+import ast
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
+from . import data
 from .problems import Problem
+from .tokens import TokenCounter
 
 # (lm-eval request type, arguments) — hashable, so shared requests are sent once.
 Request = tuple[str, tuple[str, ...]]
+Results = Mapping[Request, object]
+
+FREQUENCIES = "maler/token_frequencies/frequencies_with_eos.txt"
+PRIORS = ("webtext", "bos")
 
 
 class ScoringError(ValueError):
     """A method cannot score a problem (or a model family cannot serve the method)."""
 
 
+@lru_cache(maxsize=1)
+def webtext_log_frequencies() -> tuple[float, dict[int, int]]:
+    """(log total, {GPT-2 token id: count}) over the public WebText subset (thesis §3.1.1)."""
+    path = data.resolve(FREQUENCIES)
+    total_line, table_line = path.read_text(encoding="utf-8").splitlines()[:2]
+    return math.log(int(total_line)), ast.literal_eval(table_line)
+
+
+def webtext_log_prob(token_id: int) -> float:
+    """log f(token); a token never seen in WebText counts once rather than making −inf."""
+    log_total, counts = webtext_log_frequencies()
+    return math.log(max(counts.get(token_id, 0), 1)) - log_total
+
+
+def is_gpt2_tokenizer(counter: TokenCounter) -> bool:
+    """GPT-2's byte-level BPE: the tokens of thesis eq. 3.2 and its 50,257-entry vocabulary."""
+    try:
+        return (
+            len(counter.tokenizer) == 50257
+            and counter.encode("The trophy", False) == [464, 16383]
+            and counter.encode(" the trophy", False) == [262, 16383]
+        )
+    except Exception:  # noqa: BLE001 - any tokenizer that cannot answer is not GPT-2's
+        return False
+
+
 @dataclass(frozen=True)
-class ScoringMethod:
-    """Base class: a way to score the options of a problem; higher score wins."""
+class Setup:
+    """What methods need beyond the problem: the model's tokens and how to score a first token."""
 
-    name: str
+    tokens: TokenCounter | None = None
+    prior: str = "bos"
+    smart_limit: int = 1
 
-    def requests(self, problem: Problem) -> list[list[Request]]:
-        """Per option, the requests its score needs."""
-        raise NotImplementedError
+    def need_tokens(self, method: str) -> TokenCounter:
+        if self.tokens is None:
+            raise ScoringError(
+                f"scoring method {method!r} counts tokens and needs the model's tokenizer: run "
+                "through lm_eval's CLI (it passes --model_args to tasks) or pass "
+                '--metadata \'{"tokenizer": "<name or path>"}\''
+            )
+        return self.tokens
 
-    def option_scores(self, problem: Problem, results: Mapping[Request, object]) -> list[float]:
-        raise NotImplementedError
 
-    def predict(self, problem: Problem, results: Mapping[Request, object]) -> int:
-        """Index of the chosen option; a tie goes to the first (as lm-eval's argmax)."""
-        scores = self.option_scores(problem, results)
-        return max(range(len(scores)), key=lambda i: (scores[i], -i))
+@dataclass(frozen=True)
+class Pieces:
+    """The requests and token counts of one filled sentence, shared by all causal methods."""
+
+    partial: Request
+    partial_tokens: int
+    all_but_first: Request | None = None
+    sentence_tokens: int = 0
+    first_token: int = -1
+    bos_full: Request | None = None
+    answer: Request | None = None  # the rest of the answer given its first token, or all of it
+    answer_first_token: int = -1
+    answer_tokens: int = 0
 
 
 def partial_continuation(problem: Problem) -> str:
@@ -53,32 +117,158 @@ def partial_continuation(problem: Problem) -> str:
     return " " + after.strip() if after[:1].isspace() else after.rstrip()
 
 
+def _partial_request(problem: Problem, option: int) -> Request:
+    filled = problem.fill(option)
+    context = filled[: len(filled) - len(problem.segments[-1])]
+    return ("loglikelihood", (context, partial_continuation(problem)))
+
+
+@lru_cache(maxsize=65536)
+def _pieces(problem: Problem, option: int, setup: Setup) -> Pieces:
+    tokens = setup.need_tokens("full")
+    partial = _partial_request(problem, option)
+    sentence = problem.fill(option)
+    sentence_ids = tokens.encode(sentence, False)
+    if len(sentence_ids) < 2:
+        raise ScoringError(f"{problem.source or problem.uid}: sentence has fewer than two tokens")
+    first = tokens.first_token_text(sentence)
+    pieces = {
+        "partial": partial,
+        "partial_tokens": tokens.n_continuation(*partial[1]),
+        "all_but_first": ("loglikelihood", (first, sentence[len(first) :])),
+        "sentence_tokens": len(sentence_ids),
+        "first_token": sentence_ids[0],
+    }
+    if setup.prior == "bos":
+        pieces["bos_full"] = ("loglikelihood", ("", sentence))
+    if problem.n_blanks == 1:
+        before = problem.segments[0]
+        answer = (" " if before.endswith(" ") else "") + problem.options[option][0]
+        answer_ids = tokens.encode(answer, False)
+        pieces["answer_tokens"] = len(answer_ids)
+        pieces["answer_first_token"] = answer_ids[0]
+        if setup.prior == "bos":
+            pieces["answer"] = ("loglikelihood", ("", answer))
+        elif len(answer_ids) > 1:
+            head = tokens.first_token_text(answer)
+            pieces["answer"] = ("loglikelihood", (head, answer[len(head) :]))
+    return Pieces(**pieces)
+
+
+def _ll(results: Results, request: Request) -> float:
+    return float(results[request][0])  # type: ignore[index]
+
+
+@dataclass(frozen=True)
+class ScoringMethod:
+    """Base class: a way to score the options of a problem; higher score wins."""
+
+    name: str
+    family: str = "causal"
+    needs_tokens: bool = True
+
+    def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
+        """Per option, the requests its score needs."""
+        raise NotImplementedError
+
+    def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
+        raise NotImplementedError
+
+    def predict(self, problem: Problem, results: Results, setup: Setup) -> int:
+        """Index of the chosen option; a tie goes to the first (as lm-eval's argmax)."""
+        scores = self.option_scores(problem, results, setup)
+        return max(range(len(scores)), key=lambda i: (scores[i], -i))
+
+
 @dataclass(frozen=True)
 class Partial(ScoringMethod):
-    """-log P(text after the blank | text up to and including the answer) (Trinh & Le 2018).
-
-    Identical requests to lm-eval's built-in ``winogrande`` and ``wsc273`` tasks.
-    """
+    """Partial scoring: the same requests as lm-eval's built-in ``winogrande`` and ``wsc273``."""
 
     name: str = "partial"
+    needs_tokens: bool = False
 
-    def requests(self, problem: Problem) -> list[list[Request]]:
-        if problem.n_blanks != 1:
-            raise ScoringError(
-                f"{problem.source or problem.uid}: partial scoring needs one blank, "
-                f"found {problem.n_blanks}"
-            )
-        continuation = partial_continuation(problem)
+    def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
+        return [[_partial_request(problem, i)] for i in range(len(problem.options))]
+
+    def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
+        return [_ll(results, _partial_request(problem, i)) for i in range(len(problem.options))]
+
+
+@dataclass(frozen=True)
+class Causal(ScoringMethod):
+    """Every token-counting causal method, by ``kind`` and ``mean``; see the module docstring."""
+
+    kind: str = "full"  # full, all_but_first, partial, full_norm, smart
+    mean: bool = False
+
+    def _needed(self, pieces: Pieces, setup: Setup) -> list[Request]:
+        needed = []
+        if self.kind in ("partial", "smart"):
+            needed.append(pieces.partial)
+        if self.kind == "all_but_first":
+            needed.append(pieces.all_but_first)
+        if self.kind in ("full", "full_norm", "smart"):
+            # p1 · P(σ2… | σ1): the model's own after BOS, or WebText's p1 with all-but-first
+            needed.append(pieces.bos_full or pieces.all_but_first)
+        if self.kind == "full_norm":
+            if pieces.answer_tokens == 0:
+                raise ScoringError("normalized full scoring needs a single-blank problem")
+            if pieces.answer is not None:
+                needed.append(pieces.answer)
+        return needed
+
+    def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
         return [
-            [("loglikelihood", (problem.segments[0] + filler, continuation))]
-            for (filler,) in problem.options
+            self._needed(_pieces(problem, i, setup), setup) for i in range(len(problem.options))
         ]
 
-    def option_scores(self, problem: Problem, results: Mapping[Request, object]) -> list[float]:
-        return [float(results[reqs[0]][0]) for reqs in self.requests(problem)]  # type: ignore[index]
+    def _full(self, pieces: Pieces, results: Results) -> float:
+        if pieces.bos_full is not None:
+            return _ll(results, pieces.bos_full)
+        return webtext_log_prob(pieces.first_token) + _ll(results, pieces.all_but_first)
+
+    def score(self, pieces: Pieces, results: Results, setup: Setup) -> float:
+        kind = self.kind
+        if kind == "smart":
+            kind = "full" if pieces.partial_tokens <= setup.smart_limit else "partial"
+        if kind == "partial":
+            value, count = _ll(results, pieces.partial), pieces.partial_tokens
+        elif kind == "all_but_first":
+            value, count = _ll(results, pieces.all_but_first), pieces.sentence_tokens - 1
+        elif kind == "full":
+            value, count = self._full(pieces, results), pieces.sentence_tokens
+        else:  # full_norm
+            if pieces.bos_full is not None:
+                answer = _ll(results, pieces.answer)  # type: ignore[arg-type]
+            else:
+                answer = webtext_log_prob(pieces.answer_first_token)
+                if pieces.answer is not None:
+                    answer += _ll(results, pieces.answer)
+            value = self._full(pieces, results) - answer
+            count = pieces.sentence_tokens - pieces.answer_tokens
+        return value / max(count, 1) if self.mean else value
+
+    def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
+        return [
+            self.score(_pieces(problem, i, setup), results, setup)
+            for i in range(len(problem.options))
+        ]
 
 
-METHODS: dict[str, ScoringMethod] = {"partial": Partial()}
+def _causal_methods() -> list[ScoringMethod]:
+    methods: list[ScoringMethod] = [Partial()]
+    methods.append(Causal(name="partial_mean", kind="partial", mean=True))
+    for kind in ("full", "all_but_first", "full_norm", "smart"):
+        methods.append(Causal(name=kind, kind=kind))
+        if kind != "all_but_first":
+            methods.append(Causal(name=f"{kind}_mean", kind=kind, mean=True))
+    methods.append(Causal(name="loss", kind="all_but_first", mean=True))
+    return methods
+
+
+METHODS: dict[str, ScoringMethod] = {m.name: m for m in _causal_methods()}
+FAMILY_METHODS: dict[str, list[str]] = {"causal": list(METHODS)}
+HEADLINE: dict[str, str] = {"causal": "smart"}  # thesis standard setup: smart at limit 1
 
 
 def get_methods(names: Sequence[str]) -> list[ScoringMethod]:

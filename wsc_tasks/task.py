@@ -6,15 +6,19 @@ document to one ``SchemaOutcome`` per method; the aggregations of ``metrics`` tu
 problem and schema figures. Because a schema never straddles two documents, the figures are exact
 under any split of the documents over processes (``accelerate launch``).
 
-YAML keys read from ``metadata`` (overridable with lm-eval's ``--metadata``):
-``dataset`` — a name from ``wsc_tasks.catalog``; ``scoring`` — list of method names, the first
-is the headline (``acc``, ``schema_acc``…); every method also reports ``acc_<method>`` and
-``schema_acc_<method>``.
+Keys read from ``metadata`` (YAML, or lm-eval's ``--metadata``; lm-eval's CLI also merges the
+``--model_args`` in, which is how the task finds the model's tokenizer and family):
+``dataset`` — a name from ``wsc_tasks.catalog``; ``scoring`` — ``all`` (default: every method of
+the model's family) or a list of method names; ``headline`` — the method behind ``acc`` and
+``schema_acc`` (default: the family's best, causal ``smart``); ``smart_limit`` — n of smart
+scoring (default 1); ``tokenizer`` — the tokenizer to count tokens with, when ``pretrained`` is not
+given (e.g. a model object passed from Python).
 """
 
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 from typing import Any
 
 import datasets
@@ -22,16 +26,67 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
 from . import catalog, lm_eval_fixes
-from .metrics import SCHEMA_METRICS, SchemaOutcome, outcome, problem_accuracy, schema_accuracy
+from .metrics import (
+    SCHEMA_METRICS,
+    SchemaOutcome,
+    outcome,
+    problem_accuracy,
+    restrict,
+    schema_accuracy,
+    share,
+)
 from .problems import Problem, Schema
-from .scoring import Request, ScoringMethod, get_methods
-
-log = logging.getLogger(f"lm_eval.{__name__}")
+from .scoring import (
+    FAMILY_METHODS,
+    HEADLINE,
+    Request,
+    ScoringError,
+    ScoringMethod,
+    Setup,
+    get_methods,
+    is_gpt2_tokenizer,
+)
+from .tokens import TokenCounter, counter_from_metadata
 
 lm_eval_fixes.apply()  # our tasks send one sentence split at two places; see that module
 
-DEFAULT_SCORING = ["partial"]
+log = logging.getLogger(f"lm_eval.{__name__}")
+
 PER_METHOD = {"acc": problem_accuracy, "schema_acc": schema_accuracy}
+TOKEN_METRICS = {
+    "acc_equal_len": problem_accuracy,
+    "schema_acc_equal_len": schema_accuracy,
+    "share_equal_len": share,
+    "share_blank_at_end": share,
+}
+MASKED_TYPES = {"bert", "roberta", "xlm-roberta", "albert", "deberta", "deberta-v2", "distilbert",
+                "electra", "camembert", "mpnet", "modernbert"}  # fmt: skip
+
+
+@lru_cache(maxsize=8)
+def _model_family(pretrained: str, gguf_file: str | None, trust: bool) -> str:
+    from transformers import AutoConfig
+
+    kwargs: dict[str, Any] = {"trust_remote_code": trust}
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    config = AutoConfig.from_pretrained(pretrained, **kwargs)
+    if getattr(config, "is_encoder_decoder", False):
+        return "seq2seq"
+    architectures = " ".join(getattr(config, "architectures", None) or [])
+    if config.model_type in MASKED_TYPES or "MaskedLM" in architectures:
+        return "masked"
+    return "causal"
+
+
+def model_family(metadata: dict[str, Any]) -> str:
+    """causal, seq2seq or masked, from the model named in the metadata (causal if none)."""
+    pretrained = metadata.get("pretrained")
+    if not isinstance(pretrained, str):
+        return "causal"
+    return _model_family(
+        pretrained, metadata.get("gguf_file"), bool(metadata.get("trust_remote_code", False))
+    )
 
 
 class SchemaTask(ConfigurableTask):
@@ -50,18 +105,65 @@ class SchemaTask(ConfigurableTask):
         if "dataset" not in meta:
             raise ValueError(f"task {config.get('task')}: metadata.dataset is required")
         super().__init__(config=config, **kwargs)
+        self.setup, self.methods = self._plan()
 
     # -- configuration -------------------------------------------------------------------------
     @property
     def _meta(self) -> dict[str, Any]:
         return self.config.metadata or {}
 
-    @property
-    def methods(self) -> list[ScoringMethod]:
-        names = self._meta.get("scoring") or DEFAULT_SCORING
-        if isinstance(names, str):
-            names = [n.strip() for n in names.split(",") if n.strip()]
-        return get_methods(list(names))
+    def _plan(self) -> tuple[Setup, list[ScoringMethod]]:
+        """Family, tokenizer and methods, settled before any model work; errors name the task."""
+        task, meta = self.config.task, self._meta
+        family = model_family(meta)
+        if family not in FAMILY_METHODS:
+            raise ScoringError(
+                f"task {task}: the model is a {family} language model; this version of wsc_tasks "
+                f"scores causal models only (methods: {', '.join(FAMILY_METHODS['causal'])})"
+            )
+        try:
+            tokens: TokenCounter | None = counter_from_metadata(meta)
+        except Exception as error:  # noqa: BLE001 - any loading failure gets the same advice
+            name = meta.get("tokenizer") or meta.get("pretrained")
+            raise ScoringError(
+                f"task {task}: could not load the tokenizer of {name!r} "
+                f'to count tokens ({error}); pass --metadata \'{{"tokenizer": "<name or path>"}}\''
+            ) from error
+        requested = meta.get("scoring", "all")
+        if requested == "all":
+            names = FAMILY_METHODS[family] if tokens else ["partial"]
+            if tokens is None:
+                log.warning(
+                    f"wsc_tasks: {task}: no tokenizer in the task metadata (model object passed "
+                    "from Python?): only partial scoring; pass metadata {'tokenizer': ...} for all"
+                )
+        else:
+            names = (
+                [n.strip() for n in requested.split(",")]
+                if isinstance(requested, str)
+                else list(requested)
+            )
+        headline = meta.get("headline") or (HEADLINE[family] if tokens else "partial")
+        if headline not in names:
+            names = [headline, *names]
+        names = [headline, *(n for n in names if n != headline)]
+        try:
+            methods = get_methods(names)
+            prior = "webtext" if tokens is not None and is_gpt2_tokenizer(tokens) else "bos"
+            setup = Setup(tokens, prior, int(meta.get("smart_limit", 1)))
+            for method in methods:
+                if method.needs_tokens:
+                    setup.need_tokens(method.name)
+                if method.family != family:
+                    raise ScoringError(f"method {method.name!r} is for {method.family} models")
+        except ScoringError as error:
+            raise ScoringError(f"task {task}, {family} model: {error}") from error
+        self.config.metadata = {**meta, "first_token_prior": prior, "headline": headline}
+        log.info(
+            f"wsc_tasks: {task}: {family} model, headline {headline}, methods "
+            f"{', '.join(names)}; first-token prior {prior}"
+        )
+        return setup, methods
 
     # -- data -----------------------------------------------------------------------------------
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -88,7 +190,7 @@ class SchemaTask(ConfigurableTask):
         """The union of all methods' requests for one problem, in first-seen order."""
         seen: dict[Request, None] = {}
         for method in self.methods:
-            for per_option in method.requests(problem):
+            for per_option in method.requests(problem, self.setup):
                 for request in per_option:
                     seen.setdefault(request, None)
         return list(seen)
@@ -121,17 +223,38 @@ class SchemaTask(ConfigurableTask):
             found = dict(zip(keys, results[position : position + len(keys)], strict=True))
             position += len(keys)
             for method in self.methods:
-                per_method[method.name].append(method.predict(problem, found) == problem.label)
+                chosen = method.predict(problem, found, self.setup)
+                per_method[method.name].append(chosen == problem.label)
         if position != len(results):
             raise RuntimeError(
                 f"task {self.config.task}: {len(results)} results for {position} requests"
             )
         return {name: outcome(correct, schema.groups) for name, correct in per_method.items()}
 
+    def _token_facts(self, schema: Schema) -> tuple[list[bool], list[bool]]:
+        """Per problem: equal-length answers in context; blank followed by ≤ n tokens."""
+        tokens = self.setup.tokens
+        assert tokens is not None
+        equal, at_end = [], []
+        for problem in schema.problems:
+            if problem.n_blanks == 1:
+                lengths = tokens.answer_lengths(problem)
+            else:
+                lengths = tuple(len(tokens.encode(problem.fill(i), False)) for i in (0, 1))
+            equal.append(lengths[0] == lengths[1])
+            at_end.append(tokens.tokens_after_blank(problem, 0) <= self.setup.smart_limit)
+        return equal, at_end
+
     def process_results(self, doc: dict, results: list[Any]) -> dict[str, SchemaOutcome]:
         by_method = self.outcomes(doc, results)
         headline = by_method[self.methods[0].name]
         values: dict[str, SchemaOutcome] = {name: headline for name in SCHEMA_METRICS}
+        if self.setup.tokens is not None:
+            schema = Schema.from_doc(doc)
+            equal, at_end = self._token_facts(schema)
+            values["acc_equal_len"] = values["schema_acc_equal_len"] = restrict(headline, equal)
+            values["share_equal_len"] = outcome(equal, [])
+            values["share_blank_at_end"] = outcome(at_end, [])
         for method_name, value in by_method.items():
             for metric in PER_METHOD:
                 values[f"{metric}_{method_name}"] = value
@@ -139,6 +262,8 @@ class SchemaTask(ConfigurableTask):
 
     def aggregation(self) -> dict[str, Any]:
         functions = {name: fn for name, (fn, _) in SCHEMA_METRICS.items()}
+        if self.setup.tokens is not None:
+            functions.update(TOKEN_METRICS)
         for method in self.methods:
             for metric, fn in PER_METHOD.items():
                 functions[f"{metric}_{method.name}"] = fn

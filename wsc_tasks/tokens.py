@@ -19,7 +19,7 @@ from .problems import Problem
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: one counter per tokenizer, a key of scoring caches
 class TokenCounter:
     """Counts continuation tokens the way ``lm_eval.api.model.TemplateLM._encode_pair`` does."""
 
@@ -28,8 +28,15 @@ class TokenCounter:
 
     def encode(self, text: str, add_special_tokens: bool | None = None) -> list[int]:
         flag = self.add_special_tokens if add_special_tokens is None else add_special_tokens
-        kwargs = {} if flag is None else {"add_special_tokens": flag}
-        return list(self.tokenizer.encode(text, **kwargs))
+        return list(self._encode(text, flag))
+
+    def _encode(self, text: str, flag: bool | None) -> tuple[int, ...]:
+        cache = self.__dict__.setdefault("_cache", {})
+        key = (text, flag)
+        if key not in cache:
+            kwargs = {} if flag is None else {"add_special_tokens": flag}
+            cache[key] = tuple(self.tokenizer.encode(text, **kwargs))
+        return cache[key]
 
     def split(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """(context tokens, continuation tokens) of a causal loglikelihood request."""

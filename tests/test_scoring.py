@@ -1,0 +1,188 @@
+"""Causal scoring methods against explicit forward passes of tiny random GPT-2 and Llama models.
+
+For a few WSC266 problems (some with the blank just before the final period, where smart scoring
+switches to full), every method's option scores are recomputed here from the model's logits by the
+thesis's formulas (§3.1.1, eq. 3.3–3.15) and compared with what the task computed inside lm-eval;
+the accuracies the task reports are checked against the hand-computed choices, and the number of
+sequences the model saw against the minimum the methods need.
+"""
+
+from __future__ import annotations
+
+import lm_eval
+import pytest
+import torch
+from lm_eval.models.huggingface import HFLM
+from lm_eval.tasks import TaskManager
+
+from wsc_tasks import catalog, scoring
+from wsc_tasks.cli import include_path
+from wsc_tasks.problems import Schema
+from wsc_tasks.tokens import TokenCounter
+
+pytestmark = pytest.mark.slow
+
+TASK = "wsc266"
+
+
+@pytest.fixture(scope="module")
+def tiny_llama_dir(tmp_path_factory):
+    """A 2-layer random Llama with a word-level tokenizer trained here on WSC266's words."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    words = [p.fill(i) for s in catalog.load(TASK) for p in s.problems for i in (0, 1)]
+    core = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    core.train_from_iterator(
+        words, trainers.WordLevelTrainer(special_tokens=["<unk>", "<s>", "</s>"])
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    )
+    torch.manual_seed(1)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                         max_position_embeddings=128, bos_token_id=1, eos_token_id=2)  # fmt: skip
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _doc_ids(counter: TokenCounter) -> list[int]:
+    """Three ordinary schemas and two whose blank is followed by one token."""
+    schemas = catalog.load(TASK)
+    at_end = [
+        i for i, s in enumerate(schemas)
+        if any(counter.n_continuation(p.fill(0)[: len(p.fill(0)) - len(p.segments[1])],
+                                      p.segments[1]) <= 1 for p in s.problems)
+    ]  # fmt: skip
+    assert len(at_end) >= 2
+    return [0, 1, 2, *at_end[:2]]
+
+
+class Counting(HFLM):
+    """HFLM that counts the sequences it feeds the model."""
+
+    rows = 0
+
+    def _model_call(self, inps, *args, **kwargs):
+        Counting.rows += inps.shape[0]
+        return super()._model_call(inps, *args, **kwargs)
+
+
+def _sum_lp(model, ids: list[int], start: int) -> float:
+    """log P(ids[start:] | ids[:start]) from one explicit forward pass, in float32 as lm-eval."""
+    with torch.no_grad():  # like lm-eval, the last token is predicted, not fed
+        lp = torch.log_softmax(model(torch.tensor([ids[:-1]])).logits[0].float(), dim=-1)
+    positions = torch.arange(start - 1, len(ids) - 1)
+    return float(lp[positions, torch.tensor(ids[start:])].sum())
+
+
+def _hand_scores(model, tok, bos: int | None, problem, option: int, limit: int = 1):
+    """Every causal score of one option, by the thesis's formulas."""
+    enc = lambda text: tok.encode(text, add_special_tokens=False)  # noqa: E731
+    sentence = problem.fill(option)
+    sigma = enc(sentence)
+    after = problem.segments[1]
+    head = enc(sentence[: len(sentence) - len(after)].rstrip())
+    n_after = len(sigma) - len(head)
+    assert sigma[: len(head)] == head
+    abf = _sum_lp(model, sigma, 1)
+    before = problem.segments[0]
+    answer = enc((" " if before.endswith(" ") else "") + problem.options[option][0])
+    if bos is None:  # GPT-2: p1 from the WebText unigram frequencies
+        full = scoring.webtext_log_prob(sigma[0]) + abf
+        p_answer = scoring.webtext_log_prob(answer[0])
+        p_answer += _sum_lp(model, answer, 1) if len(answer) > 1 else 0.0
+    else:  # the model's own probability after its prefix token
+        full = _sum_lp(model, [bos, *sigma], 1)
+        p_answer = _sum_lp(model, [bos, *answer], 1)
+    partial = _sum_lp(model, sigma, len(head))
+    norm = full - p_answer
+    n = len(sigma)
+    scores = {
+        "partial": partial, "partial_mean": partial / n_after,
+        "all_but_first": abf, "loss": abf / (n - 1),
+        "full": full, "full_mean": full / n,
+        "full_norm": norm, "full_norm_mean": norm / (n - len(answer)),
+    }  # fmt: skip
+    use_full = n_after <= limit
+    scores["smart"] = scores["full"] if use_full else scores["partial"]
+    scores["smart_mean"] = scores["full_mean"] if use_full else scores["partial_mean"]
+    return scores
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_dir):
+    folder = tiny_gpt2_dir if arch == "gpt2" else tiny_llama_dir
+    lm = Counting(pretrained=str(folder), device="cpu", batch_size=1)
+    counter = TokenCounter(lm.tokenizer)
+    doc_ids = _doc_ids(counter)
+    manager = TaskManager(include_path=str(include_path()), metadata={"pretrained": str(folder)})
+    Counting.rows = 0
+    out = lm_eval.simple_evaluate(
+        model=lm, tasks=[TASK], task_manager=manager, samples={TASK: doc_ids}, log_samples=True
+    )
+    rows = Counting.rows
+    samples = out["samples"][TASK]
+    assert out["configs"][TASK]["metadata"]["first_token_prior"] == (
+        "webtext" if arch == "gpt2" else "bos"
+    )
+    model, tok = lm.model, lm.tokenizer
+    bos = None if arch == "gpt2" else lm.prefix_token_id
+    setup = scoring.Setup(counter, "webtext" if arch == "gpt2" else "bos", 1)
+    right = {name: 0 for name in scoring.METHODS}
+    problems = 0
+    for sample in samples:
+        schema = Schema.from_doc(sample["doc"])
+        results = {
+            ("loglikelihood", tuple(a)): r[0]
+            for a, r in zip(sample["arguments"], sample["resps"], strict=True)
+        }
+        for problem in schema.problems:
+            problems += 1
+            hand = [_hand_scores(model, tok, bos, problem, i) for i in (0, 1)]
+            for name, method in scoring.METHODS.items():
+                ours = method.option_scores(problem, results, setup)
+                assert ours == pytest.approx([h[name] for h in hand], abs=1e-5), (name, problem.uid)
+                choice = 0 if hand[0][name] >= hand[1][name] else 1
+                right[name] += choice == problem.label
+    result = out["results"][TASK]
+    for name in scoring.METHODS:
+        assert result[f"acc_{name},none"] == pytest.approx(right[name] / problems, abs=1e-12), name
+    assert result["acc,none"] == result["acc_smart,none"]  # causal headline: smart at limit 1
+    # Minimum forward passes: one per distinct model input the formulas need. A filled sentence
+    # feeds partial, all-but-first, loss, smart and (with WebText's p1) full at once; without
+    # WebText, full needs it once more after BOS; normalized full needs the answer alone (given
+    # its first token with WebText, none if it is one token; after BOS otherwise). Inputs drop
+    # the last token, so answers that differ only there share a pass.
+    inputs = set()
+    for sample in samples:
+        for problem in Schema.from_doc(sample["doc"]).problems:
+            for i in (0, 1):
+                sentence = counter.encode(problem.fill(i), False)
+                before = problem.segments[0]
+                answer = counter.encode(
+                    (" " if before.endswith(" ") else "") + problem.options[i][0], False
+                )
+                inputs.add(tuple(sentence[:-1]))
+                if arch == "gpt2":
+                    if len(answer) > 1:
+                        inputs.add(tuple(answer[:-1]))
+                else:
+                    inputs.add((bos, *sentence[:-1]))
+                    inputs.add((bos, *answer[:-1]))
+    expected = len(inputs)
+    assert rows == expected
+
+
+def test_unsupported_family_is_refused_before_model_work(tmp_path, data_dir):
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    T5ForConditionalGeneration(T5Config(vocab_size=64, d_model=16, d_ff=32, num_layers=1,
+                                        num_heads=2, d_kv=8)).save_pretrained(tmp_path)  # fmt: skip
+    manager = TaskManager(include_path=str(include_path()), metadata={"pretrained": str(tmp_path)})
+    with pytest.raises(scoring.ScoringError, match=r"task wsc266: the model is a seq2seq"):
+        manager.load([TASK])
