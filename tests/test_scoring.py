@@ -178,11 +178,114 @@ def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_d
     assert rows == expected
 
 
-def test_unsupported_family_is_refused_before_model_work(tmp_path, data_dir):
-    from transformers import T5Config, T5ForConditionalGeneration
+@pytest.fixture(scope="module")
+def tiny_t5_dir(tmp_path_factory):
+    """A 1-layer random T5 with a word-level tokenizer that has T5's sentinels and appends EOS."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
-    T5ForConditionalGeneration(T5Config(vocab_size=64, d_model=16, d_ff=32, num_layers=1,
-                                        num_heads=2, d_kv=8)).save_pretrained(tmp_path)  # fmt: skip
+    specials = ["<pad>", "</s>", "<unk>", *(scoring.sentinel(k) for k in range(3))]
+    texts = [p.fill(i) for s in catalog.load(TASK) for p in s.problems for i in (0, 1)]
+    core = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    core.train_from_iterator(texts + ["wsc:"], trainers.WordLevelTrainer(special_tokens=specials))
+    core.post_processor = processors.TemplateProcessing(
+        single="$A </s>", special_tokens=[("</s>", core.token_to_id("</s>"))]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
+        additional_special_tokens=specials[3:],
+    )  # fmt: skip
+    torch.manual_seed(2)
+    config = T5Config(
+        vocab_size=len(tokenizer), d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16,
+        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
+    )  # fmt: skip
+    folder = tmp_path_factory.mktemp("tiny-t5")
+    T5ForConditionalGeneration(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _t5_hand(model, tok, problem, option: int) -> dict[str, float]:
+    """Every T5 score of one option from one explicit encoder-decoder pass per input/target."""
+    fillers = problem.options[option]
+    text = problem.segments[0] + "".join(
+        f"<extra_id_{k}>{seg}" for k, seg in enumerate(problem.segments[1:])
+    )
+    target = "".join(f"<extra_id_{k}> {f} " for k, f in enumerate(fillers))
+    target += f"<extra_id_{len(fillers)}>"
+    scores = {}
+    for tag, prefix in (("", ""), ("_prefix", "wsc: ")):
+        inputs = torch.tensor([tok.encode(prefix + text)])  # with EOS, as T5's tokenizer
+        for eos in (False, True):
+            labels = tok.encode(target + ("</s>" if eos else ""), add_special_tokens=False)
+            with torch.no_grad():
+                logits = model(input_ids=inputs, labels=torch.tensor([labels])).logits[0]
+            lp = torch.log_softmax(logits.float(), dim=-1)
+            total = float(lp[torch.arange(len(labels)), torch.tensor(labels)].sum())
+            if eos:
+                scores[f"masked{tag}"] = total
+                scores[f"loss{tag}"] = total / len(labels)
+            else:
+                scores[f"masked{tag}_noeos"] = total
+                scores[f"masked{tag}_mean"] = total / len(labels)
+    return scores
+
+
+def test_every_t5_method_by_hand(tiny_t5_dir, data_dir):
+    lm = Counting(pretrained=str(tiny_t5_dir), device="cpu", batch_size=1)
+    assert lm.backend == "seq2seq"
+    counter = TokenCounter(lm.tokenizer)
+    manager = TaskManager(
+        include_path=str(include_path()), metadata={"pretrained": str(tiny_t5_dir)}
+    )
+    Counting.rows = 0
+    out = lm_eval.simple_evaluate(
+        model=lm, tasks=[TASK], task_manager=manager, samples={TASK: [0, 1, 2, 3]}, log_samples=True
+    )
+    setup = scoring.Setup(counter, "bos", 1)
+    methods = scoring.FAMILIES["seq2seq"]
+    right, problems = dict.fromkeys(methods, 0), 0
+    for sample in out["samples"][TASK]:
+        results = {
+            ("loglikelihood", tuple(a)): r[0]
+            for a, r in zip(sample["arguments"], sample["resps"], strict=True)
+        }
+        for problem in Schema.from_doc(sample["doc"]).problems:
+            problems += 1
+            hand = [_t5_hand(lm.model, lm.tokenizer, problem, i) for i in (0, 1)]
+            for name, method in methods.items():
+                ours = method.option_scores(problem, results, setup)
+                assert ours == pytest.approx([h[name] for h in hand], abs=1e-5), (name, problem.uid)
+                right[name] += (0 if hand[0][name] >= hand[1][name] else 1) == problem.label
+    result = out["results"][TASK]
+    for name in methods:
+        assert result[f"acc_{name},none"] == pytest.approx(right[name] / problems, abs=1e-12)
+    assert result["acc,none"] == result["acc_masked_prefix_mean,none"]  # Winograd headline
+    # lm-eval returns only sums, so each (prefix, EOS) pair is one pass: 4 per option here.
+    assert Counting.rows == 4 * 2 * problems
+
+
+def test_unsupported_family_is_refused_before_model_work(tmp_path, data_dir):
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(
+        vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32,
+    )  # fmt: skip
+    BertForMaskedLM(config).save_pretrained(tmp_path)
     manager = TaskManager(include_path=str(include_path()), metadata={"pretrained": str(tmp_path)})
-    with pytest.raises(scoring.ScoringError, match=r"task wsc266: the model is a seq2seq"):
+    with pytest.raises(scoring.ScoringError, match=r"task wsc266: the model is a masked"):
+        manager.load([TASK])
+
+
+def test_method_of_another_family_is_refused(tiny_gpt2_dir, data_dir):
+    manager = TaskManager(
+        include_path=str(include_path()),
+        metadata={"pretrained": str(tiny_gpt2_dir), "scoring": ["masked_prefix_mean"]},
+    )
+    with pytest.raises(
+        scoring.ScoringError, match=r"task wsc266, causal model: .*masked_prefix_mean"
+    ):
         manager.load([TASK])

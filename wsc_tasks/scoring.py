@@ -266,13 +266,94 @@ def _causal_methods() -> list[ScoringMethod]:
     return methods
 
 
-METHODS: dict[str, ScoringMethod] = {m.name: m for m in _causal_methods()}
-FAMILY_METHODS: dict[str, list[str]] = {"causal": list(METHODS)}
-HEADLINE: dict[str, str] = {"causal": "smart"}  # thesis standard setup: smart at limit 1
+T5_PREFIX = "wsc: "
 
 
-def get_methods(names: Sequence[str]) -> list[ScoringMethod]:
-    unknown = [n for n in names if n not in METHODS]
+def sentinel(k: int) -> str:
+    return f"<extra_id_{k}>"
+
+
+def _t5_strings(problem: Problem, option: int, prefix: bool, eos: str | None) -> Request:
+    """Input with one sentinel per blank; target = sentinels around the fillers (thesis §3.1.3)."""
+    text = problem.segments[0]
+    target = ""
+    for k, (filler, segment) in enumerate(
+        zip(problem.options[option], problem.segments[1:], strict=True)
+    ):
+        text += sentinel(k) + segment
+        target += f"{sentinel(k)} {filler} "
+    target += sentinel(problem.n_blanks)
+    if eos:
+        target += eos
+    return ("loglikelihood", ((T5_PREFIX if prefix else "") + text, target))
+
+
+@dataclass(frozen=True)
+class T5Masked(ScoringMethod):
+    """Encoder–decoder masked score (eq. 3.28–3.29): log P(target | input), optionally the
+    ``wsc: `` prefix, the end-of-string token counted, and the mean over the target tokens."""
+
+    family: str = "seq2seq"
+    prefix: bool = False
+    mean: bool = False
+    eos: bool = False
+
+    def _eos(self, setup: Setup) -> str | None:
+        if not self.eos:
+            return None
+        eos = setup.need_tokens(self.name).tokenizer.eos_token
+        if not eos:
+            raise ScoringError(f"method {self.name!r} counts EOS but the tokenizer has none")
+        return eos
+
+    def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
+        eos = self._eos(setup)
+        return [[_t5_strings(problem, i, self.prefix, eos)] for i in range(len(problem.options))]
+
+    def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
+        eos, scores = self._eos(setup), []
+        for i in range(len(problem.options)):
+            request = _t5_strings(problem, i, self.prefix, eos)
+            value = _ll(results, request)
+            if self.mean:
+                value /= max(len(setup.need_tokens(self.name).encode(request[1][1], False)), 1)
+            scores.append(value)
+        return scores
+
+
+def _t5_methods() -> list[ScoringMethod]:
+    """All 8 combinations. Reported under the thesis's rule "discount EOS iff mean" as
+    ``masked[_prefix][_mean]``; the other four are ``masked[_prefix]_noeos`` (sum without EOS)
+    and ``loss[_prefix]`` (mean with EOS, the model's loss)."""
+    methods: list[ScoringMethod] = []
+    for prefix in (False, True):
+        tag = "_prefix" if prefix else ""
+        methods += [
+            T5Masked(name=f"masked{tag}", prefix=prefix, mean=False, eos=True),
+            T5Masked(name=f"masked{tag}_mean", prefix=prefix, mean=True, eos=False),
+            T5Masked(name=f"masked{tag}_noeos", prefix=prefix, needs_tokens=False),
+            T5Masked(name=f"loss{tag}", prefix=prefix, mean=True, eos=True),
+        ]
+    return methods
+
+
+# Method names are per family (a causal and a T5 method may share a name, e.g. ``loss``).
+FAMILIES: dict[str, dict[str, ScoringMethod]] = {
+    "causal": {m.name: m for m in _causal_methods()},
+    "seq2seq": {m.name: m for m in _t5_methods()},
+}
+FAMILY_METHODS: dict[str, list[str]] = {f: list(methods) for f, methods in FAMILIES.items()}
+METHODS = FAMILIES["causal"]
+# Thesis standard setup: causal smart at limit 1; T5 mean with prefix on Winograd data (§4.5.3).
+HEADLINE: dict[str, str] = {"causal": "smart", "seq2seq": "masked_prefix_mean"}
+
+
+def get_methods(names: Sequence[str], family: str = "causal") -> list[ScoringMethod]:
+    available = FAMILIES.get(family, {})
+    unknown = [n for n in names if n not in available]
     if unknown:
-        raise ScoringError(f"unknown scoring method(s) {unknown}; available: {sorted(METHODS)}")
-    return [METHODS[n] for n in names]
+        raise ScoringError(
+            f"scoring method(s) {unknown} not available for {family} models; "
+            f"available: {', '.join(available) or 'none'}"
+        )
+    return [available[n] for n in names]

@@ -53,6 +53,7 @@ lm_eval_fixes.apply()  # our tasks send one sentence split at two places; see th
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 PER_METHOD = {"acc": problem_accuracy, "schema_acc": schema_accuracy}
+TOKEN_FREE = {"causal": "partial", "seq2seq": "masked_prefix_noeos"}  # methods that count no token
 TOKEN_METRICS = {
     "acc_equal_len": problem_accuracy,
     "schema_acc_equal_len": schema_accuracy,
@@ -119,7 +120,7 @@ class SchemaTask(ConfigurableTask):
         if family not in FAMILY_METHODS:
             raise ScoringError(
                 f"task {task}: the model is a {family} language model; this version of wsc_tasks "
-                f"scores causal models only (methods: {', '.join(FAMILY_METHODS['causal'])})"
+                f"scores causal and encoder-decoder (T5) models only"
             )
         try:
             tokens: TokenCounter | None = counter_from_metadata(meta)
@@ -131,11 +132,12 @@ class SchemaTask(ConfigurableTask):
             ) from error
         requested = meta.get("scoring", "all")
         if requested == "all":
-            names = FAMILY_METHODS[family] if tokens else ["partial"]
+            names = FAMILY_METHODS[family] if tokens else [TOKEN_FREE[family]]
             if tokens is None:
                 log.warning(
                     f"wsc_tasks: {task}: no tokenizer in the task metadata (model object passed "
-                    "from Python?): only partial scoring; pass metadata {'tokenizer': ...} for all"
+                    f"from Python?): only {TOKEN_FREE[family]} scoring; pass metadata "
+                    "{'tokenizer': ...} for every method"
                 )
         else:
             names = (
@@ -143,19 +145,17 @@ class SchemaTask(ConfigurableTask):
                 if isinstance(requested, str)
                 else list(requested)
             )
-        headline = meta.get("headline") or (HEADLINE[family] if tokens else "partial")
+        headline = meta.get("headline") or (HEADLINE[family] if tokens else TOKEN_FREE[family])
         if headline not in names:
             names = [headline, *names]
         names = [headline, *(n for n in names if n != headline)]
         try:
-            methods = get_methods(names)
+            methods = get_methods(names, family)
             prior = "webtext" if tokens is not None and is_gpt2_tokenizer(tokens) else "bos"
             setup = Setup(tokens, prior, int(meta.get("smart_limit", 1)))
             for method in methods:
                 if method.needs_tokens:
                     setup.need_tokens(method.name)
-                if method.family != family:
-                    raise ScoringError(f"method {method.name!r} is for {method.family} models")
         except ScoringError as error:
             raise ScoringError(f"task {task}, {family} model: {error}") from error
         self.config.metadata = {**meta, "first_token_prior": prior, "headline": headline}
