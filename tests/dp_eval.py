@@ -4,8 +4,8 @@ lm-eval's HFLM shards documents over processes only when it sees several GPUs; t
 the CPU processes of ``accelerate launch --cpu`` shard too, so the multi-process path of the tasks
 (documents split by rank, per-document metrics gathered to rank 0) is exercised without a GPU.
 Usage: ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu --num_processes N tests/dp_eval.py
-MODEL_DIR OUT.json TASK[,TASK] [BATCH_SIZE]. Batch size 1 (the default) makes every log-likelihood
-independent of which requests share a batch, so runs can be compared float for float.
+MODEL_DIR OUT.json TASK[,TASK] [BATCH_SIZE [hf|hf-mlm]]. Batch size 1 (the default) makes every
+log-likelihood independent of which requests share a batch, so runs compare float for float.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
 
 from wsc_tasks.cli import include_path
+from wsc_tasks.mlm import MaskedLM
 
 
 class CpuDataParallelHFLM(HFLM):
@@ -34,7 +35,10 @@ class CpuDataParallelHFLM(HFLM):
 def main() -> None:
     model_dir, out, tasks = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     batch_size = int(sys.argv[4]) if len(sys.argv) > 4 else 1
-    lm = CpuDataParallelHFLM(pretrained=model_dir, device="cpu", batch_size=batch_size)
+    if len(sys.argv) > 5 and sys.argv[5] == "hf-mlm":  # shards over CPU processes by itself
+        lm = MaskedLM(pretrained=model_dir, device="cpu", batch_size=batch_size)
+    else:
+        lm = CpuDataParallelHFLM(pretrained=model_dir, device="cpu", batch_size=batch_size)
     # the model's path in the task metadata, as lm_eval's CLI passes it: every scoring method runs
     manager = TaskManager(include_path=str(include_path()), metadata={"pretrained": model_dir})
     results = lm_eval.simple_evaluate(model=lm, tasks=tasks, task_manager=manager)

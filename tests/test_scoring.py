@@ -267,19 +267,6 @@ def test_every_t5_method_by_hand(tiny_t5_dir, data_dir):
     assert Counting.rows == 4 * 2 * problems
 
 
-def test_unsupported_family_is_refused_before_model_work(tmp_path, data_dir):
-    from transformers import BertConfig, BertForMaskedLM
-
-    config = BertConfig(
-        vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32,
-    )  # fmt: skip
-    BertForMaskedLM(config).save_pretrained(tmp_path)
-    manager = TaskManager(include_path=str(include_path()), metadata={"pretrained": str(tmp_path)})
-    with pytest.raises(scoring.ScoringError, match=r"task wsc266: the model is a masked"):
-        manager.load([TASK])
-
-
 def test_method_of_another_family_is_refused(tiny_gpt2_dir, data_dir):
     manager = TaskManager(
         include_path=str(include_path()),

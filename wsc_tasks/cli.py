@@ -110,6 +110,8 @@ def _accept_several_include_paths() -> None:
 def _run(passthrough: list[str]) -> int:
     from lm_eval.__main__ import cli_evaluate
 
+    from . import mlm  # noqa: F401  registers --model hf-mlm
+
     _accept_several_include_paths()
     argv = lm_eval_argv(passthrough)
     print("wsc-tasks: lm_eval run " + " ".join(argv), file=sys.stderr)
@@ -164,8 +166,13 @@ def main(argv: list[str] | None = None) -> int:
         add_help=False,
         help="run lm-eval with these tasks (default: wsc_group on the embedded SmolLM2-135M)",
     )
+    sub.add_parser("bench-mlm", add_help=False, help="masked-LM scoring throughput benchmark")
     if argv[:1] == ["run"]:
         return _run(argv[1:])
+    if argv[:1] == ["bench-mlm"]:
+        from .bench import main as bench
+
+        return bench(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "include-path":
         print(include_path())

@@ -27,13 +27,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from . import data
 from .problems import Problem
 from .tokens import TokenCounter
 
 # (lm-eval request type, arguments) — hashable, so shared requests are sent once.
-Request = tuple[str, tuple[str, ...]]
+Request = tuple[str, tuple[Any, ...]]
 Results = Mapping[Request, object]
 
 FREQUENCIES = "maler/token_frequencies/frequencies_with_eos.txt"
@@ -337,15 +338,67 @@ def _t5_methods() -> list[ScoringMethod]:
     return methods
 
 
+def answer_spans(problem: Problem, option: int) -> tuple[tuple[int, int], ...]:
+    """Character spans of the fillers in the filled sentence."""
+    spans, position = [], len(problem.segments[0])
+    for filler, segment in zip(problem.options[option], problem.segments[1:], strict=True):
+        spans.append((position, position + len(filler)))
+        position += len(filler) + len(segment)
+    return tuple(spans)
+
+
+@dataclass(frozen=True)
+class Masked(ScoringMethod):
+    """Masked-LM scores (thesis §3.1.2), served by ``--model hf-mlm``: ``multi_mask`` (eq. 3.20),
+    ``statement`` (pseudo-log-likelihood, eq. 3.22) and ``answer`` (eq. 3.24), and their means
+    (eq. 3.19, 3.23, 3.25). Statement and answer scores come from the same masked copies."""
+
+    family: str = "masked"
+    needs_tokens: bool = False
+    kind: str = "statement"  # multi_mask, statement, answer
+    mean: bool = False
+
+    def _request(self, problem: Problem, option: int) -> Request:
+        mode = "multimask" if self.kind == "multi_mask" else "statement"
+        return ("mlm_score", (problem.fill(option), answer_spans(problem, option), mode))
+
+    def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
+        return [[self._request(problem, i)] for i in range(len(problem.options))]
+
+    def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
+        scores = []
+        for i in range(len(problem.options)):
+            result = results[self._request(problem, i)]
+            if self.kind == "answer":
+                value, count = result.answer_total, result.answer_n  # type: ignore[attr-defined]
+            else:
+                value, count = result.total, result.n  # type: ignore[attr-defined]
+            scores.append(value / max(count, 1) if self.mean else value)
+        return scores
+
+
+def _masked_methods() -> list[ScoringMethod]:
+    methods: list[ScoringMethod] = []
+    for kind in ("multi_mask", "statement", "answer"):
+        methods.append(Masked(name=kind, kind=kind))
+        methods.append(Masked(name=f"{kind}_mean", kind=kind, mean=True))
+    return methods
+
+
 # Method names are per family (a causal and a T5 method may share a name, e.g. ``loss``).
 FAMILIES: dict[str, dict[str, ScoringMethod]] = {
     "causal": {m.name: m for m in _causal_methods()},
     "seq2seq": {m.name: m for m in _t5_methods()},
+    "masked": {m.name: m for m in _masked_methods()},
 }
 FAMILY_METHODS: dict[str, list[str]] = {f: list(methods) for f, methods in FAMILIES.items()}
 METHODS = FAMILIES["causal"]
 # Thesis standard setup: causal smart at limit 1; T5 mean with prefix on Winograd data (§4.5.3).
-HEADLINE: dict[str, str] = {"causal": "smart", "seq2seq": "masked_prefix_mean"}
+HEADLINE: dict[str, str] = {
+    "causal": "smart",
+    "seq2seq": "masked_prefix_mean",
+    "masked": "statement_mean",  # the thesis's best for RoBERTa (Table 4.7)
+}
 
 
 def get_methods(names: Sequence[str], family: str = "causal") -> list[ScoringMethod]:

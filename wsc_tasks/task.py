@@ -25,7 +25,7 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import catalog, lm_eval_fixes
+from . import catalog, lm_eval_fixes, mlm
 from .metrics import (
     SCHEMA_METRICS,
     SchemaOutcome,
@@ -53,7 +53,11 @@ lm_eval_fixes.apply()  # our tasks send one sentence split at two places; see th
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 PER_METHOD = {"acc": problem_accuracy, "schema_acc": schema_accuracy}
-TOKEN_FREE = {"causal": "partial", "seq2seq": "masked_prefix_noeos"}  # methods that count no token
+TOKEN_FREE = {
+    "causal": "partial",
+    "seq2seq": "masked_prefix_noeos",
+    "masked": "statement_mean",
+}  # methods that count no token
 TOKEN_METRICS = {
     "acc_equal_len": problem_accuracy,
     "schema_acc_equal_len": schema_accuracy,
@@ -117,10 +121,11 @@ class SchemaTask(ConfigurableTask):
         """Family, tokenizer and methods, settled before any model work; errors name the task."""
         task, meta = self.config.task, self._meta
         family = model_family(meta)
-        if family not in FAMILY_METHODS:
+        if family == "masked" and not mlm.ACTIVE:
             raise ScoringError(
-                f"task {task}: the model is a {family} language model; this version of wsc_tasks "
-                f"scores causal and encoder-decoder (T5) models only"
+                f"task {task}: the model is a masked language model; lm-eval's hf model cannot "
+                "score it: run it as --model hf-mlm (wsc-tasks run --model hf-mlm --model_args "
+                "pretrained=...)"
             )
         try:
             tokens: TokenCounter | None = counter_from_metadata(meta)

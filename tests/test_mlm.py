@@ -1,0 +1,177 @@
+"""Masked-LM scoring (``--model hf-mlm``) against explicit forward passes of a tiny RoBERTa."""
+
+from __future__ import annotations
+
+import lm_eval
+import pytest
+import torch
+from lm_eval.tasks import TaskManager
+
+from wsc_tasks import catalog, mlm, scoring
+from wsc_tasks.cli import include_path
+from wsc_tasks.problems import Schema
+
+pytestmark = pytest.mark.slow
+
+TASK = "wsc266"
+
+
+@pytest.fixture(scope="module")
+def tiny_roberta_dir(tmp_path_factory):
+    """A 1-layer random RoBERTa; its tokenizer is GPT-2's BPE with RoBERTa's special tokens first
+    (<s>=0, <pad>=1, </s>=2, <unk>=3, as RoBERTa numbers them) and <mask> last."""
+    import json
+
+    from conftest import GPT2_FILES
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM
+
+    specials = ["<s>", "<pad>", "</s>", "<unk>"]
+    vocab = json.loads((GPT2_FILES / "encoder.json").read_text(encoding="utf-8"))
+    vocab = {token: i + len(specials) for token, i in vocab.items()}
+    vocab.update({token: i for i, token in enumerate(specials)})
+    vocab["<mask>"] = len(vocab)
+    lines = (GPT2_FILES / "vocab.bpe").read_text(encoding="utf-8").splitlines()[1:]
+    core = Tokenizer(models.BPE(vocab, [tuple(line.split()) for line in lines if line.strip()]))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    core.add_special_tokens([*specials, "<mask>"])
+    core.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<s>", eos_token="</s>", cls_token="<s>",
+        sep_token="</s>", pad_token="<pad>", mask_token="<mask>", unk_token="<unk>",
+    )  # fmt: skip
+    torch.manual_seed(3)
+    config = RobertaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=130, pad_token_id=1,
+    )  # fmt: skip
+    folder = tmp_path_factory.mktemp("tiny-roberta")
+    RobertaForMaskedLM(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _hand(model, tok, problem, option: int) -> dict[str, float]:
+    """Every masked-LM score of one option, one explicit forward pass per masked copy."""
+    sentence = problem.fill(option)
+    enc = tok(sentence, return_offsets_mapping=True, return_special_tokens_mask=True)
+    ids, special = enc["input_ids"], enc["special_tokens_mask"]
+    start = len(problem.segments[0])
+    end = start + len(problem.options[option][0])
+    answer = [
+        i for i, (a, b) in enumerate(enc["offset_mapping"])
+        if not special[i] and a < end and b > start
+    ]  # fmt: skip
+
+    def logprobs(masked_positions):
+        masked = torch.tensor([ids])
+        masked[0, masked_positions] = tok.mask_token_id
+        with torch.no_grad():
+            lp = torch.log_softmax(model(input_ids=masked).logits[0].float(), dim=-1)
+        return [float(lp[i, ids[i]]) for i in masked_positions]
+
+    single = {i: logprobs([i])[0] for i, s in enumerate(special) if not s}
+    multi = sum(logprobs(answer))
+    statement = sum(single.values())
+    answer_sum = sum(single[i] for i in answer)
+    return {
+        "multi_mask": multi, "multi_mask_mean": multi / len(answer),
+        "statement": statement, "statement_mean": statement / len(ids),
+        "answer": answer_sum, "answer_mean": answer_sum / len(answer),
+    }  # fmt: skip
+
+
+def test_every_masked_method_by_hand(tiny_roberta_dir, data_dir):
+    lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=8)
+    manager = TaskManager(
+        include_path=str(include_path()), metadata={"pretrained": str(tiny_roberta_dir)}
+    )
+    rows = []
+    hook = lm.model.base_model.register_forward_hook(
+        lambda module, args, kwargs, output: rows.append(kwargs["input_ids"].shape[0]),
+        with_kwargs=True,
+    )
+    out = lm_eval.simple_evaluate(
+        model=lm, tasks=[TASK], task_manager=manager, samples={TASK: [0, 1, 2]}, log_samples=True
+    )
+    hook.remove()
+    methods = scoring.FAMILIES["masked"]
+    right, problems = dict.fromkeys(methods, 0), 0
+    for sample in out["samples"][TASK]:
+        results = {
+            ("mlm_score", (a[0], tuple(tuple(s) for s in a[1]), a[2])): mlm.MaskedScore(*r[0])
+            for a, r in zip(sample["arguments"], sample["resps"], strict=True)
+        }
+        for problem in Schema.from_doc(sample["doc"]).problems:
+            problems += 1
+            hand = [_hand(lm.model, lm.tokenizer, problem, i) for i in (0, 1)]
+            for name, method in methods.items():
+                ours = method.option_scores(problem, results, scoring.Setup())
+                assert ours == pytest.approx([h[name] for h in hand], abs=1e-5), (name, problem.uid)
+                right[name] += (0 if hand[0][name] >= hand[1][name] else 1) == problem.label
+    result = out["results"][TASK]
+    for name in methods:
+        assert result[f"acc_{name},none"] == pytest.approx(right[name] / problems, abs=1e-12)
+    assert result["acc,none"] == result["acc_statement_mean,none"]  # headline: mean statement
+    # Minimum passes: one per distinct masked input. Statement and answer scoring share the
+    # single-mask copies of each filled sentence; multi-mask adds one copy per option.
+    inputs = set()
+    for sample in out["samples"][TASK]:
+        for problem in Schema.from_doc(sample["doc"]).problems:
+            for i in (0, 1):
+                for mode in ("statement", "multimask"):
+                    spans = scoring.answer_spans(problem, i)
+                    _, _, jobs = mlm.plan_jobs(lm.tokenizer, problem.fill(i), spans, mode)
+                    inputs.update(masked for masked, _ in jobs)
+    assert sum(rows) == len(inputs)
+
+
+def test_batched_scores_equal_one_at_a_time(tiny_roberta_dir, data_dir):
+    lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
+    problems = [p for s in catalog.load(TASK)[:4] for p in s.problems]
+    args = [(p.fill(i), scoring.answer_spans(p, i), mode)
+            for p in problems for i in (0, 1) for mode in ("statement", "multimask")]  # fmt: skip
+    batched = mlm.score_requests(lm.model, lm.tokenizer, args, 16, "cpu")
+    alone = [mlm.score_requests(lm.model, lm.tokenizer, [a], 1, "cpu")[0] for a in args]
+    for x, y in zip(batched, alone, strict=True):
+        assert x.n == y.n and x.answer_n == y.answer_n
+        assert x.total == pytest.approx(y.total, abs=1e-4)
+        assert x.answer_total == pytest.approx(y.answer_total, abs=1e-4)
+
+
+def test_masked_model_through_hf_is_refused(tiny_roberta_dir, data_dir, monkeypatch):
+    monkeypatch.setattr(mlm, "ACTIVE", False)
+    manager = TaskManager(
+        include_path=str(include_path()), metadata={"pretrained": str(tiny_roberta_dir)}
+    )
+    with pytest.raises(scoring.ScoringError, match=r"task wsc266: .*masked.*--model hf-mlm"):
+        manager.load([TASK])
+
+
+def test_two_processes_give_the_same_metrics_as_one(tiny_roberta_dir, tmp_path, data_dir):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("dp_eval.py")
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+    outputs = {}
+    for processes in (1, 2):
+        out = tmp_path / f"p{processes}.json"
+        launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1",
+                  "--mixed_precision", "no", "--dynamo_backend", "no",
+                  "--num_processes", str(processes)]  # fmt: skip
+        if processes > 1:
+            launch.append("--multi_gpu")
+        command = [*launch, str(script), str(tiny_roberta_dir), str(out), "wsc273_schemas", "8",
+                   "hf-mlm"]  # fmt: skip
+        subprocess.run(command, check=True, env=env, capture_output=True)
+        outputs[processes] = json.loads(out.read_text())
+    assert outputs[1]["world_size"] == 1 and outputs[2]["world_size"] == 2
+    ones, twos = outputs[1]["results"]["wsc273_schemas"], outputs[2]["results"]["wsc273_schemas"]
+    assert ones.keys() == twos.keys()
+    for key, value in ones.items():
+        assert twos[key] == (pytest.approx(value, abs=1e-12) if isinstance(value, float) else value)
