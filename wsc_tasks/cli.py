@@ -50,8 +50,8 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
             raise SystemExit("wsc-tasks: a --model other than hf needs its --model_args")
         argv += ["--model", "hf"] if not _has(argv, "--model") else []
         argv += ["--model_args", default_model_args()]
-        if not _has(argv, "--device"):
-            argv += ["--device", "cpu"] if not _cuda_available() else []
+    if not _has(argv, "--device") and not _cuda_available():
+        argv += ["--device", "cpu"]  # lm-eval's default is cuda
     if not _has(argv, "--tasks"):
         argv += ["--tasks", DEFAULT_TASKS]
     if not _has(argv, "--batch_size", "--batch-size"):
