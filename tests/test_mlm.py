@@ -8,6 +8,7 @@ import torch
 from lm_eval.tasks import TaskManager
 
 from wsc_tasks import catalog, mlm, scoring
+from wsc_tasks.bench import roberta_tokenizer
 from wsc_tasks.cli import include_path
 from wsc_tasks.problems import Schema
 
@@ -23,8 +24,8 @@ def tiny_roberta_dir(tmp_path_factory):
     import json
 
     from conftest import GPT2_FILES
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import RobertaConfig, RobertaForMaskedLM
 
     specials = ["<s>", "<pad>", "</s>", "<unk>"]
     vocab = json.loads((GPT2_FILES / "encoder.json").read_text(encoding="utf-8"))
@@ -36,11 +37,7 @@ def tiny_roberta_dir(tmp_path_factory):
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
     core.add_special_tokens([*specials, "<mask>"])
-    core.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token="<s>", eos_token="</s>", cls_token="<s>",
-        sep_token="</s>", pad_token="<pad>", mask_token="<mask>", unk_token="<unk>",
-    )  # fmt: skip
+    tokenizer = roberta_tokenizer(core)
     torch.manual_seed(3)
     config = RobertaConfig(
         vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,

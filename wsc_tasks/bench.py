@@ -12,26 +12,35 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from . import catalog, mlm, scoring
 
 
+def roberta_tokenizer(core: Any) -> Any:
+    """Wrap a byte-level BPE whose ids 0-3 are <s>, <pad>, </s>, <unk> (RoBERTa's numbering, with
+    <mask> in the vocabulary) as a RoBERTa-style tokenizer: <s> … </s> around every text."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    core.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<s>", eos_token="</s>", cls_token="<s>",
+        sep_token="</s>", pad_token="<pad>", mask_token="<mask>", unk_token="<unk>",
+    )  # fmt: skip
+
+
 def small_random_roberta(folder: Path, sentences: list[str], layers: int, width: int) -> None:
     """A small random RoBERTa with a byte-level BPE trained on ``sentences``."""
-    from tokenizers import ByteLevelBPETokenizer, processors
-    from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaConfig, RobertaForMaskedLM
 
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(sentences, vocab_size=2000, special_tokens=specials)
-    core = bpe._tokenizer
-    core.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token="<s>", eos_token="</s>", cls_token="<s>",
-        sep_token="</s>", pad_token="<pad>", mask_token="<mask>", unk_token="<unk>",
-    )  # fmt: skip
+    tokenizer = roberta_tokenizer(bpe._tokenizer)
     torch.manual_seed(0)
     config = RobertaConfig(
         vocab_size=len(tokenizer), hidden_size=width, num_hidden_layers=layers,

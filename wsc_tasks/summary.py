@@ -82,29 +82,31 @@ def _method_table(results: dict[str, dict[str, Any]], groups: set[str]) -> list[
     )
     lines: list[str] = []
     if methods:
-        lines += [
-            "",
-            "Accuracy by scoring method (`acc_<method>` / `schema_acc_<method>`):",
-            "",
-            "| task | " + " | ".join(methods) + " |",
-            "|---|" + "---:|" * len(methods),
-        ]
-        for name in tasks:
-            row = results[name]
-            cells = [
-                f"{_cell(row.get(f'acc_{m},none'))} / {_cell(row.get(f'schema_acc_{m},none'))}"
+        rows = {
+            name: [
+                f"{_cell(results[name].get(f'acc_{m},none'))} / "
+                f"{_cell(results[name].get(f'schema_acc_{m},none'))}"
                 for m in methods
             ]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+            for name in tasks
+        }
+        title = "Accuracy by scoring method (`acc_<method>` / `schema_acc_<method>`):"
+        lines += _table(title, methods, rows)
     if any(f"{TOKEN_COLUMNS[0]},none" in results[name] for name in tasks):
-        lines += [
-            "",
-            "Headline method on problems with equal-length answers, and token facts:",
-            "",
-            "| task | " + " | ".join(TOKEN_COLUMNS) + " |",
-            "|---|" + "---:|" * len(TOKEN_COLUMNS),
-        ]
-        for name in tasks:
-            cells = [_cell(results[name].get(f"{c},none")) for c in TOKEN_COLUMNS]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        rows = {
+            name: [_cell(results[name].get(f"{c},none")) for c in TOKEN_COLUMNS] for name in tasks
+        }
+        title = "Headline method on problems with equal-length answers, and token facts:"
+        lines += _table(title, list(TOKEN_COLUMNS), rows)
     return lines
+
+
+def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[str]:
+    lines = [
+        "",
+        title,
+        "",
+        "| task | " + " | ".join(columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    return lines + [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows.items()]
