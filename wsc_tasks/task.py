@@ -151,9 +151,7 @@ class SchemaTask(ConfigurableTask):
                 else list(requested)
             )
         headline = meta.get("headline") or (HEADLINE[family] if tokens else TOKEN_FREE[family])
-        if headline not in names:
-            names = [headline, *names]
-        names = [headline, *(n for n in names if n != headline)]
+        names = [headline, *(n for n in names if n != headline)]  # headline first, once
         try:
             methods = get_methods(names, family)
             prior = "webtext" if tokens is not None and is_gpt2_tokenizer(tokens) else "bos"
