@@ -172,3 +172,16 @@ def test_two_processes_give_the_same_metrics_as_one(tiny_roberta_dir, tmp_path, 
     assert ones.keys() == twos.keys()
     for key, value in ones.items():
         assert twos[key] == (pytest.approx(value, abs=1e-12) if isinstance(value, float) else value)
+
+
+def test_registering_hf_mlm_keeps_lm_evals_own_models():
+    import subprocess
+    import sys
+
+    code = (
+        "import wsc_tasks.mlm\n"
+        "from lm_eval.api.registry import get_model\n"
+        "print(get_model('hf').__name__, get_model('hf-mlm').__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["HFLM", "MaskedLM"]

@@ -15,6 +15,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+# lm-eval loads its own models only while its registry is empty: fill it before adding ours.
+import lm_eval.models  # noqa: F401
 import torch
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
