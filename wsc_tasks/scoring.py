@@ -38,7 +38,6 @@ Request = tuple[str, tuple[Any, ...]]
 Results = Mapping[Request, object]
 
 FREQUENCIES = "maler/token_frequencies/frequencies_with_eos.txt"
-PRIORS = ("webtext", "bos")
 
 
 class ScoringError(ValueError):
@@ -165,7 +164,6 @@ class ScoringMethod:
     """Base class: a way to score the options of a problem; higher score wins."""
 
     name: str
-    family: str = "causal"
     needs_tokens: bool = True
 
     def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
@@ -202,7 +200,7 @@ class Causal(ScoringMethod):
     kind: str = "full"  # full, all_but_first, partial, full_norm, smart
     mean: bool = False
 
-    def _needed(self, pieces: Pieces, setup: Setup) -> list[Request]:
+    def _needed(self, pieces: Pieces) -> list[Request]:
         needed = []
         if self.kind in ("partial", "smart"):
             needed.append(pieces.partial)
@@ -219,9 +217,7 @@ class Causal(ScoringMethod):
         return needed
 
     def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
-        return [
-            self._needed(_pieces(problem, i, setup), setup) for i in range(len(problem.options))
-        ]
+        return [self._needed(_pieces(problem, i, setup)) for i in range(len(problem.options))]
 
     def _full(self, pieces: Pieces, results: Results) -> float:
         if pieces.bos_full is not None:
@@ -294,7 +290,6 @@ class T5Masked(ScoringMethod):
     """Encoder–decoder masked score (eq. 3.28–3.29): log P(target | input), optionally the
     ``wsc: `` prefix, the end-of-string token counted, and the mean over the target tokens."""
 
-    family: str = "seq2seq"
     prefix: bool = False
     mean: bool = False
     eos: bool = False
@@ -353,7 +348,6 @@ class Masked(ScoringMethod):
     ``statement`` (pseudo-log-likelihood, eq. 3.22) and ``answer`` (eq. 3.24), and their means
     (eq. 3.19, 3.23, 3.25). Statement and answer scores come from the same masked copies."""
 
-    family: str = "masked"
     needs_tokens: bool = False
     kind: str = "statement"  # multi_mask, statement, answer
     mean: bool = False

@@ -216,9 +216,8 @@ class SchemaTask(ConfigurableTask):
                 )
         return instances
 
-    def outcomes(self, doc: dict, results: list[Any]) -> dict[str, SchemaOutcome]:
+    def outcomes(self, schema: Schema, results: list[Any]) -> dict[str, SchemaOutcome]:
         """Per scoring method, which problems of the schema it answered correctly."""
-        schema = Schema.from_doc(doc)
         position = 0
         per_method: dict[str, list[bool]] = {m.name: [] for m in self.methods}
         for problem in schema.problems:
@@ -249,11 +248,11 @@ class SchemaTask(ConfigurableTask):
         return equal, at_end
 
     def process_results(self, doc: dict, results: list[Any]) -> dict[str, SchemaOutcome]:
-        by_method = self.outcomes(doc, results)
+        schema = Schema.from_doc(doc)
+        by_method = self.outcomes(schema, results)
         headline = by_method[self.methods[0].name]
         values: dict[str, SchemaOutcome] = {name: headline for name in SCHEMA_METRICS}
         if self.setup.tokens is not None:
-            schema = Schema.from_doc(doc)
             equal, at_end = self._token_facts(schema)
             values["acc_equal_len"] = values["schema_acc_equal_len"] = restrict(headline, equal)
             values["share_equal_len"] = outcome(equal, [])

@@ -8,15 +8,12 @@ log-probabilities, so the tasks count tokens themselves with the model's own tok
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from .problems import Problem
-
-log = logging.getLogger(f"lm_eval.{__name__}")
 
 
 @dataclass(eq=False)  # hashed by identity: one counter per tokenizer, a key of scoring caches
@@ -25,18 +22,18 @@ class TokenCounter:
 
     tokenizer: Any
     add_special_tokens: bool | None = None  # None: the tokenizer's default, as lm-eval's HFLM
+    _cache: dict[tuple[str, bool | None], tuple[int, ...]] = field(default_factory=dict, repr=False)
 
     def encode(self, text: str, add_special_tokens: bool | None = None) -> list[int]:
         flag = self.add_special_tokens if add_special_tokens is None else add_special_tokens
         return list(self._encode(text, flag))
 
     def _encode(self, text: str, flag: bool | None) -> tuple[int, ...]:
-        cache = self.__dict__.setdefault("_cache", {})
         key = (text, flag)
-        if key not in cache:
+        if key not in self._cache:
             kwargs = {} if flag is None else {"add_special_tokens": flag}
-            cache[key] = tuple(self.tokenizer.encode(text, **kwargs))
-        return cache[key]
+            self._cache[key] = tuple(self.tokenizer.encode(text, **kwargs))
+        return self._cache[key]
 
     def split(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """(context tokens, continuation tokens) of a causal loglikelihood request."""
