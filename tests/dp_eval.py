@@ -4,13 +4,15 @@ lm-eval's HFLM shards documents over processes only when it sees several GPUs; t
 the CPU processes of ``accelerate launch --cpu`` shard too, so the multi-process path of the tasks
 (documents split by rank, per-document metrics gathered to rank 0) is exercised without a GPU.
 Usage: ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu --num_processes N tests/dp_eval.py
-MODEL_DIR OUT.json TASK[,TASK] [BATCH_SIZE [hf|hf-mlm]]. Batch size 1 (the default) makes every
+MODEL_DIR OUT.json TASK[,TASK] [BATCH_SIZE [hf|hf-mlm]]; extra task metadata as JSON in
+``$DP_EVAL_METADATA``; the logged samples go to OUT.json too. Batch size 1 (the default) makes every
 log-likelihood independent of which requests share a batch, so runs compare float for float.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import lm_eval
@@ -40,10 +42,15 @@ def main() -> None:
     else:
         lm = CpuDataParallelHFLM(pretrained=model_dir, device="cpu", batch_size=batch_size)
     # the model's path in the task metadata, as lm_eval's CLI passes it: every scoring method runs
-    manager = TaskManager(include_path=str(include_path()), metadata={"pretrained": model_dir})
-    results = lm_eval.simple_evaluate(model=lm, tasks=tasks, task_manager=manager)
+    metadata = {"pretrained": model_dir, **json.loads(os.environ.get("DP_EVAL_METADATA", "{}"))}
+    manager = TaskManager(include_path=str(include_path()), metadata=metadata)
+    results = lm_eval.simple_evaluate(model=lm, tasks=tasks, task_manager=manager, log_samples=True)
     if lm.rank == 0:
-        payload = {"world_size": lm.world_size, "results": results["results"]}
+        payload = {
+            "world_size": lm.world_size,
+            "results": results["results"],
+            "samples": results["samples"],
+        }
         with open(out, "w") as handle:
             json.dump(payload, handle, indent=1, default=str)
 

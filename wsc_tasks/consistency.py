@@ -10,6 +10,9 @@ A share with an empty denominator is NaN, not 0.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypedDict
+
+from .metrics import SchemaOutcome, problem_accuracy, schema_accuracy
 
 Pair = tuple[Sequence[int], Sequence[int]]  # (solved flags of w, solved flags of F(w))
 
@@ -116,3 +119,92 @@ SCHEMA_TRANSFORMATION_METRICS: dict[str, Metric] = {
         "preserved_schema_acc_rev",
     )
 }
+
+
+# -- lm-eval aggregations over per-document (before, after) outcomes -------------------------------
+
+
+class PairOutcome(TypedDict):
+    """One lm-eval document's value: a schema (or its groups) before and after the change."""
+
+    before: SchemaOutcome
+    after: SchemaOutcome
+
+
+def pair_outcome(before: SchemaOutcome, after: SchemaOutcome) -> PairOutcome:
+    return {"before": before, "after": after}
+
+
+def problem_pairs(items: Sequence[PairOutcome]) -> list[Pair]:
+    """One pair per document, all its problems: the input of the problem metrics."""
+    return [(item["before"]["correct"], item["after"]["correct"]) for item in items]
+
+
+def schema_pairs(items: Sequence[PairOutcome]) -> list[Pair]:
+    """One pair per schema-metric group (thesis §3.7.6), matched group by group.
+
+    WSC273's three-problem schema has two groups, a problem without a twin has none; both sides of
+    a document must have the same number of groups, else the schemas do not correspond.
+    """
+    out: list[Pair] = []
+    for item in items:
+        before, after = item["before"], item["after"]
+        if len(before["groups"]) != len(after["groups"]):
+            raise ValueError(
+                f"schema metrics need corresponding schemas: {len(before['groups'])} and "
+                f"{len(after['groups'])} schema groups"
+            )
+        for g_before, g_after in zip(before["groups"], after["groups"], strict=True):
+            out.append(
+                (
+                    [before["correct"][i] for i in g_before],
+                    [after["correct"][i] for i in g_after],
+                )
+            )
+    return out
+
+
+_PROBLEM_LEVEL = ("consistency", "consistent_acc", "preserved_acc", "preserved_acc_rev")
+
+
+def aggregation(name: str) -> Callable[[Sequence[PairOutcome]], float]:
+    """The lm-eval aggregation of consistency metric ``name`` over per-document pair outcomes."""
+    metric = PROBLEM_TRANSFORMATION_METRICS[name]
+    if name in _PROBLEM_LEVEL:
+
+        def aggregate(items: Sequence[PairOutcome]) -> float:
+            return metric(problem_pairs(items))
+    else:
+
+        def aggregate(items: Sequence[PairOutcome]) -> float:
+            return metric(schema_pairs(items))
+
+    aggregate.__name__ = name
+    aggregate.__doc__ = metric.__doc__
+    return aggregate
+
+
+def _side(side: str, accuracy: Callable[[Sequence[SchemaOutcome]], float]):
+    def aggregate(items: Sequence[PairOutcome]) -> float:
+        return accuracy([item[side] for item in items])  # type: ignore[literal-required]
+
+    return aggregate
+
+
+def _difference(accuracy: Callable[[Sequence[SchemaOutcome]], float]):
+    def aggregate(items: Sequence[PairOutcome]) -> float:
+        return accuracy([i["after"] for i in items]) - accuracy([i["before"] for i in items])
+
+    return aggregate
+
+
+def accuracy_aggregations() -> dict[str, Callable[[Sequence[PairOutcome]], float]]:
+    """Accuracy of the original side, of the transformed side, and transformed − original."""
+    out = {}
+    for metric, accuracy in (("acc", problem_accuracy), ("schema_acc", schema_accuracy)):
+        out[f"{metric}_original"] = _side("before", accuracy)
+        out[f"{metric}_perturbed"] = _side("after", accuracy)
+        out[f"{metric}_diff"] = _difference(accuracy)
+    for name, function in out.items():
+        function.__name__ = name
+    return out

@@ -25,7 +25,14 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import catalog, lm_eval_fixes, mlm
+from . import associativity, catalog, lm_eval_fixes, mlm
+from .consistency import (
+    PROBLEM_TRANSFORMATION_METRICS,
+    SCHEMA_TRANSFORMATION_METRICS,
+    accuracy_aggregations,
+    aggregation,
+    pair_outcome,
+)
 from .metrics import (
     SCHEMA_METRICS,
     SchemaOutcome,
@@ -52,6 +59,37 @@ lm_eval_fixes.apply()  # our tasks send one sentence split at two places; see th
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
+
+class _ExpectedGroupGaps(logging.Filter):
+    """Our groups mix tasks that report accuracies with consistency tasks that report pair
+    metrics; each group row averages a metric over the tasks that have it, by design
+    (task_configs/README.md), so lm-eval's per-group "metric missing" warning is dropped for them.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (
+            message.startswith("Group '")
+            and "' is missing in " in message
+            and message.split("'")[1] in _our_groups()
+        )
+
+
+@lru_cache(maxsize=1)
+def _our_groups() -> frozenset[str]:
+    from importlib.resources import files
+
+    import yaml
+
+    names = set()
+    for path in files("wsc_tasks.task_configs").iterdir():
+        if path.name.endswith(".yaml") and "\ngroup:" in "\n" + path.read_text():
+            names.add(yaml.safe_load(path.read_text())["group"])
+    return frozenset(names)
+
+
+logging.getLogger("lm_eval.api.group").addFilter(_ExpectedGroupGaps())
+
 PER_METHOD = {"acc": problem_accuracy, "schema_acc": schema_accuracy}
 TOKEN_FREE = {
     "causal": "partial",
@@ -63,6 +101,13 @@ TOKEN_METRICS = {
     "schema_acc_equal_len": schema_accuracy,
     "share_equal_len": share,
     "share_blank_at_end": share,
+}
+# Scoring-method consistency (thesis Tables 4.6, 4.10, 4.14): the second method of each pair seen
+# as a transformation of the first, reported as ``<consistency metric>_<first>_to_<second>``.
+METHOD_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
+    "causal": (("full", "partial"), ("partial", "smart")),
+    "masked": (("multi_mask_mean", "statement_mean"),),
+    "seq2seq": (("loss_prefix", "masked_prefix_mean"),),
 }
 MASKED_TYPES = {"bert", "roberta", "xlm-roberta", "albert", "deberta", "deberta-v2", "distilbert",
                 "electra", "camembert", "mpnet", "modernbert"}  # fmt: skip
@@ -162,6 +207,10 @@ class SchemaTask(ConfigurableTask):
         except ScoringError as error:
             raise ScoringError(f"task {task}, {family} model: {error}") from error
         self.config.metadata = {**meta, "first_token_prior": prior, "headline": headline}
+        self.family = family
+        self.method_pairs = [
+            pair for pair in METHOD_PAIRS[family] if all(name in names for name in pair)
+        ]
         log.info(
             f"wsc_tasks: {task}: {family} model, headline {headline}, methods "
             f"{', '.join(names)}; first-token prior {prior}"
@@ -198,12 +247,16 @@ class SchemaTask(ConfigurableTask):
                     seen.setdefault(request, None)
         return list(seen)
 
+    def schemas(self, doc: dict) -> list[Schema]:
+        """The schemas of one document, in the order their requests are sent."""
+        return [Schema.from_doc(doc)]
+
     def construct_requests(self, doc: dict, ctx: str, **kwargs: Any) -> list[Instance]:
         kwargs.pop("apply_chat_template", None)
         kwargs.pop("chat_template", None)
-        schema = Schema.from_doc(doc)
         instances = []
-        for problem in schema.problems:
+        problems = [p for schema in self.schemas(doc) for p in schema.problems]
+        for problem in problems:
             for request_type, arguments in self._problem_requests(problem):
                 instances.append(
                     Instance(
@@ -215,6 +268,21 @@ class SchemaTask(ConfigurableTask):
                     )
                 )
         return instances
+
+    def document_outcomes(
+        self, doc: dict, results: list[Any]
+    ) -> list[tuple[Schema, dict[str, SchemaOutcome]]]:
+        """Each schema of the document with its outcome per scoring method."""
+        out, position = [], 0
+        for schema in self.schemas(doc):
+            n = sum(len(self._problem_requests(p)) for p in schema.problems)
+            out.append((schema, self.outcomes(schema, results[position : position + n])))
+            position += n
+        if position != len(results):
+            raise RuntimeError(
+                f"task {self.config.task}: {len(results)} results for {position} requests"
+            )
+        return out
 
     def outcomes(self, schema: Schema, results: list[Any]) -> dict[str, SchemaOutcome]:
         """Per scoring method, which problems of the schema it answered correctly."""
@@ -247,9 +315,8 @@ class SchemaTask(ConfigurableTask):
             at_end.append(tokens.tokens_after_blank(problem, 0) <= self.setup.smart_limit)
         return equal, at_end
 
-    def process_results(self, doc: dict, results: list[Any]) -> dict[str, SchemaOutcome]:
-        schema = Schema.from_doc(doc)
-        by_method = self.outcomes(schema, results)
+    def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
+        [(schema, by_method)] = self.document_outcomes(doc, results)
         headline = by_method[self.methods[0].name]
         values: dict[str, SchemaOutcome] = {name: headline for name in SCHEMA_METRICS}
         if self.setup.tokens is not None:
@@ -260,6 +327,10 @@ class SchemaTask(ConfigurableTask):
         for method_name, value in by_method.items():
             for metric in PER_METHOD:
                 values[f"{metric}_{method_name}"] = value
+        for first, second in self.method_pairs:
+            pair = pair_outcome(by_method[first], by_method[second])
+            for metric in PROBLEM_TRANSFORMATION_METRICS:
+                values[f"{metric}_{first}_to_{second}"] = pair
         return values
 
     def aggregation(self) -> dict[str, Any]:
@@ -269,7 +340,73 @@ class SchemaTask(ConfigurableTask):
         for method in self.methods:
             for metric, fn in PER_METHOD.items():
                 functions[f"{metric}_{method.name}"] = fn
+        for first, second in self.method_pairs:
+            for metric in PROBLEM_TRANSFORMATION_METRICS:
+                functions[f"{metric}_{first}_to_{second}"] = aggregation(metric)
         return functions
 
     def higher_is_better(self) -> dict[str, bool]:
         return {name: SCHEMA_METRICS.get(name, (None, True))[1] for name in self.aggregation()}
+
+
+class ConsistencyTask(SchemaTask):
+    """One document = an original schema and its transformed schema (thesis §3.7.2–3.7.3).
+
+    ``metadata.dataset`` names a pair dataset of ``catalog.PAIR_SPECS``. Both schemas are scored
+    with the task's methods; the headline method's outcomes give the consistency metrics that
+    apply to the transformation (Table 3.6), the accuracies of each side and their difference.
+    Because the pair travels in one document, the metrics are exact under multi-process runs.
+    """
+
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        docs = [self.pair_doc(o, t) for o, t in catalog.load_pairs(self._meta["dataset"])]
+        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
+
+    def pair_doc(self, original: Schema, transformed: Schema) -> dict[str, Any]:
+        return {
+            "schema_uid": transformed.uid,
+            "original": original.to_doc(),
+            "transformed": transformed.to_doc(),
+        }
+
+    @property
+    def consistency_metrics(self) -> dict[str, Any]:
+        spec = catalog.PAIR_SPECS[self._meta["dataset"]]
+        problem_level = spec.problem_level
+        names = PROBLEM_TRANSFORMATION_METRICS if problem_level else SCHEMA_TRANSFORMATION_METRICS
+        return {name: aggregation(name) for name in names}
+
+    def schemas(self, doc: dict) -> list[Schema]:
+        return [Schema.from_doc(doc["original"]), Schema.from_doc(doc["transformed"])]
+
+    def doc_to_target(self, doc: dict, doc_to_target: Any = None) -> list[int]:
+        return [p.label for s in self.schemas(doc) for p in s.problems]
+
+    def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
+        (_, before), (_, after) = self.document_outcomes(doc, results)
+        pair = pair_outcome(before[self.methods[0].name], after[self.methods[0].name])
+        names = [*self.consistency_metrics, *accuracy_aggregations(), "n_pairs"]
+        return {name: pair for name in names}
+
+    def aggregation(self) -> dict[str, Any]:
+        return {**self.consistency_metrics, **accuracy_aggregations(), "n_pairs": len}
+
+    def higher_is_better(self) -> dict[str, bool]:
+        return {name: True for name in self.aggregation()}
+
+
+class AssociativityTask(ConsistencyTask):
+    """WSC266 against its no-candidates perturbation, split into associative and non-associative
+    schemas (thesis §4.4); metrics in ``wsc_tasks.associativity``."""
+
+    def pair_doc(self, original: Schema, transformed: Schema) -> dict[str, Any]:
+        return {**super().pair_doc(original, transformed), "subset": associativity.subset(original)}
+
+    def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
+        (_, before), (_, after) = self.document_outcomes(doc, results)
+        headline = self.methods[0].name
+        item = {**pair_outcome(before[headline], after[headline]), "subset": doc["subset"]}
+        return {name: item for name in self.aggregation()}
+
+    def aggregation(self) -> dict[str, Any]:
+        return {**associativity.aggregations(), "n_pairs": len}

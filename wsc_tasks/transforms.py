@@ -111,7 +111,54 @@ def part_sent(problem: Problem) -> Problem | str:
     return problem.with_text(_respace(before, after), "~partsent")
 
 
-TRANSFORMS: dict[str, Transform] = {"nocands": no_cands, "partsent": part_sent}
+def _whole_word(candidate: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(candidate)}(?!\w)")
+
+
+def switch_candidates(problem: Problem) -> Problem | str:
+    """Exchange the two candidate mentions in the text and in the options (thesis §3.4.2).
+
+    The options are exchanged too, so the label keeps its index while the answer flips to the
+    other candidate, as in the thesis's ``wsc266_switched.txt``. Only safe when each candidate
+    occurs exactly once, as a whole word with the options' spelling (case-sensitive), and the two
+    mentions do not overlap; otherwise a reason is returned.
+    """
+    if problem.n_blanks != 1:
+        return "two blanks"
+    (first,), (second,) = problem.options
+    if first == second:
+        return "identical candidates"
+    text = _join(problem)
+    spans = []
+    for candidate in (first, second):
+        found = [m.span() for m in _whole_word(candidate).finditer(text)]
+        if not found:
+            return "a candidate does not occur as a whole word"
+        if len(found) > 1:
+            return "a candidate occurs more than once"
+        spans.append(found[0])
+    (a0, a1), (b0, b1) = spans
+    if a0 < b1 and b0 < a1:
+        return "the candidate mentions overlap"
+    swapped = text
+    for (start, end), replacement in sorted(zip(spans, (second, first), strict=True), reverse=True):
+        swapped = swapped[:start] + replacement + swapped[end:]
+    segments = swapped.split(_SENTINEL)
+    return Problem(
+        uid=problem.uid + "~switched",
+        segments=tuple(segments),
+        options=(problem.options[1], problem.options[0]),
+        label=problem.label,
+        number=problem.number,
+        source=problem.source,
+    )
+
+
+TRANSFORMS: dict[str, Transform] = {
+    "nocands": no_cands,
+    "partsent": part_sent,
+    "switched": switch_candidates,
+}
 
 
 def transform_schemas(
