@@ -43,6 +43,7 @@ def markdown(results_file: str | Path) -> str:
         cells = [_cell(row.get(f"{c},none")) for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += _method_table(results, groups)
+    lines += _consistency_tables(results)
     config = data.get("config", {})
     model = config.get("model_args") or config.get("model")
     head = [
@@ -110,3 +111,65 @@ def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[s
         "|---|" + "---:|" * len(columns),
     ]
     return lines + [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows.items()]
+
+
+CONSISTENCY_COLUMNS = (
+    "n_pairs", "acc_original", "acc_perturbed", "acc_diff", "schema_acc_original",
+    "schema_acc_perturbed", "schema_acc_diff", "consistency", "consistent_acc",
+    "schema_consistency_weak", "schema_consistency", "schema_consistency_strict",
+    "consistent_schema_acc",
+)  # fmt: skip
+METHOD_CONSISTENCY = ("consistency", "schema_consistency", "schema_consistency_strict")
+ASSOCIATIVITY_QUANTITIES = ("original", "nocands", "adjusted", "rel_loss", "rel_gain")
+
+
+def _consistency_tables(results: dict[str, dict[str, Any]]) -> list[str]:
+    """Consistency tasks, associativity, and consistency between scoring methods."""
+    lines: list[str] = []
+    pairs = {
+        n: r for n, r in results.items() if "consistency,none" in r or n.endswith("_consistency")
+    }
+    if pairs:
+        rows = {
+            n: [_cell(r.get(f"{c},none")) for c in CONSISTENCY_COLUMNS] for n, r in pairs.items()
+        }
+        title = (
+            "Consistency between original and perturbed schemas (headline method; blank: "
+            "not defined for a schema transformation):"
+        )
+        lines += _table(title, list(CONSISTENCY_COLUMNS), rows)
+    for name, row in results.items():
+        if "acc_associative_original,none" not in row:
+            continue
+        rows = {
+            f"{metric} {scope}": [
+                _cell(row.get(f"{metric}_{scope}_{q},none")) for q in ASSOCIATIVITY_QUANTITIES
+            ]
+            for metric in ("acc", "schema_acc")
+            for scope in ("associative", "nonassociative", "wsc266")
+        }
+        title = (
+            f"Associativity (`{name}`): r, r_B after no-cands, r − r_B, "
+            "relative loss, relative gain:"
+        )
+        lines += _table(title, list(ASSOCIATIVITY_QUANTITIES), rows)
+    method_pairs = sorted(
+        {
+            key[len("consistency_") : -len(",none")]
+            for row in results.values()
+            for key in row
+            if key.startswith("consistency_")
+            and "_to_" in key
+            and key.endswith(",none")
+            and "_stderr" not in key
+        }
+    )
+    if method_pairs:
+        columns = [f"{m}_{p}" for p in method_pairs for m in METHOD_CONSISTENCY]
+        rows = {
+            n: [_cell(r.get(f"{c},none")) for c in columns]
+            for n, r in results.items()
+            if any(f"{c},none" in r for c in columns)
+        }
+        lines += _table("Consistency between scoring methods (first → second):", columns, rows)
+    return lines
