@@ -24,6 +24,23 @@ SIZES = {  # name: (documents, problems, schema groups)
     "winogrande_twins": (284, 568, 284),
     "winogrande_nocands": (278, 556, 278),
     "winogrande_partsent": (281, 562, 281),
+    "winogrande_switched": (273, 546, 273),
+    "reid250": (125, 250, 125),
+    "reid250_substitution": (75, 150, 75),
+    "reid250_transposition": (50, 100, 50),
+    "reid250_inverted": (125, 250, 125),
+    "reid250_inverted_substitution": (75, 150, 75),
+    "reid250_inverted_transposition": (50, 100, 50),
+    "reid250x2": (125, 500, 250),
+    "reid250x2_substitution": (75, 300, 150),
+    "reid250x2_transposition": (50, 200, 100),
+    "reid250x2_by_key": (125, 500, 250),
+    "reid250x2_by_key_substitution": (75, 300, 150),
+    "reid250x2_by_key_transposition": (50, 200, 100),
+    "reid250x2_by_boolean": (125, 500, 250),
+    "reid250x2_by_boolean_substitution": (75, 300, 150),
+    "reid250x2_by_boolean_transposition": (50, 200, 100),
+    "reid250x2_by_answer_fix_key": (125, 500, 250),
 }
 
 

@@ -51,6 +51,7 @@ SCORING = {"scoring": ["partial", "full", "smart"]}
         ("wsc266_nocands", 133, "all"),
         ("wsc266_associative_nocands", 25, "associative"),
         ("wsc266_nonassociative_nocands", 108, "non-associative"),
+        ("reid250_inverted", 125, "all of Reid250"),
     ],
 )
 def test_original_subsets_found_through_the_numbers_have_the_thesis_sizes(

@@ -152,20 +152,42 @@ SPECS: dict[str, DatasetSpec] = {
             "no-cands baseline of the Winogrande twins, made by wsc_tasks.transforms",
         ),
         DatasetSpec(
+            "winogrande_switched",
+            _transformed("winogrande_twins", "switched"),
+            None,
+            "candidates switched in the Winogrande twins, made by wsc_tasks.transforms (new)",
+        ),
+        DatasetSpec(
             "winogrande_partsent",
             _transformed("winogrande_twins", "partsent"),
             None,
             "part-sent baseline of the Winogrande twins, made by wsc_tasks.transforms",
         ),
+        DatasetSpec(
+            "wsc273_zeroshot",
+            lambda: _zero_shot("wsc273_schemas"),
+            (226, 113),
+            "Elazar §6.1 zero-shot form of WSC273 (key word blanked), by wsc_tasks.zeroshot",
+        ),
+        DatasetSpec(
+            "winogrande_zeroshot",
+            lambda: _zero_shot("winogrande_twins"),
+            (364, 182),
+            "Elazar §6.1 zero-shot form of the Winogrande dev twins, by wsc_tasks.zeroshot",
+        ),
     ]
 }
 
 
+def _zero_shot(base: str) -> list[Schema]:
+    from .zeroshot import zero_shot_dataset
+
+    return zero_shot_dataset(load(base), base)
+
+
 @cache
 def _load_cached(name: str) -> tuple[Schema, ...]:
-    if name not in SPECS:
-        raise KeyError(f"unknown wsc_tasks dataset {name!r}; known: {sorted(SPECS)}")
-    spec = SPECS[name]
+    spec = SPECS.get(name) or _generated_spec(name)  # generated: "dyads:…" names, see below
     schemas = spec.build()
     problems, groups = count(schemas)
     if spec.expected is not None and (problems, groups) != spec.expected:
@@ -180,3 +202,181 @@ def _load_cached(name: str) -> tuple[Schema, ...]:
 def load(name: str) -> list[Schema]:
     """The schemas of a named dataset, parsed, transformed and size-checked."""
     return list(_load_cached(name))
+
+
+# -- pairs of (original, transformed) schemas, the documents of the consistency tasks -------------
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    name: str
+    original: str  # dataset name
+    transformed: tuple[str, ...]  # dataset names, concatenated
+    problem_level: bool  # a problem transformation (else a schema transformation, e.g. inversion)
+    expected: int  # number of schema pairs
+    origin: str
+
+
+PAIR_SPECS: dict[str, PairSpec] = {
+    spec.name: spec
+    for spec in [
+        PairSpec("wsc266_switched", "wsc266", ("wsc266_switched",), True, 70,
+                 "switchable subset of WSC266 and its switched perturbation"),
+        PairSpec("wsc266_adjectival", "wsc266", ("wsc266_adjectival",), True, 87,
+                 "symmetrical subset of WSC266 and its adjectival perturbation"),
+        PairSpec("wsc266_unbalanced", "wsc266", ("wsc266_unbalanced",), True, 133,
+                 "WSC266 and its unbalanced perturbation"),
+        PairSpec("wsc266_inverted", "wsc266", ("wsc266_inverted",), False, 133,
+                 "WSC266 and its inverted schemas (schema transformation)"),
+        PairSpec("wsc266_nocands", "wsc266",
+                 ("wsc266_associative_nocands", "wsc266_nonassociative_nocands"), True, 133,
+                 "WSC266 and its hand-made no-candidates perturbation"),
+        PairSpec("wsc266_associative_nocands", "wsc266", ("wsc266_associative_nocands",), True,
+                 25, "associative subset of WSC266 and its no-candidates perturbation"),
+        PairSpec("wsc266_nonassociative_nocands", "wsc266", ("wsc266_nonassociative_nocands",),
+                 True, 108, "non-associative subset of WSC266 and its no-candidates perturbation"),
+        PairSpec("winogrande_switched", "winogrande_twins", ("winogrande_switched",), True, 273,
+                 "Winogrande twins whose candidates can be switched, and their switched form"),
+        PairSpec("reid250_inverted", "reid250", ("reid250_inverted",), False, 125,
+                 "Reid250 and its inverted schemas (schema transformation, thesis §4.6)"),
+    ]
+}  # fmt: skip
+
+
+@cache
+def _pairs_cached(name: str) -> tuple[tuple[Schema, Schema], ...]:
+    from .pairing import pair_schemas
+
+    if name not in PAIR_SPECS:
+        raise KeyError(f"unknown wsc_tasks pair dataset {name!r}; known: {sorted(PAIR_SPECS)}")
+    spec = PAIR_SPECS[name]
+    transformed = [s for dataset in spec.transformed for s in load(dataset)]
+    pairs = pair_schemas(load(spec.original), transformed, spec.problem_level)
+    if len(pairs) != spec.expected:
+        raise ValueError(
+            f"schema pairs {name}: {len(pairs)} pairs, expected {spec.expected}: "
+            "is every data file the pinned one?"
+        )
+    log.info(
+        f"wsc_tasks: pairs {name}: {len(pairs)} {spec.original} schemas matched with "
+        f"{' + '.join(spec.transformed)}"
+    )
+    return tuple(pairs)
+
+
+def load_pairs(name: str) -> list[tuple[Schema, Schema]]:
+    """(original, transformed) schema pairs of a named pair dataset, matched and size-checked."""
+    return list(_pairs_cached(name))
+
+
+# -- Reid250, its inversion and its dyads (thesis §3.5–3.6) ---------------------------------------
+
+_R = "maler/reid250/"
+KINDS = {"substitution": "s", "transposition": "t"}
+INVERSIONS = {"reid250": "reid250_inverted"}  # a dataset's own inversion, for dyads solved by key
+DYADS_PREFIX = "dyads:"
+_REID_DYAD_FILES = {  # thesis grouping -> published Reid250×2 file (wrapper "It is … that SCHEMA.")
+    "by_answer": "reid250x2-v1-by-answer.txt",
+    "by_answer_fix_key": "reid250x2-v1-by-answer.txt",
+    "by_key": "reid250x2-v1-by-key.txt",
+    "by_boolean": "reid250x2-v1-by-boolean.txt",
+}
+
+
+def _of_kind(base: str, kind: str) -> list[Schema]:
+    schemas = load(base)
+    kept = [s for s in schemas if s.kind == KINDS[kind]]
+    log.info(f"wsc_tasks: {kind} schemas of {base}: kept {len(kept)} of {len(schemas)}")
+    return kept
+
+
+def _dyad_file(grouping: str) -> Callable[[], list[Schema]]:
+    from .dyads import regroup
+
+    return lambda: regroup(_maler(_R + _REID_DYAD_FILES[grouping])(), grouping)
+
+
+def _reid_specs() -> list[DatasetSpec]:
+    """Reid250 and Reid250 inverted, each whole and by schema kind; the published Reid250×2 in
+    each mode, grouped for schema metrics as thesis §3.5.6 prescribes, whole and by kind."""
+    specs = [
+        DatasetSpec("reid250", _maler(_R + "reid250.txt"), (250, 125),
+                    "Reid250, 75 substitution + 50 transposition schemas, thesis §3.6.2"),
+        DatasetSpec("reid250_inverted", _maler(_R + "reid250-inverted.txt"), (250, 125),
+                    "Reid250 solved by key (inverted); transposition schemas get two blanks and "
+                    "ordered-pair options, thesis §3.5.5"),
+    ]  # fmt: skip
+    x2 = {  # dataset name: (grouping, description)
+        "reid250x2": ("by_answer", "Reid250×2 by answer; schemas fix a truth value (3.78)"),
+        "reid250x2_by_key": ("by_key", "Reid250×2 by key; schemas fix a truth value"),
+        "reid250x2_by_boolean": (
+            "by_boolean", "Reid250×2 by boolean; schemas fix a key phrase (3.79)"),
+        "reid250x2_by_answer_fix_key": (
+            "by_answer_fix_key",
+            "Reid250×2 by answer; schemas fix a key phrase (3.79), the grouping that by boolean "
+            "is compared with (Table 4.38)"),
+    }  # fmt: skip
+    for name, (grouping, what) in x2.items():
+        specs.append(DatasetSpec(name, _dyad_file(grouping), (500, 250), f"{what}, §3.5.6"))
+    sizes = {"substitution": (150, 75), "transposition": (100, 50)}
+    for base in ("reid250", "reid250_inverted", "reid250x2", "reid250x2_by_key",
+                 "reid250x2_by_boolean"):  # fmt: skip
+        factor = 2 if base.startswith("reid250x2") else 1
+        for kind, (problems, groups) in sizes.items():
+            specs.append(
+                DatasetSpec(
+                    f"{base}_{kind}",
+                    lambda base=base, kind=kind: _of_kind(base, kind),
+                    (problems * factor, groups * factor),
+                    f"the {kind} schemas of {base}",
+                )
+            )
+    return specs
+
+
+SPECS.update((spec.name, spec) for spec in _reid_specs())
+
+
+def dyads_name(base: str, grouping: str, wrapper: str) -> str:
+    """The catalog name of a generated dyadic dataset (what a task YAML puts in ``dataset``)."""
+    return f"{DYADS_PREFIX}{base}:{grouping}:{wrapper}"
+
+
+def _generated_spec(name: str) -> DatasetSpec:
+    """Datasets named by their recipe: ``dyads:<base dataset>:<grouping>:<wrapper>``, e.g.
+    ``dyads:reid250:by_key:That SCHEMA is [true ~ false].`` (groupings: ``dyads.GROUPINGS``;
+    by key needs a base with a known inversion, ``INVERSIONS``)."""
+    if not name.startswith(DYADS_PREFIX):
+        raise KeyError(
+            f"unknown wsc_tasks dataset {name!r}; known: {sorted(SPECS)} and generated "
+            f"'{DYADS_PREFIX}<base>:<grouping>:<wrapper>' dyads"
+        )
+    from . import dyads
+
+    parts = name[len(DYADS_PREFIX) :].split(":", 2)
+    if len(parts) != 3:
+        raise KeyError(f"dataset {name!r}: write {DYADS_PREFIX}<base>:<grouping>:<wrapper>")
+    base, grouping, template = (part.strip() for part in parts)
+    if base not in SPECS:
+        raise KeyError(f"dataset {name!r}: unknown base dataset {base!r}")
+    if grouping not in dyads.GROUPINGS:
+        raise KeyError(f"dataset {name!r}: grouping {grouping!r} not in {list(dyads.GROUPINGS)}")
+    mode = dyads.GROUPINGS[grouping][0]
+    if mode == "by key" and base not in INVERSIONS:
+        raise KeyError(
+            f"dataset {name!r}: solution by key needs the inversion of {base}; known for "
+            f"{sorted(INVERSIONS)}"
+        )
+    wrapper = dyads.parse_wrapper(template)  # errors name the wrapper before any data is read
+
+    def build() -> list[Schema]:
+        inverted = load(INVERSIONS[base]) if mode == "by key" else None
+        made = dyads.make_dyads(load(base), wrapper, grouping, inverted)
+        log.info(
+            f"wsc_tasks: {len(made)} dyads of {base} in wrapper {wrapper.template!r}, {mode}, "
+            f"schemas fixing a {dyads.GROUPINGS[grouping][1]}"
+        )
+        return made
+
+    problems, _ = count(load(base))
+    return DatasetSpec(name, build, (2 * problems, 2 * len(load(base))), f"dyads of {base}")

@@ -9,7 +9,9 @@ Causal LMs (thesis §3.1.1), every one from lm-eval ``loglikelihood`` requests:
 - ``partial``: log P(text after the blank | text up to and including the answer) (Trinh & Le);
 - ``all_but_first``: log P(σ2…σn | σ1); ``loss`` is its mean (eq. 3.8, 3.15);
 - ``full``: log p1 + log P(σ2…σn | σ1), p1 from the first-token prior (eq. 3.10, see below);
-- ``full_norm``: full − log P(answer alone) (eq. 3.6–3.7, 3.11);
+- ``full_norm``: full − log P(answer alone) (eq. 3.6–3.7, 3.11); with two blanks (inverted
+  transposition schemas) the answer is the ordered pair, P(answer) the product of each filler
+  alone, so the normalizer cancels between options except where casing differs;
 - ``smart``: partial, unless the blank is followed by at most ``smart_limit`` tokens, then full;
 - ``<method>_mean``: divided by the number of tokens it predicts (eq. 3.12–3.14).
 
@@ -98,9 +100,10 @@ class Pieces:
     sentence_tokens: int = 0
     first_token: int = -1
     bos_full: Request | None = None
-    answer: Request | None = None  # the rest of the answer given its first token, or all of it
-    answer_first_token: int = -1
-    answer_tokens: int = 0
+    # per filler: the rest of it given its first token, or all of it (None: nothing to ask)
+    answers: tuple[Request | None, ...] = ()
+    answer_first_tokens: tuple[int, ...] = ()
+    answer_tokens: int = 0  # over all fillers
 
 
 def partial_continuation(problem: Problem) -> str:
@@ -141,17 +144,20 @@ def _pieces(problem: Problem, option: int, setup: Setup) -> Pieces:
     }
     if setup.prior == "bos":
         pieces["bos_full"] = ("loglikelihood", ("", sentence))
-    if problem.n_blanks == 1:
-        before = problem.segments[0]
-        answer = (" " if before.endswith(" ") else "") + problem.options[option][0]
+    answers, firsts, n_answer = [], [], 0
+    for filler, before in zip(problem.options[option], problem.segments, strict=False):
+        answer = (" " if before.endswith(" ") else "") + filler
         answer_ids = tokens.encode(answer, False)
-        pieces["answer_tokens"] = len(answer_ids)
-        pieces["answer_first_token"] = answer_ids[0]
+        n_answer += len(answer_ids)
+        firsts.append(answer_ids[0])
         if setup.prior == "bos":
-            pieces["answer"] = ("loglikelihood", ("", answer))
+            answers.append(("loglikelihood", ("", answer)))
         elif len(answer_ids) > 1:
             head = tokens.first_token_text(answer)
-            pieces["answer"] = ("loglikelihood", (head, answer[len(head) :]))
+            answers.append(("loglikelihood", (head, answer[len(head) :])))
+        else:
+            answers.append(None)
+    pieces.update(answers=tuple(answers), answer_first_tokens=tuple(firsts), answer_tokens=n_answer)
     return Pieces(**pieces)
 
 
@@ -210,10 +216,7 @@ class Causal(ScoringMethod):
             # p1 · P(σ2… | σ1): the model's own after BOS, or WebText's p1 with all-but-first
             needed.append(pieces.bos_full or pieces.all_but_first)
         if self.kind == "full_norm":
-            if pieces.answer_tokens == 0:
-                raise ScoringError("normalized full scoring needs a single-blank problem")
-            if pieces.answer is not None:
-                needed.append(pieces.answer)
+            needed.extend(request for request in pieces.answers if request is not None)
         return needed
 
     def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
@@ -235,12 +238,12 @@ class Causal(ScoringMethod):
         elif kind == "full":
             value, count = self._full(pieces, results), pieces.sentence_tokens
         else:  # full_norm
-            if pieces.bos_full is not None:
-                answer = _ll(results, pieces.answer)  # type: ignore[arg-type]
-            else:
-                answer = webtext_log_prob(pieces.answer_first_token)
-                if pieces.answer is not None:
-                    answer += _ll(results, pieces.answer)
+            answer = 0.0
+            for first, request in zip(pieces.answer_first_tokens, pieces.answers, strict=True):
+                if pieces.bos_full is None:
+                    answer += webtext_log_prob(first)
+                if request is not None:
+                    answer += _ll(results, request)
             value = self._full(pieces, results) - answer
             count = pieces.sentence_tokens - pieces.answer_tokens
         return value / max(count, 1) if self.mean else value

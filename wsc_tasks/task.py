@@ -10,9 +10,10 @@ Keys read from ``metadata`` (YAML, or lm-eval's ``--metadata``; lm-eval's CLI al
 ``--model_args`` in, which is how the task finds the model's tokenizer and family):
 ``dataset`` — a name from ``wsc_tasks.catalog``; ``scoring`` — ``all`` (default: every method of
 the model's family) or a list of method names; ``headline`` — the method behind ``acc`` and
-``schema_acc`` (default: the family's best, causal ``smart``); ``smart_limit`` — n of smart
-scoring (default 1); ``tokenizer`` — the tokenizer to count tokens with, when ``pretrained`` is not
-given (e.g. a model object passed from Python).
+``schema_acc`` (default: the family's best, causal ``smart``), or a mapping family → method, e.g.
+``{seq2seq: masked_mean}``; ``smart_limit`` — n of smart scoring (default 1); ``tokenizer`` —
+the tokenizer to count tokens with, when ``pretrained`` is not given (e.g. a model object passed
+from Python).
 """
 
 from __future__ import annotations
@@ -195,7 +196,10 @@ class SchemaTask(ConfigurableTask):
                 if isinstance(requested, str)
                 else list(requested)
             )
-        headline = meta.get("headline") or (HEADLINE[family] if tokens else TOKEN_FREE[family])
+        headline = meta.get("headline")
+        if isinstance(headline, dict):  # per family, e.g. {seq2seq: masked_mean} (thesis §4.5.4)
+            headline = headline.get(family) if tokens is not None else None
+        headline = headline or (HEADLINE[family] if tokens else TOKEN_FREE[family])
         names = [headline, *(n for n in names if n != headline)]  # headline first, once
         try:
             methods = get_methods(names, family)

@@ -1,0 +1,244 @@
+"""Reid250 tasks: dataset sizes, the task YAMLs, and the scoring of two-blank problems (inverted
+transposition schemas, thesis §3.5.5) by every method of every model family, recomputed here from
+explicit forward passes of tiny random models: the whole substitution of both fillers."""
+
+from __future__ import annotations
+
+import lm_eval
+import pytest
+import torch
+from lm_eval.tasks import TaskManager
+from test_mlm import tiny_roberta_dir  # noqa: F401 - fixture
+from test_scoring import _sum_lp, _t5_hand
+
+from wsc_tasks import catalog, mlm, scoring
+from wsc_tasks.cli import include_path
+from wsc_tasks.problems import Schema, count
+from wsc_tasks.tokens import TokenCounter
+
+TWO_BLANKS = "reid250_inverted_transposition"
+DOCS = [5, 19]  # t29: first blank starts the sentence, "." after; t56: text after the second
+
+SIZES = {  # name: (documents, problems, schema groups)
+    "reid250": (125, 250, 125),
+    "reid250_substitution": (75, 150, 75),
+    "reid250_transposition": (50, 100, 50),
+    "reid250_inverted": (125, 250, 125),
+    "reid250_inverted_substitution": (75, 150, 75),
+    "reid250_inverted_transposition": (50, 100, 50),
+    "reid250x2": (125, 500, 250),
+    "reid250x2_substitution": (75, 300, 150),
+    "reid250x2_transposition": (50, 200, 100),
+    "reid250x2_by_key": (125, 500, 250),
+    "reid250x2_by_key_substitution": (75, 300, 150),
+    "reid250x2_by_key_transposition": (50, 200, 100),
+    "reid250x2_by_boolean": (125, 500, 250),
+    "reid250x2_by_boolean_substitution": (75, 300, 150),
+    "reid250x2_by_boolean_transposition": (50, 200, 100),
+    "reid250x2_by_answer_fix_key": (125, 500, 250),
+}
+SUITE = [*SIZES, "reid250x2_that", "reid250x2_that_by_key", "reid250x2_that_by_boolean",
+         "reid250_inverted_consistency"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SIZES))
+def test_reid_dataset_sizes(data_dir, name):
+    schemas = catalog.load(name)
+    assert (len(schemas), *count(schemas)) == SIZES[name]
+    assert {s.kind for s in schemas} <= {"s", "t"}
+
+
+def test_two_blank_problems_are_exactly_the_inverted_transposition_ones(data_dir):
+    two = {(name, p.n_blanks) for name in SIZES for s in catalog.load(name) for p in s.problems}
+    with_two = {name for name, blanks in two if blanks == 2}
+    assert with_two == {"reid250_inverted", TWO_BLANKS, "reid250x2_by_key",
+                        "reid250x2_by_key_transposition"}  # fmt: skip
+    for schema in catalog.load(TWO_BLANKS):
+        for problem in schema.problems:
+            first, second = problem.options
+            assert problem.n_blanks == 2 and [f.lower() for f in first] == [
+                f.lower() for f in reversed(second)
+            ]  # ordered pairs of the same two key phrases
+
+
+def test_suite_yaml_lists_every_task(data_dir):
+    manager = TaskManager(include_path=str(include_path()), include_defaults=False)
+    assert set(SUITE) | {"reid250_suite"} <= set(manager.all_tasks)
+    loaded = manager.load(["reid250_suite"])  # builds every dataset, dyads included
+    names = {task.config.task for task in _leaves(loaded)}
+    assert names == set(SUITE)
+
+
+def _leaves(tree):
+    if isinstance(tree, dict):
+        for value in tree.values():
+            yield from _leaves(value)
+    elif isinstance(tree, list | tuple):
+        for value in tree:
+            yield from _leaves(value)
+    elif hasattr(tree, "config"):
+        yield tree
+
+
+def _results(sample, kind="loglikelihood"):
+    if kind == "mlm_score":
+        return {
+            (kind, (a[0], tuple(tuple(s) for s in a[1]), a[2])): mlm.MaskedScore(*r[0])
+            for a, r in zip(sample["arguments"], sample["resps"], strict=True)
+        }
+    return {
+        (kind, tuple(a)): r[0] for a, r in zip(sample["arguments"], sample["resps"], strict=True)
+    }
+
+
+def _run(lm, folder, family_methods, hand, kind="loglikelihood", setup=None):
+    """Evaluate TWO_BLANKS on DOCS; every method's option scores must equal the hand scores and
+    the reported accuracy the hand-computed choices."""
+    manager = TaskManager(
+        include_path=str(include_path()),
+        include_defaults=False,
+        metadata={"pretrained": str(folder)},
+    )
+    out = lm_eval.simple_evaluate(
+        model=lm, tasks=[TWO_BLANKS], task_manager=manager, samples={TWO_BLANKS: DOCS},
+        log_samples=True,
+    )  # fmt: skip
+    right, problems = dict.fromkeys(family_methods, 0), 0
+    for sample in out["samples"][TWO_BLANKS]:
+        results = _results(sample, kind)
+        for problem in Schema.from_doc(sample["doc"]).problems:
+            assert problem.n_blanks == 2
+            problems += 1
+            scores = [hand(problem, i) for i in (0, 1)]
+            for name, method in family_methods.items():
+                ours = method.option_scores(problem, results, setup)
+                assert ours == pytest.approx([s[name] for s in scores], abs=1e-5), (name, problem)
+                right[name] += (0 if scores[0][name] >= scores[1][name] else 1) == problem.label
+    assert problems == 2 * len(DOCS)
+    result = out["results"][TWO_BLANKS]
+    for name in family_methods:
+        assert result[f"acc_{name},none"] == pytest.approx(right[name] / problems, abs=1e-12)
+    return out
+
+
+def _causal_hand(model, tok, problem, option: int) -> dict[str, float]:
+    """Every causal score of a two-blank option by the thesis's formulas (GPT-2: WebText p1);
+    partial and smart look at the text after the second blank (§3.7.5), normalized full divides
+    by the probability of each filler alone."""
+    enc = lambda text: tok.encode(text, add_special_tokens=False)  # noqa: E731
+    sentence = problem.fill(option)
+    sigma = enc(sentence)
+    head = enc(sentence[: len(sentence) - len(problem.segments[-1])].rstrip())
+    assert sigma[: len(head)] == head
+    n_after, n = len(sigma) - len(head), len(sigma)
+    abf = _sum_lp(model, sigma, 1)
+    full = scoring.webtext_log_prob(sigma[0]) + abf
+    p_answer, n_answer = 0.0, 0
+    for filler, before in zip(problem.options[option], problem.segments, strict=False):
+        ids = enc((" " if before.endswith(" ") else "") + filler)
+        p_answer += scoring.webtext_log_prob(ids[0])
+        p_answer += _sum_lp(model, ids, 1) if len(ids) > 1 else 0.0
+        n_answer += len(ids)
+    partial = _sum_lp(model, sigma, len(head))
+    norm = full - p_answer
+    scores = {
+        "partial": partial, "partial_mean": partial / n_after,
+        "all_but_first": abf, "loss": abf / (n - 1),
+        "full": full, "full_mean": full / n,
+        "full_norm": norm, "full_norm_mean": norm / (n - n_answer),
+    }  # fmt: skip
+    use_full = n_after <= 1
+    scores["smart"] = scores["full"] if use_full else scores["partial"]
+    scores["smart_mean"] = scores["full_mean"] if use_full else scores["partial_mean"]
+    return scores
+
+
+def test_two_blanks_causal_by_hand(tiny_gpt2_dir, data_dir):
+    from lm_eval.models.huggingface import HFLM
+
+    lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=8)
+    setup = scoring.Setup(TokenCounter(lm.tokenizer), "webtext", 1)
+    hand = lambda problem, i: _causal_hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
+    out = _run(lm, tiny_gpt2_dir, scoring.FAMILIES["causal"], hand, setup=setup)
+    assert out["results"][TWO_BLANKS]["acc,none"] == out["results"][TWO_BLANKS]["acc_smart,none"]
+
+
+@pytest.fixture(scope="module")
+def tiny_t5_reid_dir(tmp_path_factory, data_dir):
+    """A 1-layer random T5 whose word-level tokenizer knows Reid250's words and three sentinels."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+
+    specials = ["<pad>", "</s>", "<unk>", *(scoring.sentinel(k) for k in range(3))]
+    texts = [
+        p.fill(i) for s in catalog.load("reid250_inverted") for p in s.problems for i in (0, 1)
+    ]
+    core = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    core.train_from_iterator(texts + ["wsc:"], trainers.WordLevelTrainer(special_tokens=specials))
+    core.post_processor = processors.TemplateProcessing(
+        single="$A </s>", special_tokens=[("</s>", core.token_to_id("</s>"))]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
+        additional_special_tokens=specials[3:],
+    )  # fmt: skip
+    torch.manual_seed(5)
+    config = T5Config(
+        vocab_size=len(tokenizer), d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16,
+        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
+    )  # fmt: skip
+    folder = tmp_path_factory.mktemp("tiny-t5-reid")
+    T5ForConditionalGeneration(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_two_blanks_t5_by_hand(tiny_t5_reid_dir):
+    """One sentinel per blank in the input; the target is both fillers between sentinels."""
+    from lm_eval.models.huggingface import HFLM
+
+    lm = HFLM(pretrained=str(tiny_t5_reid_dir), device="cpu", batch_size=8)
+    setup = scoring.Setup(TokenCounter(lm.tokenizer), "bos", 1)
+    hand = lambda problem, i: _t5_hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
+    out = _run(lm, tiny_t5_reid_dir, scoring.FAMILIES["seq2seq"], hand, setup=setup)
+    sample = out["samples"][TWO_BLANKS][0]
+    assert any("<extra_id_1>" in a[0] and "<extra_id_2>" in a[1] for a in sample["arguments"])
+
+
+def _masked_hand(model, tok, problem, option: int) -> dict[str, float]:
+    """Masked-LM scores with both fillers as the answer: multi-mask masks both spans at once."""
+    sentence = problem.fill(option)
+    first, second = problem.options[option]
+    start1 = len(problem.segments[0])
+    start2 = start1 + len(first) + len(problem.segments[1])
+    spans = [(start1, start1 + len(first)), (start2, start2 + len(second))]
+    assert [sentence[a:b] for a, b in spans] == [first, second]
+    enc = tok(sentence, return_offsets_mapping=True, return_special_tokens_mask=True)
+    ids, special = enc["input_ids"], enc["special_tokens_mask"]
+    answer = [
+        i for i, (a, b) in enumerate(enc["offset_mapping"])
+        if not special[i] and any(a < end and b > begin for begin, end in spans)
+    ]  # fmt: skip
+
+    def logprobs(positions):
+        masked = torch.tensor([ids])
+        masked[0, positions] = tok.mask_token_id
+        with torch.no_grad():
+            lp = torch.log_softmax(model(input_ids=masked).logits[0].float(), dim=-1)
+        return [float(lp[i, ids[i]]) for i in positions]
+
+    single = {i: logprobs([i])[0] for i, s in enumerate(special) if not s}
+    multi, statement = sum(logprobs(answer)), sum(single.values())
+    answer_sum = sum(single[i] for i in answer)
+    return {
+        "multi_mask": multi, "multi_mask_mean": multi / len(answer),
+        "statement": statement, "statement_mean": statement / len(ids),
+        "answer": answer_sum, "answer_mean": answer_sum / len(answer),
+    }  # fmt: skip
+
+
+def test_two_blanks_masked_by_hand(tiny_roberta_dir):  # noqa: F811 - the imported fixture
+    lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
+    hand = lambda problem, i: _masked_hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
+    _run(lm, tiny_roberta_dir, scoring.FAMILIES["masked"], hand, "mlm_score", scoring.Setup())
