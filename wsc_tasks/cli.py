@@ -110,7 +110,7 @@ def _accept_several_include_paths() -> None:
 def _run(passthrough: list[str]) -> int:
     from lm_eval.__main__ import cli_evaluate
 
-    from . import mlm  # noqa: F401  registers --model hf-mlm
+    from . import chance, mlm  # noqa: F401  register --model hf-mlm and wsc-chance
 
     _accept_several_include_paths()
     argv = lm_eval_argv(passthrough)
@@ -167,8 +167,18 @@ def main(argv: list[str] | None = None) -> int:
         help="run lm-eval with these tasks (default: wsc_group on the embedded SmolLM2-135M)",
     )
     sub.add_parser("bench-mlm", add_help=False, help="masked-LM scoring throughput benchmark")
+    sub.add_parser("report", add_help=False, help="thesis-style tables, figures and p-values")
+    sub.add_parser("sweep", add_help=False, help="run many models, write a leaderboard")
     if argv[:1] == ["run"]:
         return _run(argv[1:])
+    if argv[:1] == ["report"]:
+        from .report import main as report
+
+        return report(argv[1:])
+    if argv[:1] == ["sweep"]:
+        from .sweep import main as sweep
+
+        return sweep(argv[1:])
     if argv[:1] == ["bench-mlm"]:
         from .bench import main as bench
 

@@ -26,7 +26,7 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import associativity, catalog, lm_eval_fixes, mlm
+from . import associativity, catalog, lm_eval_fixes, lm_eval_stderr, mlm
 from .consistency import (
     PROBLEM_TRANSFORMATION_METRICS,
     SCHEMA_TRANSFORMATION_METRICS,
@@ -57,6 +57,7 @@ from .scoring import (
 from .tokens import TokenCounter, counter_from_metadata
 
 lm_eval_fixes.apply()  # our tasks send one sentence split at two places; see that module
+lm_eval_stderr.apply()  # lm-eval's stderr column for our metrics: a bootstrap over schemas
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 

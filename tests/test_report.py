@@ -1,0 +1,128 @@
+"""``wsc-tasks report`` on real lm-eval outputs of the chance model: content and byte-identity."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+
+from wsc_tasks import report, runs
+from wsc_tasks.cli import main as cli
+
+pytestmark = pytest.mark.slow
+
+TASKS = "wsc266,wsc266_switched,wsc266_switched_consistency,wsc266_associativity"
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory, tiny_gpt2_dir, data_dir, monkeypatch_module) -> list[Path]:
+    out = []
+    for seed in (1, 2):
+        folder = tmp_path_factory.mktemp(f"chance{seed}")
+        argv = ["run", "--model", "wsc-chance", "--tasks", TASKS, "--log_samples"]
+        argv += ["--model_args", f"seed={seed},tokenizer={tiny_gpt2_dir}"]
+        argv += ["--output_path", str(folder)]
+        monkeypatch_module.setattr(sys, "argv", list(sys.argv))
+        cli(argv)
+        out.append(folder)
+    return out
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*.*"))}
+
+
+def test_report_regenerates_byte_for_byte(folders, tmp_path):
+    argv = [f"one={folders[0]}", f"two={folders[1]}", "--iters", "500"]
+    assert report.main([*argv, "--out", str(tmp_path / "a")]) == 0
+    assert report.main([*argv, "--out", str(tmp_path / "b")]) == 0
+    first, second = _files(tmp_path / "a"), _files(tmp_path / "b")
+    assert first == second
+    names = set(first)
+    for stem in ("overview", "methods_wsc266", "method_differences_wsc266", "perturbations",
+                 "consistency_problems", "consistency_schemas", "associativity_subsets",
+                 "associativity_effect", "associativity_adjusted", "models"):  # fmt: skip
+        assert {f"tables/{stem}.{kind}" for kind in ("md", "csv", "tex")} <= names, stem
+    for stem in ("overview", "methods_wsc266", "perturbations", "consistency", "models"):
+        assert {f"figures/{stem}.png", f"figures/{stem}.svg"} <= names
+    text = first["report.md"].decode()
+    assert "Skipped: needs a reid250* task." in text
+    assert (
+        "![Accuracy on perturbations of WSC266 (95% intervals)](figures/perturbations.png)" in text
+    )
+
+
+def test_report_values_are_lm_evals_and_intervals_contain_them(folders, tmp_path):
+    run = runs.load_run(folders[0], "one")
+    assert set(run.tasks) == set(TASKS.split(","))
+    wsc = run.tasks["wsc266"]
+    assert {"acc", "schema_acc", "acc_partial", "acc_smart"} <= set(wsc.forms)
+    assert wsc.methods()[0] == "smart"  # the headline comes first
+    report.main([str(folders[0]), "--iters", "500", "--out", str(tmp_path)])
+    with (tmp_path / "tables" / "overview.csv").open() as handle:
+        rows = {r["task"]: r for r in csv.DictReader(handle)}
+    row = rows["wsc266"]
+    assert float(row["a"]) == pytest.approx(wsc.reported("acc"), abs=1e-6)
+    assert float(row["a low"]) <= float(row["a"]) <= float(row["a high"])
+    assert float(row["A low"]) <= 0.25 <= float(row["A high"])  # a chance model
+    with (tmp_path / "tables" / "method_differences_wsc266.csv").open() as handle:
+        diffs = {r["headline − method"]: r for r in csv.DictReader(handle)}
+    same = diffs["smart − smart_mean"]  # same choices on wsc266 for any model: p = 1
+    assert float(same["Δa"]) == 0 and float(same["Δa p"]) == 1
+    pert = (tmp_path / "tables" / "perturbations.md").read_text()
+    consistency = run.tasks["wsc266_switched_consistency"]
+    assert f"{consistency.reported('acc_diff'):+.3f}" in pert  # from the paired documents
+
+
+def test_a_task_without_samples_is_reported_without_intervals(folders, tmp_path):
+    copy = tmp_path / "copy"
+    for path in folders[0].rglob("results_*.json"):
+        target = copy / path.relative_to(folders[0])
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(path.read_text())
+    run = runs.load_run(copy)
+    assert run.tasks["wsc266"].values == {} and run.tasks["wsc266"].reported("acc") is not None
+
+
+def test_mismatching_samples_get_no_interval(folders, tmp_path):
+    copy = tmp_path / "copy"
+    for path in folders[0].rglob("*.*"):
+        target = copy / path.relative_to(folders[0])
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = path.read_text()
+        if path.name.startswith("results_"):
+            data = json.loads(text)
+            data["results"]["wsc266"]["acc,none"] = 0.123
+            text = json.dumps(data)
+        target.write_text(text)
+    messages: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())  # type: ignore[method-assign]
+    runs.log.addHandler(handler)
+    try:
+        run = runs.load_run(copy)
+    finally:
+        runs.log.removeHandler(handler)
+    assert "acc" not in run.tasks["wsc266"].forms
+    assert "schema_acc" in run.tasks["wsc266"].forms
+    assert any("lm-eval reported 0.123" in m for m in messages)
+
+
+def test_folders_of_two_models_are_refused(folders, tmp_path):
+    for i, folder in enumerate(folders):
+        for path in folder.rglob("results_*.json"):
+            target = tmp_path / "mixed" / f"m{i}" / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(path.read_text())
+    with pytest.raises(runs.RunError, match="different models"):
+        runs.load_run(tmp_path / "mixed")

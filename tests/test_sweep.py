@@ -1,0 +1,113 @@
+"""``wsc-tasks sweep``: models files, commands, and a killed sweep resumed on the chance model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wsc_tasks import sweep
+from wsc_tasks.cli import default_model_args
+
+TASK = "wsc266_associative"  # 25 schemas: quick, and a real task
+
+
+def test_text_and_yaml_models_files(tmp_path):
+    text = tmp_path / "models.txt"
+    text.write_text(
+        "# comment\n"
+        "smol hf default\n"
+        'smol-partial hf default {"headline": "partial"}\n'
+        "HuggingFaceTB/SmolLM2-360M\n"
+        "chance wsc-chance seed=1  # trailing comment\n"
+    )
+    specs = sweep.read_models(text)
+    assert [s.name for s in specs] == ["smol", "smol-partial", "SmolLM2-360M", "chance"]
+    assert specs[1].metadata == {"headline": "partial"}
+    assert specs[2].model_args == "pretrained=HuggingFaceTB/SmolLM2-360M"
+    yaml_file = tmp_path / "models.yaml"
+    yaml_file.write_text(
+        "models:\n"
+        "  - {name: smol, model_args: default}\n"
+        "  - name: chance\n    model: wsc-chance\n    model_args: {seed: 1}\n"
+    )
+    specs = sweep.read_models(yaml_file)
+    assert specs[1] == sweep.ModelSpec("chance", "wsc-chance", "seed=1", {})
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("a hf\n", "models.txt:1: expected NAME MODEL MODEL_ARGS"),
+        ("a hf x=1\na hf x=2\n", "appear more than once"),
+        ("a/b hf x=1\n", "folder name"),
+        ("a hf x=1 {nope\n", "models.txt:1: metadata is not JSON"),
+        ("# nothing\n", "no models"),
+    ],
+)
+def test_bad_models_files_name_the_line(tmp_path, content, message):
+    path = tmp_path / "models.txt"
+    path.write_text(content)
+    with pytest.raises(sweep.ModelsFileError, match=message):
+        sweep.read_models(path)
+
+
+def test_command_and_shared_cache_of_two_scoring_setups(tmp_path):
+    plain = sweep.ModelSpec("smol", "hf", "default")
+    partial = sweep.ModelSpec("smol-partial", "hf", "default", {"headline": "partial"})
+    one = sweep.run_command(plain, tmp_path / "smol", "wsc266", ["--limit", "3"], tmp_path / "c")
+    two = sweep.run_command(partial, tmp_path / "p", "wsc266", [], tmp_path / "c")
+    assert one[1:5] == ["-m", "wsc_tasks.cli", "run", "--model"]
+    assert one[one.index("--model_args") + 1] == default_model_args()
+    assert "--log_samples" in one and one[-2:] == ["--limit", "3"]
+    assert one[one.index("--use_cache") + 1] == two[two.index("--use_cache") + 1]
+    assert json.loads(two[two.index("--metadata") + 1]) == {"headline": "partial"}
+    chance = sweep.ModelSpec("chance", "wsc-chance", "default,seed=1")
+    assert sweep.resolved_args(chance) == f"{default_model_args()},seed=1"
+    launched = sweep.run_command(plain, tmp_path, "wsc266", [], None, processes=4)
+    assert launched[1:5] == ["-m", "accelerate.commands.launch", "--num_processes", "4"]
+    assert "--use_cache" not in launched
+
+
+def _sweep_argv(models: Path, out: Path) -> list[str]:
+    return [str(models), "--out", str(out), "--tasks", TASK, "--rank-task", TASK, "--iters", "300"]
+
+
+@pytest.mark.slow
+def test_killed_sweep_resumes_to_the_same_leaderboard(tmp_path, data_dir):
+    models = tmp_path / "models.txt"
+    models.write_text("chance1 wsc-chance seed=1\nbroken no-such-model x=1\n")
+    # uninterrupted
+    assert sweep.main(_sweep_argv(models, tmp_path / "a")) == 1  # one model failed
+    board = (tmp_path / "a" / "leaderboard.md").read_text()
+    assert "| 1      | chance1 |" in board
+    assert "| broken | failed: exit status 1: ValueError: Attempted to load model" in board
+    assert (tmp_path / "a" / "broken" / "error.txt").is_file()
+    # killed while the first model runs, then started again
+    out = tmp_path / "b"
+    command = [sys.executable, "-m", "wsc_tasks.cli", "sweep", *_sweep_argv(models, out)]
+    process = subprocess.Popen(
+        command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while not (out / "chance1" / "log.txt").is_file() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (out / "chance1" / "done.json").exists()
+    (out / "chance1" / "partial-output.txt").write_text("left by the killed run")
+    assert sweep.main(_sweep_argv(models, out)) == 1
+    assert not (out / "chance1" / "partial-output.txt").exists()  # restarted cleanly
+    for name in ("leaderboard.md", "leaderboard.csv"):
+        assert (out / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
+    # a third run does nothing: finished and failed models are skipped
+    before = (out / "chance1" / "done.json").stat().st_mtime_ns
+    assert sweep.main(_sweep_argv(models, out)) == 1
+    assert (out / "chance1" / "done.json").stat().st_mtime_ns == before

@@ -1,0 +1,66 @@
+"""``wsc-chance``: an lm-eval model that scores at random, to calibrate intervals and p-values.
+
+Every log-likelihood request gets a score drawn from a uniform distribution by a generator seeded
+with the model's ``seed`` and the request itself (SHA-256 of its arguments), so a run's results do
+not depend on batching, order, caching or the number of processes, and two seeds are two
+independent random models. Expected figures: problem accuracy 0.5, schema accuracy 0.25 on
+two-problem schemas.
+
+``wsc-tasks run --model wsc-chance --model_args seed=1`` has no tokenizer, so the tasks score with
+their token-free method (causal ``partial``); add ``tokenizer=<name or path>`` (or a real model's
+``pretrained=``/``gguf_file=``) to the model arguments to run every causal method with that model's
+tokens: the tasks read them from the metadata, this model ignores them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from typing import Any
+
+# lm-eval loads its own models only while its registry is empty: fill it before adding ours.
+import lm_eval.models  # noqa: F401
+from lm_eval.api.model import LM
+from lm_eval.api.registry import register_model
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+# lm-eval's own settings, and what the tasks read from the metadata to count tokens
+IGNORED = {"batch_size", "max_batch_size", "device"} | {
+    "pretrained", "tokenizer", "gguf_file", "revision", "trust_remote_code", "add_bos_token"
+}  # fmt: skip
+
+
+def random_score(seed: int, arguments: tuple[Any, ...]) -> float:
+    """A log-probability in (−∞, 0): log of a uniform draw keyed by ``seed`` and the request."""
+    key = json.dumps([seed, list(arguments)], ensure_ascii=False).encode("utf-8")
+    digest = hashlib.sha256(key).digest()
+    uniform = (int.from_bytes(digest[:8], "big") + 0.5) / 2**64
+    return math.log(uniform)
+
+
+@register_model("wsc-chance")
+class ChanceLM(LM):
+    """Random log-likelihoods; no generation. See the module docstring."""
+
+    def __init__(self, seed: int = 0, **kwargs: Any) -> None:
+        super().__init__()
+        unknown = set(kwargs) - IGNORED
+        if unknown:
+            raise ValueError(
+                f"wsc-chance: unknown model argument(s) {sorted(unknown)}; it takes seed=<int> "
+                "(and tokenizer= or pretrained=, read by the tasks to count tokens)"
+            )
+        self.seed = int(seed)
+        log.info(f"wsc_tasks: wsc-chance model, seed {self.seed}")
+
+    def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple]:
+        return [(random_score(self.seed, tuple(r.args)), False) for r in requests]
+
+    def loglikelihood_rolling(self, requests: list[Any], disable_tqdm: bool = False) -> list:
+        raise NotImplementedError("wsc-chance answers loglikelihood requests only")
+
+    def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list:
+        raise NotImplementedError("wsc-chance answers loglikelihood requests only")

@@ -1,0 +1,83 @@
+"""lm-eval's ``stderr`` column for this package's metrics: a bootstrap over schemas.
+
+lm-eval asks ``stderr_for_metric(aggregation, bootstrap_iters)`` for every metric; it knows no error
+for our aggregations and reports ``N/A`` (and the binomial error it would give ``mean`` ignores that
+the problems of a schema are not independent, thesis §3.8.2). This module answers for every
+aggregation function defined in ``wsc_tasks``: the standard deviation of the metric over
+``min(bootstrap_iters, MAX_ITERS)`` resamples of the documents (schemas), with a fixed seed. Counts
+(``n_problems``, ``n_schemas``, any ``n_*``) get none. ``--bootstrap_iters 0`` turns it off, as for
+lm-eval's own metrics.
+
+lm-eval gathers every process's per-document values to rank 0 before it aggregates (concatenated
+in rank order); the values are sorted into a canonical order first, so the error is the same for
+1 and N processes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import stats
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+MAX_ITERS = 1000  # lm-eval's default of 100000 would cost minutes per task for a second digit
+SEED = 1234  # lm-eval's own numpy seed, for the look of it; any fixed value will do
+_MARK = "_wsc_tasks_schema_stderr"
+
+
+def is_ours(aggregation: Callable[..., Any]) -> bool:
+    function = getattr(aggregation, "func", aggregation)  # functools.partial
+    module = getattr(function, "__module__", None) or ""
+    return module == "wsc_tasks" or module.startswith("wsc_tasks.")
+
+
+def is_count(aggregation: Callable[..., Any]) -> bool:
+    function = getattr(aggregation, "func", aggregation)
+    return getattr(function, "__name__", "").startswith("n_")
+
+
+def canonical(items: Sequence[Any]) -> list[Any]:
+    """The per-document values in an order that does not depend on how ranks split them."""
+    keyed = sorted(
+        (json.dumps(item, sort_keys=True, default=str), i) for i, item in enumerate(items)
+    )
+    return [items[i] for _, i in keyed]
+
+
+def schema_stderr(aggregation: Callable[..., Any], items: Sequence[Any], iters: int) -> float:
+    """Bootstrap standard error of ``aggregation(items)``, documents resampled (ddof 1)."""
+    values = canonical(items)
+    reps = stats.replicates(values, aggregation, stats.resample_indexes(len(values), iters, SEED))
+    finite = reps[~np.isnan(reps)]
+    return float(np.std(finite, ddof=1)) if len(finite) > 1 else float("nan")
+
+
+def apply() -> bool:
+    """Patch lm-eval's ``stderr_for_metric`` lookup once per process; True if patched now."""
+    from lm_eval import evaluator_utils
+    from lm_eval.api import metrics as lm_metrics
+
+    original = evaluator_utils.stderr_for_metric
+    if getattr(original, _MARK, False):
+        return False
+
+    def stderr_for_metric(metric: Callable[..., Any], bootstrap_iters: int) -> Any:
+        if not is_ours(metric):
+            return original(metric, bootstrap_iters)
+        if bootstrap_iters <= 0 or is_count(metric):
+            return None
+        iters = min(bootstrap_iters, MAX_ITERS)
+        return lambda items: schema_stderr(metric, items, iters)
+
+    setattr(stderr_for_metric, _MARK, True)
+    stderr_for_metric.__doc__ = original.__doc__
+    evaluator_utils.stderr_for_metric = stderr_for_metric
+    lm_metrics.stderr_for_metric = stderr_for_metric
+    log.debug("wsc_tasks: lm-eval's stderr for wsc_tasks metrics is now a schema bootstrap")
+    return True

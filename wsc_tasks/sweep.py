@@ -1,0 +1,323 @@
+"""``wsc-tasks sweep``: one lm-eval run per model of a list, resumable, then a leaderboard.
+
+Each model runs ``wsc-tasks run`` (the same code path) in its own subprocess, so a crash or an
+out-of-memory kill ends that model only. Under ``<out>/<name>/``: ``spec.json`` (what was asked),
+``log.txt`` (the run's output), ``lm_eval/`` (results and samples, ``--log_samples`` always on), and
+last ``done.json`` — or ``error.txt`` if the run failed. On a rerun a model with ``done.json`` for
+the same spec is skipped, a failed one is skipped unless ``--retry-failed``, and anything else
+(an interrupted run) is cleared and run again. With several CUDA devices, models run in parallel
+one per device (``CUDA_VISIBLE_DEVICES``), or each across all devices with ``--accelerate``.
+lm-eval's request cache (``--use_cache``) is on per model and model arguments, so two scoring
+setups of one model share its model calls.
+
+Models file: YAML, a list of ``{name, model (default hf), model_args, metadata}``
+(``model_args: default`` is the embedded SmolLM2-135M; ``default,seed=1`` for ``wsc-chance`` gives
+the chance model SmolLM2's tokens), or text, one model a line:
+``NAME MODEL MODEL_ARGS [METADATA_JSON]``, or only a Hub id or path (``hf``, ``pretrained=``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+DONE, ERROR, SPEC, LOG = "done.json", "error.txt", "spec.json", "log.txt"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class ModelsFileError(ValueError):
+    """A models file that cannot be read; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    model: str = "hf"
+    model_args: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _spec(entry: Any, where: str) -> ModelSpec:
+    if isinstance(entry, str):
+        entry = {"model_args": f"pretrained={entry}", "name": Path(entry).name}
+    if not isinstance(entry, dict) or not entry.get("name"):
+        raise ModelsFileError(f"{where}: a model needs at least a name (got {entry!r})")
+    unknown = set(entry) - {"name", "model", "model_args", "metadata"}
+    if unknown:
+        raise ModelsFileError(f"{where}: unknown key(s) {sorted(unknown)}")
+    args = entry.get("model_args", "")
+    if isinstance(args, dict):
+        args = ",".join(f"{k}={v}" for k, v in args.items())
+    metadata = entry.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ModelsFileError(f"{where}: metadata must be a mapping")
+    spec = ModelSpec(str(entry["name"]), str(entry.get("model", "hf")), str(args), metadata)
+    if not NAME.match(spec.name):
+        raise ModelsFileError(
+            f"{where}: model name {spec.name!r} is used as a folder name: letters, digits, "
+            "'.', '_', '-' only"
+        )
+    return spec
+
+
+def read_models(path: str | Path) -> list[ModelSpec]:
+    """The models of a YAML or text models file (see the module docstring)."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    specs: list[ModelSpec] = []
+    if path.suffix in (".yaml", ".yml"):
+        data = yaml.safe_load(text)
+        entries = data.get("models") if isinstance(data, dict) else data
+        if not isinstance(entries, list):
+            raise ModelsFileError(f"{path}: expected a list of models (or models: [...])")
+        specs = [_spec(e, f"{path}: model {i + 1}") for i, e in enumerate(entries)]
+    else:
+        for number, line in enumerate(text.splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            fields = line.split(None, 3)
+            where = f"{path}:{number}"
+            if len(fields) == 1:
+                specs.append(_spec(fields[0], where))
+                continue
+            if len(fields) == 2:
+                raise ModelsFileError(f"{where}: expected NAME MODEL MODEL_ARGS [METADATA_JSON]")
+            entry: dict[str, Any] = dict(zip(("name", "model", "model_args"), fields, strict=False))
+            if len(fields) == 4:
+                try:
+                    entry["metadata"] = json.loads(fields[3])
+                except json.JSONDecodeError as error:
+                    raise ModelsFileError(f"{where}: metadata is not JSON ({error})") from error
+            specs.append(_spec(entry, where))
+    names = [s.name for s in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ModelsFileError(f"{path}: model name(s) {duplicates} appear more than once")
+    if not specs:
+        raise ModelsFileError(f"{path}: no models")
+    return specs
+
+
+def resolved_args(spec: ModelSpec) -> str:
+    """``default`` (alone or as one comma-separated item) is the embedded model's arguments."""
+    items = [a for a in spec.model_args.split(",") if a]
+    if "default" not in items:
+        return spec.model_args
+    from .cli import default_model_args
+
+    return ",".join(default_model_args() if a == "default" else a for a in items)
+
+
+def run_command(
+    spec: ModelSpec,
+    folder: Path,
+    tasks: str,
+    passthrough: list[str],
+    cache: Path | None,
+    processes: int = 1,
+) -> list[str]:
+    """The ``wsc-tasks run`` command line of one model (under ``accelerate launch`` if asked)."""
+    args = resolved_args(spec)
+    command = ["--model", spec.model, "--tasks", tasks, "--log_samples"]
+    if args:
+        command += ["--model_args", args]
+    command += ["--output_path", str(folder / "lm_eval")]
+    if spec.metadata:
+        command += ["--metadata", json.dumps(spec.metadata, sort_keys=True)]
+    if cache is not None:
+        key = hashlib.sha256(f"{spec.model}\n{args}".encode()).hexdigest()[:16]
+        command += ["--use_cache", str(cache / key)]
+    command += passthrough
+    if processes > 1:
+        launch = [sys.executable, "-m", "accelerate.commands.launch"]
+        return [*launch, "--num_processes", str(processes), "-m", "wsc_tasks.cli", "run", *command]
+    return [sys.executable, "-m", "wsc_tasks.cli", "run", *command]
+
+
+def _request(spec: ModelSpec, tasks: str, passthrough: list[str]) -> dict[str, Any]:
+    return {"spec": asdict(spec), "tasks": tasks, "lm_eval_flags": passthrough}
+
+
+def status(folder: Path, request: dict[str, Any]) -> str:
+    """done, failed, stale (done for another request) or pending."""
+    if (folder / DONE).is_file():
+        done = json.loads((folder / DONE).read_text(encoding="utf-8"))
+        return "done" if done.get("request") == request else "stale"
+    if (folder / ERROR).is_file():
+        return "failed"
+    return "pending"
+
+
+def run_model(
+    spec: ModelSpec,
+    out: Path,
+    tasks: str,
+    passthrough: list[str],
+    *,
+    cache: bool = True,
+    retry_failed: bool = False,
+    env: dict[str, str] | None = None,
+    processes: int = 1,
+) -> str:
+    """Run one model unless already done; returns its final status."""
+    folder = out / spec.name
+    request = _request(spec, tasks, passthrough)
+    state = status(folder, request)
+    if state == "done" or (state == "failed" and not retry_failed):
+        log.info(f"wsc_tasks: sweep: {spec.name}: {state}, skipped")
+        return state
+    if folder.exists():
+        log.info(f"wsc_tasks: sweep: {spec.name}: clearing an earlier {state} run")
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    (folder / SPEC).write_text(json.dumps(request, indent=1, sort_keys=True) + "\n")
+    try:
+        command = run_command(
+            spec, folder, tasks, passthrough, out / ".cache" if cache else None, processes
+        )
+    except SystemExit as error:  # e.g. the default model is not installed
+        return _failed(folder, f"{error}")
+    log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
+    with (folder / LOG).open("w", encoding="utf-8") as handle:
+        code = subprocess.run(
+            command, stdout=handle, stderr=subprocess.STDOUT, env=env, check=False
+        ).returncode
+    results = list((folder / "lm_eval").rglob("results_*.json"))
+    if code != 0 or not results:
+        tail = (folder / LOG).read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
+        why = "killed (out of memory?)" if code in (-9, 137) else f"exit status {code}"
+        errors = [line for line in tail if re.match(r"^[\w.]*(Error|Exception)\b", line)]
+        if errors:
+            why += f": {errors[-1]}"
+        if not results and code == 0:
+            why = "lm-eval wrote no results file"
+        return _failed(folder, f"{why}\n" + "\n".join(tail))
+    compress_samples(folder / "lm_eval")
+    (folder / DONE).write_text(json.dumps({"request": request}, indent=1, sort_keys=True) + "\n")
+    return "done"
+
+
+def compress_samples(folder: Path) -> None:
+    """gzip lm-eval's per-document logs (10-20x smaller; ``wsc-tasks report`` reads both forms).
+
+    ``mtime=0`` keeps the archives byte-identical across reruns.
+    """
+    for path in sorted(folder.rglob("samples_*.jsonl")):
+        with path.open("rb") as source, open(path.with_suffix(".jsonl.gz"), "wb") as raw:
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as target:
+                shutil.copyfileobj(source, target)
+        path.unlink()
+
+
+def _failed(folder: Path, message: str) -> str:
+    (folder / ERROR).write_text(message.rstrip() + "\n", encoding="utf-8")
+    log.warning(f"wsc_tasks: sweep: {folder.name} failed: {message.splitlines()[0]}")
+    return "failed"
+
+
+def cuda_devices() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except ImportError:  # pragma: no cover
+        return 0
+
+
+def sweep(
+    specs: list[ModelSpec],
+    out: Path,
+    tasks: str,
+    passthrough: list[str],
+    *,
+    cache: bool = True,
+    retry_failed: bool = False,
+    accelerate: bool = False,
+    devices: int | None = None,
+) -> dict[str, str]:
+    """Run every model (in parallel over CUDA devices when there are several); name -> status."""
+    devices = cuda_devices() if devices is None else devices
+    out.mkdir(parents=True, exist_ok=True)
+    kwargs: dict[str, Any] = {"cache": cache, "retry_failed": retry_failed}
+    if accelerate or devices <= 1:
+        processes = devices if accelerate and devices > 1 else 1
+        return {
+            s.name: run_model(s, out, tasks, passthrough, processes=processes, **kwargs)
+            for s in specs
+        }
+    free = list(range(devices))
+    lock = threading.Lock()
+
+    def one(spec: ModelSpec) -> str:
+        with lock:
+            device = free.pop(0)
+        try:
+            env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(device)}
+            return run_model(spec, out, tasks, passthrough, env=env, **kwargs)
+        finally:
+            with lock:
+                free.append(device)
+
+    with ThreadPoolExecutor(max_workers=devices) as pool:
+        states = list(pool.map(one, specs))
+    return {s.name: state for s, state in zip(specs, states, strict=True)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from . import leaderboard, stats
+    from .cli import DEFAULT_TASKS
+
+    parser = argparse.ArgumentParser(
+        prog="wsc-tasks sweep",
+        description="Run lm-eval on every model of MODELS_FILE (resumable) and write "
+        "<out>/leaderboard.md and .csv. Unknown flags go to every lm-eval run.",
+    )
+    parser.add_argument("models_file", help="YAML or text list of models (see wsc_tasks.sweep)")
+    parser.add_argument("--out", default="results", help="one folder per model under it")
+    parser.add_argument("--tasks", default=DEFAULT_TASKS, help=f"default {DEFAULT_TASKS}")
+    parser.add_argument(
+        "--rank-task", default=leaderboard.DEFAULT_TASK, help="task or group that ranks models"
+    )
+    parser.add_argument("--accelerate", action="store_true", help="one model across all GPUs")
+    parser.add_argument("--retry-failed", action="store_true", help="run failed models again")
+    parser.add_argument("--no-cache", action="store_true", help="no lm-eval request cache")
+    parser.add_argument("--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R")
+    parser.add_argument("--seed", type=int, default=stats.DEFAULT_SEED)
+    args, passthrough = parser.parse_known_args(argv)
+    try:
+        specs = read_models(args.models_file)
+    except (ModelsFileError, yaml.YAMLError, OSError) as error:
+        parser.error(str(error))
+    out = Path(args.out)
+    states = sweep(
+        specs,
+        out,
+        args.tasks,
+        passthrough,
+        cache=not args.no_cache,
+        retry_failed=args.retry_failed,
+        accelerate=args.accelerate,
+    )
+    paths = leaderboard.write(specs, out, args.rank_task, args.iters, args.seed)
+    for name, state in states.items():
+        print(f"{state:8s} {name}")
+    print("\n".join(str(p) for p in paths))
+    return 0 if all(s == "done" for s in states.values()) else 1
