@@ -41,6 +41,8 @@ SIZES = {  # name: (documents, problems, schema groups)
     "reid250x2_by_boolean_substitution": (75, 300, 150),
     "reid250x2_by_boolean_transposition": (50, 200, 100),
     "reid250x2_by_answer_fix_key": (125, 500, 250),
+    "wsc273_zeroshot": (113, 226, 113),
+    "winogrande_zeroshot": (182, 364, 182),
 }
 
 

@@ -20,7 +20,14 @@ from wsc_tasks.cli import include_path
 pytestmark = pytest.mark.slow
 
 TASKS = sorted(catalog.SPECS)
-GROUPS = ["wsc_group", "wsc266_suite", "wsc266_perturbations", "winogrande_suite"]
+GROUPS = [
+    "wsc_group",
+    "wsc266_suite",
+    "wsc266_perturbations",
+    "winogrande_suite",
+    "reid250_suite",
+    "zeroshot_suite",
+]
 BUILTIN_WINOGRANDE = Path(lm_eval.__file__).parent / "tasks" / "winogrande" / "default.yaml"
 
 
