@@ -44,6 +44,7 @@ def markdown(results_file: str | Path) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += _method_table(results, groups)
     lines += _consistency_tables(results)
+    lines += _plausibility_table(results)
     config = data.get("config", {})
     model = config.get("model_args") or config.get("model")
     head = [
@@ -173,3 +174,21 @@ def _consistency_tables(results: dict[str, dict[str, Any]]) -> list[str]:
         }
         lines += _table("Consistency between scoring methods (first → second):", columns, rows)
     return lines
+
+
+PLAUSIBILITY_COLUMNS = (
+    "acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc", "n_reasons",
+)  # fmt: skip
+
+
+def _plausibility_table(results: dict[str, dict[str, Any]]) -> list[str]:
+    """WinoWhy-style tasks: reasons scored for plausibility."""
+    rows = {
+        name: [_cell(row.get(f"{c},none")) for c in PLAUSIBILITY_COLUMNS]
+        for name, row in results.items()
+        if "roc_auc,none" in row
+    }
+    if not rows:
+        return []
+    title = "Plausibility of reasons (WinoWhy; headline score, mean log-likelihood per token):"
+    return _table(title, list(PLAUSIBILITY_COLUMNS), rows)
