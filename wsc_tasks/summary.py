@@ -80,6 +80,7 @@ def _method_table(results: dict[str, dict[str, Any]], groups: set[str]) -> list[
             and key.endswith(",none")
             and "equal_len" not in key
             and "_stderr" not in key
+            and f"schema_{key}" in results[name]  # a method has both; categories have no schema
         }
     )
     lines: list[str] = []
