@@ -39,14 +39,17 @@ def bar_chart(
     xs = list(dict.fromkeys(b.x for b in bars))
     series = list(dict.fromkeys(b.series for b in bars))
     width = 0.8 / max(len(series), 1)
-    figure, axes = plt.subplots(
-        1,
-        len(panels),
-        figsize=(max(4.0, 0.55 * len(xs) * max(len(series), 1) + 1.5) * len(panels) ** 0.5, 3.6),
-        squeeze=False,
-    )
+    bars_per_panel = len(xs) * max(len(series), 1)
+    if bars_per_panel > 12:  # many tasks: panels one above the other, each as wide as it needs
+        shape, size = (len(panels), 1), (max(6.0, 0.28 * bars_per_panel + 1.5), 3.4 * len(panels))
+    else:
+        shape, size = (
+            (1, len(panels)),
+            ((max(4.0, 0.55 * bars_per_panel + 1.5)) * len(panels) ** 0.5, 3.6),
+        )
+    figure, axes = plt.subplots(*shape, figsize=size, squeeze=False)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for axis, panel in zip(axes[0], panels, strict=True):
+    for axis, panel in zip(axes.flat, panels, strict=True):
         for s_index, name in enumerate(series):
             chosen = {b.x: b.estimate for b in bars if b.panel == panel and b.series == name}
             positions, heights, lows, highs = [], [], [], []
@@ -75,7 +78,7 @@ def bar_chart(
         axis.set_ylim(0, 1)
         axis.set_ylabel(ylabel)
     if len(series) > 1:
-        axes[0][-1].legend(fontsize=7, loc="upper right")
+        axes.flat[len(panels) - 1].legend(fontsize=7, loc="upper right")
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     return save(figure, path_stem)
