@@ -126,3 +126,22 @@ def test_folders_of_two_models_are_refused(folders, tmp_path):
             target.write_text(path.read_text())
     with pytest.raises(runs.RunError, match="different models"):
         runs.load_run(tmp_path / "mixed")
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+SWEEP = ["smollm2-135m", "smollm2-135m-partial", "smollm2-135m-smart2", "chance", "chance-seed2"]
+
+
+def test_committed_report_regenerates_byte_for_byte(tmp_path):
+    """The committed tables and report.md, from the committed lm-eval outputs (results/README.md).
+
+    Figures are left out of the comparison: their pixels depend on the installed font renderer.
+    """
+    folders = [f"{name}={RESULTS / name / 'lm_eval'}" for name in SWEEP]
+    assert cli(["report", *folders, "--out", str(tmp_path)]) == 0
+    committed = RESULTS / "report"
+    made = {k: v for k, v in _files(tmp_path).items() if not k.startswith("figures/")}
+    expected = {k: v for k, v in _files(committed).items() if not k.startswith("figures/")}
+    assert sorted(made) == sorted(expected)
+    for name, content in expected.items():
+        assert made[name] == content, name
