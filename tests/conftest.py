@@ -74,3 +74,17 @@ def tiny_gpt2_dir(tmp_path_factory) -> Path:
     model.save_pretrained(folder)
     gpt2_tokenizer().save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(autouse=True)
+def _lm_eval_logs_reach_caplog():
+    """lm-eval's CLI stops its ``lm_eval`` logger propagating to the root logger once a run set
+    up logging; caplog listens at the root, so tests that read our ``lm_eval.wsc_tasks.*`` logs
+    must not depend on whether an lm-eval run came first."""
+    import logging
+
+    logger = logging.getLogger("lm_eval")
+    before = logger.propagate
+    logger.propagate = True
+    yield
+    logger.propagate = before
