@@ -14,6 +14,7 @@ from pathlib import Path
 import lm_eval
 import pytest
 from lm_eval.tasks import TaskManager
+from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
 
 from wsc_tasks import associativity, catalog, transforms
 from wsc_tasks.cli import include_path
@@ -353,3 +354,25 @@ def test_consistency_tasks_in_two_processes(tiny_gpt2_dir, tmp_path):
         for metric, value in one.items():
             if metric.endswith(",none"):
                 assert _close(two[metric], value) or value == two[metric], (task, metric)
+
+
+@pytest.mark.slow
+def test_masked_lm_consistency_and_method_pair(tiny_roberta_dir):  # noqa: F811 (fixture)
+    from wsc_tasks.mlm import MaskedLM
+
+    lm = MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
+    scoring = {"scoring": ["statement_mean", "multi_mask_mean"]}
+    manager = TaskManager(
+        include_path=str(include_path()),
+        metadata={"pretrained": str(tiny_roberta_dir), **scoring},
+    )
+    tasks = ["wsc266", "wsc266_switched", "wsc266_switched_consistency"]
+    out = lm_eval.simple_evaluate(model=lm, tasks=tasks, task_manager=manager, log_samples=True)
+    assert _check_consistency(out["results"], out["samples"], tasks[-1:]) > 10
+    first, second = "multi_mask_mean", "statement_mean"
+    pairs = [(s[f"acc_{first}"]["correct"], s[f"acc_{second}"]["correct"], None)
+             for s in out["samples"]["wsc266"]]  # fmt: skip
+    expected = _by_hand(pairs)
+    for metric in ("consistency", "schema_consistency", "schema_consistency_strict"):
+        reported = out["results"]["wsc266"][f"{metric}_{first}_to_{second},none"]
+        assert _close(reported, expected[metric]), metric
