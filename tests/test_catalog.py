@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from test_reid import SIZES as REID_SIZES
+from test_zeroshot import SIZES as ZEROSHOT_SIZES
 
 from wsc_tasks import catalog
 from wsc_tasks.problems import count
@@ -25,24 +27,8 @@ SIZES = {  # name: (documents, problems, schema groups)
     "winogrande_nocands": (278, 556, 278),
     "winogrande_partsent": (281, 562, 281),
     "winogrande_switched": (273, 546, 273),
-    "reid250": (125, 250, 125),
-    "reid250_substitution": (75, 150, 75),
-    "reid250_transposition": (50, 100, 50),
-    "reid250_inverted": (125, 250, 125),
-    "reid250_inverted_substitution": (75, 150, 75),
-    "reid250_inverted_transposition": (50, 100, 50),
-    "reid250x2": (125, 500, 250),
-    "reid250x2_substitution": (75, 300, 150),
-    "reid250x2_transposition": (50, 200, 100),
-    "reid250x2_by_key": (125, 500, 250),
-    "reid250x2_by_key_substitution": (75, 300, 150),
-    "reid250x2_by_key_transposition": (50, 200, 100),
-    "reid250x2_by_boolean": (125, 500, 250),
-    "reid250x2_by_boolean_substitution": (75, 300, 150),
-    "reid250x2_by_boolean_transposition": (50, 200, 100),
-    "reid250x2_by_answer_fix_key": (125, 500, 250),
-    "wsc273_zeroshot": (113, 226, 113),
-    "winogrande_zeroshot": (182, 364, 182),
+    **REID_SIZES,  # tests/test_reid.py
+    **ZEROSHOT_SIZES,  # tests/test_zeroshot.py
 }
 
 

@@ -141,18 +141,24 @@ def model_family(metadata: dict[str, Any]) -> str:
     )
 
 
+def request_task_config(config: dict[str, Any] | None) -> dict[str, Any]:
+    """lm-eval config defaults for a task that builds its own requests (no prompt template)."""
+    config = dict(config or {})
+    config.setdefault("output_type", "loglikelihood")
+    config.setdefault("test_split", "test")
+    config.setdefault("doc_to_text", "")
+    config.setdefault("doc_to_target", "")
+    config.pop("class", None)
+    return config
+
+
 class SchemaTask(ConfigurableTask):
     """A task whose documents are schemas; see the module docstring."""
 
     VERSION = 1.0
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        config = dict(config or {})
-        config.setdefault("output_type", "loglikelihood")
-        config.setdefault("test_split", "test")
-        config.setdefault("doc_to_text", "")
-        config.setdefault("doc_to_target", "")
-        config.pop("class", None)
+        config = request_task_config(config)
         meta = config.get("metadata") or {}
         if "dataset" not in meta:
             raise ValueError(f"task {config.get('task')}: metadata.dataset is required")

@@ -52,7 +52,7 @@ from .plausibility_metrics import (
     roc_auc,
 )
 from .scoring import ScoringError, sentinel
-from .task import model_family
+from .task import model_family, request_task_config
 from .tokens import TokenCounter, counter_from_metadata
 
 lm_eval_fixes.apply()
@@ -280,13 +280,7 @@ class WinoWhyTask(ConfigurableTask):
     VERSION = 1.0
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        config = dict(config or {})
-        config.setdefault("output_type", "loglikelihood")
-        config.setdefault("test_split", "test")
-        config.setdefault("doc_to_text", "")
-        config.setdefault("doc_to_target", "")
-        config.pop("class", None)
-        super().__init__(config=config, **kwargs)
+        super().__init__(config=request_task_config(config), **kwargs)
         self.family, self.tokens, self.headline = self._plan()
         counted = self.family == "masked" or self.tokens is not None
         self.scores = SCORES if counted else tuple(s for s in SCORES if s != "mean")
