@@ -61,6 +61,11 @@ class Section:
     skipped: str = ""
 
 
+CHANCE = {"a": 0.5, "A": 0.25}  # chance lines of the accuracy panels
+# the columns of the scoring-method tables: a and A, on all problems and on equal-length answers
+METHOD_COLUMNS = (("acc", False), ("acc", True), ("schema_acc", False), ("schema_acc", True))
+
+
 class Reporter:
     """Builds the sections from loaded runs; all bootstraps share ``iters`` and ``seed``."""
 
@@ -128,14 +133,13 @@ class Reporter:
                         bars.append(Bar(panel, name, run.label, cell.estimate))
         section = Section("Accuracy of every task", tables=[table])
         if bars:
-            stem = "overview"
-            figures.bar_chart(
+            self._figure(
+                section,
+                "overview",
                 bars,
                 "Headline accuracy by task",
-                self.out / "figures" / stem,
-                chance={"a": 0.5, "A": 0.25},
+                "Headline accuracy of every task (95% intervals)",
             )
-            section.figures.append((stem, "Headline accuracy of every task (95% intervals)"))
         section.text = (
             "a: problem accuracy, A: schema accuracy (every problem of a schema right), under each "
             "task's headline scoring method. p: against chance (a = 0.5; A = the mean of 2^-size "
@@ -164,12 +168,7 @@ class Reporter:
                 methods = task.methods()
                 for method in methods:
                     cells = []
-                    for metric, equal in (
-                        ("acc", False),
-                        ("acc", True),
-                        ("schema_acc", False),
-                        ("schema_acc", True),
-                    ):
+                    for metric, equal in METHOD_COLUMNS:
                         values = outcomes(task, f"{metric}_{method}", equal)
                         cells.append(self.interval(values, _form(metric)))
                     table.rows.append([run.label, method, *cells])
@@ -179,25 +178,19 @@ class Reporter:
                 head = methods[0]
                 for method in methods[1:]:
                     cells = []
-                    for metric, equal in (
-                        ("acc", False),
-                        ("acc", True),
-                        ("schema_acc", False),
-                        ("schema_acc", True),
-                    ):
+                    for metric, equal in METHOD_COLUMNS:
                         a = outcomes(task, f"{metric}_{head}", equal)
                         b = outcomes(task, f"{metric}_{method}", equal)
                         cells.append(self.paired(a, b, _form(metric)) if a and b else None)
                     diff.rows.append([run.label, f"{head} − {method}", *cells])
             section.tables += [table, diff]
-            stem = f"methods_{name}"
-            figures.bar_chart(
+            self._figure(
+                section,
+                f"methods_{name}",
                 bars,
                 f"Accuracy of scoring methods on {name}",
-                self.out / "figures" / stem,
-                chance={"a": 0.5, "A": 0.25},
+                f"Scoring methods on {name} (95% intervals)",
             )
-            section.figures.append((stem, f"Scoring methods on {name} (95% intervals)"))
         if not section.tables:
             section.skipped = f"needs one of {', '.join(METHOD_TASKS)} run with several methods"
         section.text = (
@@ -244,15 +237,14 @@ class Reporter:
             )
             return section
         section.tables.append(table)
-        stem = "perturbations"
         bars.sort(key=lambda b: ("original", *PERTURBATIONS).index(_long(b.x)))
-        figures.bar_chart(
+        self._figure(
+            section,
+            "perturbations",
             bars,
             "Accuracy on perturbations of WSC266",
-            self.out / "figures" / stem,
-            chance={"a": 0.5, "A": 0.25},
+            "Accuracy on perturbations of WSC266 (95% intervals)",
         )
-        section.figures.append((stem, "Accuracy on perturbations of WSC266 (95% intervals)"))
         return section
 
     def _perturbation_pair(self, run: Run, original: TaskRun | None, name: str):
@@ -318,14 +310,15 @@ class Reporter:
         if not section.tables:
             section.skipped = "needs a *_consistency task, or several scoring methods"
             return section
-        stem = "consistency"
-        figures.bar_chart(
+        self._figure(
+            section,
+            "consistency",
             bars,
             "Schema consistency C and consistent schema accuracy C_a",
-            self.out / "figures" / stem,
+            "Consistency (95% intervals)",
+            chance=None,
             ylabel="share",
         )
-        section.figures.append((stem, "Consistency (95% intervals)"))
         section.text = (
             "Rows named `a → b` are the scoring-method change from method a to method b on the "
             "same task (thesis Table 4.6); the others are the consistency tasks: a schema "
@@ -423,14 +416,13 @@ class Reporter:
                 "with their *_nocands tasks"
             )
             return section
-        stem = "associativity"
-        figures.bar_chart(
+        self._figure(
+            section,
+            "associativity",
             bars,
             "Associative and non-associative subsets of WSC266",
-            self.out / "figures" / stem,
-            chance={"a": 0.5, "A": 0.25},
+            "Associativity (95% intervals)",
         )
-        section.figures.append((stem, "Associativity (95% intervals)"))
         return section
 
     def reid(self) -> Section:
@@ -474,14 +466,9 @@ class Reporter:
             section.skipped = "needs a reid250* task"
             return section
         section.tables.append(table)
-        stem = "reid250"
-        figures.bar_chart(
-            bars,
-            "Accuracy on Reid250 tasks",
-            self.out / "figures" / stem,
-            chance={"a": 0.5, "A": 0.25},
+        self._figure(
+            section, "reid250", bars, "Accuracy on Reid250 tasks", "Reid250 tasks (95% intervals)"
         )
-        section.figures.append((stem, "Reid250 tasks (95% intervals)"))
         section.text = (
             "Dyads are treated as independent schemas (thesis §3.8.3); schema accuracy follows "
             "each task's grouping."
@@ -519,12 +506,24 @@ class Reporter:
             section.skipped = f"needs a task run by two models ({', '.join(COMPARE_TASKS)})"
             return section
         section.tables.append(table)
-        stem = "models"
-        figures.bar_chart(
-            bars, "Accuracy by model", self.out / "figures" / stem, chance={"a": 0.5, "A": 0.25}
+        self._figure(
+            section, "models", bars, "Accuracy by model", "Accuracy by model (95% intervals)"
         )
-        section.figures.append((stem, "Accuracy by model (95% intervals)"))
         return section
+
+    def _figure(
+        self,
+        section: Section,
+        stem: str,
+        bars: list[Bar],
+        title: str,
+        caption: str,
+        chance: dict[str, float] | None = CHANCE,
+        ylabel: str = "accuracy",
+    ) -> None:
+        """Draw ``figures/<stem>.png|svg`` and list it in the section under ``caption``."""
+        figures.bar_chart(bars, title, self.out / "figures" / stem, chance=chance, ylabel=ylabel)
+        section.figures.append((stem, caption))
 
     # -- output ----------------------------------------------------------------------------------
     def build(self) -> list[Section]:
