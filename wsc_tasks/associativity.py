@@ -11,6 +11,7 @@ schemas of Trichelair et al., the others, and all of WSC266. Each lm-eval docume
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any
 
 from .metrics import problem_accuracy, schema_accuracy
@@ -79,11 +80,16 @@ def aggregations() -> dict[str, Aggregation]:
     return out
 
 
-def subset(original: Schema) -> str:
-    """``associative`` if the WSC266 schema is in the thesis's associative subset file."""
+@cache
+def _associative_numbers() -> frozenset[int | None]:
     from . import catalog
 
-    numbers = {p.number for s in catalog.load("wsc266_associative") for p in s.problems}
+    return frozenset(p.number for s in catalog.load("wsc266_associative") for p in s.problems)
+
+
+def subset(original: Schema) -> str:
+    """``associative`` if the WSC266 schema is in the thesis's associative subset file."""
+    numbers = _associative_numbers()
     inside = [p.number in numbers for p in original.problems]
     if any(inside) != all(inside):
         raise ValueError(f"schema {original.uid} is only partly in the associative subset")

@@ -19,7 +19,7 @@ from Python).
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import datasets
@@ -380,12 +380,16 @@ class ConsistencyTask(SchemaTask):
             "transformed": transformed.to_doc(),
         }
 
-    @property
-    def consistency_metrics(self) -> dict[str, Any]:
-        spec = catalog.PAIR_SPECS[self._meta["dataset"]]
-        problem_level = spec.problem_level
+    @cached_property
+    def _aggregations(self) -> dict[str, Any]:
+        """The metrics that apply to the transformation (Table 3.6), built once per task."""
+        problem_level = catalog.PAIR_SPECS[self._meta["dataset"]].problem_level
         names = PROBLEM_TRANSFORMATION_METRICS if problem_level else SCHEMA_TRANSFORMATION_METRICS
-        return {name: aggregation(name) for name in names}
+        return {
+            **{name: aggregation(name) for name in names},
+            **accuracy_aggregations(),
+            "n_pairs": len,
+        }
 
     def schemas(self, doc: dict) -> list[Schema]:
         return [Schema.from_doc(doc["original"]), Schema.from_doc(doc["transformed"])]
@@ -393,17 +397,21 @@ class ConsistencyTask(SchemaTask):
     def doc_to_target(self, doc: dict, doc_to_target: Any = None) -> list[int]:
         return [p.label for s in self.schemas(doc) for p in s.problems]
 
-    def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
+    def pair_item(self, doc: dict, results: list[Any]) -> dict[str, Any]:
+        """The document's value for every metric: both sides' headline outcomes."""
         (_, before), (_, after) = self.document_outcomes(doc, results)
-        pair = pair_outcome(before[self.methods[0].name], after[self.methods[0].name])
-        names = [*self.consistency_metrics, *accuracy_aggregations(), "n_pairs"]
-        return {name: pair for name in names}
+        headline = self.methods[0].name
+        return dict(pair_outcome(before[headline], after[headline]))
+
+    def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
+        item = self.pair_item(doc, results)
+        return {name: item for name in self._aggregations}
 
     def aggregation(self) -> dict[str, Any]:
-        return {**self.consistency_metrics, **accuracy_aggregations(), "n_pairs": len}
+        return dict(self._aggregations)
 
     def higher_is_better(self) -> dict[str, bool]:
-        return {name: True for name in self.aggregation()}
+        return {name: True for name in self._aggregations}
 
 
 class AssociativityTask(ConsistencyTask):
@@ -413,11 +421,9 @@ class AssociativityTask(ConsistencyTask):
     def pair_doc(self, original: Schema, transformed: Schema) -> dict[str, Any]:
         return {**super().pair_doc(original, transformed), "subset": associativity.subset(original)}
 
-    def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
-        (_, before), (_, after) = self.document_outcomes(doc, results)
-        headline = self.methods[0].name
-        item = {**pair_outcome(before[headline], after[headline]), "subset": doc["subset"]}
-        return {name: item for name in self.aggregation()}
+    def pair_item(self, doc: dict, results: list[Any]) -> dict[str, Any]:
+        return {**super().pair_item(doc, results), "subset": doc["subset"]}
 
-    def aggregation(self) -> dict[str, Any]:
+    @cached_property
+    def _aggregations(self) -> dict[str, Any]:
         return {**associativity.aggregations(), "n_pairs": len}
