@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,30 @@ if not os.environ.get("WSC_TASKS_DATA"):
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def run_dp_eval(
+    processes: int,
+    model_dir: Path,
+    out: Path,
+    tasks: str,
+    *extra: str,
+    metadata: dict | None = None,
+) -> dict:
+    """``tests/dp_eval.py`` under ``accelerate launch`` with ``processes`` CPU processes (torch
+    distributed over gloo when more than one); returns the JSON it wrote to ``out``."""
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1",
+              "--mixed_precision", "no", "--dynamo_backend", "no",
+              "--num_processes", str(processes)]  # fmt: skip
+    if processes > 1:
+        launch.append("--multi_gpu")  # with ACCELERATE_USE_CPU: torch.distributed over gloo
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+    if metadata:
+        env["DP_EVAL_METADATA"] = json.dumps(metadata)
+    script = Path(__file__).with_name("dp_eval.py")
+    command = [*launch, str(script), str(model_dir), str(out), tasks, *extra]
+    subprocess.run(command, check=True, env=env, capture_output=True)
+    return json.loads(out.read_text())
 
 
 @pytest.fixture(scope="session")

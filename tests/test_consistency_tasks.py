@@ -4,15 +4,11 @@ controls, and every consistency task recomputed by hand from the underlying task
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import lm_eval
 import pytest
+from conftest import run_dp_eval
 from lm_eval.tasks import TaskManager
 from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
 
@@ -326,25 +322,13 @@ def test_consistency_tasks_in_two_processes(tiny_gpt2_dir, tmp_path):
     tasks = ["wsc266_switched_consistency", "wsc266_inverted_consistency",
              "wsc266_nocands_consistency"]  # fmt: skip
     underlying = sorted({t for k in tasks for t in [CONSISTENCY[k][0], *CONSISTENCY[k][1]]})
-    script = Path(__file__).with_name("dp_eval.py")
-    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1",
-           "DP_EVAL_METADATA": json.dumps(SCORING)}  # fmt: skip
+    names = ",".join([*tasks, "wsc266_associativity", *underlying])
     outputs = {}
     for processes in (1, 2):
         out = tmp_path / f"p{processes}.json"
-        launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1",
-                  "--mixed_precision", "no", "--dynamo_backend", "no",
-                  "--num_processes", str(processes)]  # fmt: skip
-        if processes > 1:
-            launch.append("--multi_gpu")
-        names = ",".join([*tasks, "wsc266_associativity", *underlying])
-        subprocess.run(
-            [*launch, str(script), str(tiny_gpt2_dir), str(out), names, "1"],
-            check=True,
-            env=env,
-            capture_output=True,
+        outputs[processes] = run_dp_eval(
+            processes, tiny_gpt2_dir, out, names, "1", metadata=SCORING
         )
-        outputs[processes] = json.loads(out.read_text())
         result = outputs[processes]
         assert result["world_size"] == processes
         assert _check_consistency(result["results"], result["samples"], tasks) > 30

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import lm_eval
 import pytest
 import yaml
+from conftest import run_dp_eval
 from lm_eval.tasks import TaskManager
 
 from wsc_tasks import catalog
@@ -141,32 +138,6 @@ def test_group_rows_are_unweighted_means_of_their_tasks(run):
 
 def test_two_processes_give_the_same_metrics_as_one(tiny_gpt2_dir, tmp_path, data_dir):
     tasks = "wsc273_schemas,wsc266,wsc266_inverted"  # the triple; one sentence split twice
-    script = Path(__file__).with_name("dp_eval.py")
-    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
-    outputs = {}
-    for processes in (1, 2):
-        out = tmp_path / f"p{processes}.json"
-        launch = [
-            sys.executable,
-            "-m",
-            "accelerate.commands.launch",
-            "--num_machines",
-            "1",
-            "--mixed_precision",
-            "no",
-            "--dynamo_backend",
-            "no",
-            "--num_processes",
-            str(processes),
-        ]
-        if processes > 1:
-            launch.append("--multi_gpu")  # with ACCELERATE_USE_CPU: torch.distributed over gloo
-        subprocess.run(
-            [*launch, str(script), str(tiny_gpt2_dir), str(out), tasks],
-            check=True,
-            env=env,
-            capture_output=True,
-        )
-        outputs[processes] = json.loads(out.read_text())
+    outputs = {n: run_dp_eval(n, tiny_gpt2_dir, tmp_path / f"p{n}.json", tasks) for n in (1, 2)}
     assert outputs[1]["world_size"] == 1 and outputs[2]["world_size"] == 2
     assert outputs[1]["results"] == outputs[2]["results"]

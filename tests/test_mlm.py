@@ -5,6 +5,7 @@ from __future__ import annotations
 import lm_eval
 import pytest
 import torch
+from conftest import run_dp_eval
 from lm_eval.tasks import TaskManager
 
 from wsc_tasks import catalog, mlm, scoring
@@ -50,15 +51,20 @@ def tiny_roberta_dir(tmp_path_factory):
 
 
 def _hand(model, tok, problem, option: int) -> dict[str, float]:
-    """Every masked-LM score of one option, one explicit forward pass per masked copy."""
+    """Every masked-LM score of one option, one explicit forward pass per masked copy; with two
+    blanks the answer is both fillers (multi-mask masks both spans at once)."""
     sentence = problem.fill(option)
+    spans, position = [], 0
+    for segment, filler in zip(problem.segments, problem.options[option], strict=False):
+        position += len(segment)
+        spans.append((position, position + len(filler)))
+        position += len(filler)
+    assert [sentence[a:b] for a, b in spans] == list(problem.options[option])
     enc = tok(sentence, return_offsets_mapping=True, return_special_tokens_mask=True)
     ids, special = enc["input_ids"], enc["special_tokens_mask"]
-    start = len(problem.segments[0])
-    end = start + len(problem.options[option][0])
     answer = [
         i for i, (a, b) in enumerate(enc["offset_mapping"])
-        if not special[i] and a < end and b > start
+        if not special[i] and any(a < end and b > begin for begin, end in spans)
     ]  # fmt: skip
 
     def logprobs(masked_positions):
@@ -147,26 +153,12 @@ def test_masked_model_through_hf_is_refused(tiny_roberta_dir, data_dir, monkeypa
 
 
 def test_two_processes_give_the_same_metrics_as_one(tiny_roberta_dir, tmp_path, data_dir):
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).with_name("dp_eval.py")
-    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
-    outputs = {}
-    for processes in (1, 2):
-        out = tmp_path / f"p{processes}.json"
-        launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1",
-                  "--mixed_precision", "no", "--dynamo_backend", "no",
-                  "--num_processes", str(processes)]  # fmt: skip
-        if processes > 1:
-            launch.append("--multi_gpu")
-        command = [*launch, str(script), str(tiny_roberta_dir), str(out), "wsc273_schemas", "8",
-                   "hf-mlm"]  # fmt: skip
-        subprocess.run(command, check=True, env=env, capture_output=True)
-        outputs[processes] = json.loads(out.read_text())
+    outputs = {
+        n: run_dp_eval(
+            n, tiny_roberta_dir, tmp_path / f"p{n}.json", "wsc273_schemas", "8", "hf-mlm"
+        )
+        for n in (1, 2)
+    }
     assert outputs[1]["world_size"] == 1 and outputs[2]["world_size"] == 2
     ones, twos = outputs[1]["results"]["wsc273_schemas"], outputs[2]["results"]["wsc273_schemas"]
     assert ones.keys() == twos.keys()

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import lm_eval
 import pytest
-import torch
 from lm_eval.tasks import TaskManager
-from test_mlm import tiny_roberta_dir  # noqa: F401 - fixture
-from test_scoring import _sum_lp, _t5_hand
+from test_mlm import _hand, tiny_roberta_dir  # noqa: F401 - fixture
+from test_scoring import _sum_lp, _t5_hand, save_tiny_t5
 
 from wsc_tasks import catalog, mlm, scoring
 from wsc_tasks.cli import include_path
@@ -165,33 +164,11 @@ def test_two_blanks_causal_by_hand(tiny_gpt2_dir, data_dir):
 
 @pytest.fixture(scope="module")
 def tiny_t5_reid_dir(tmp_path_factory, data_dir):
-    """A 1-layer random T5 whose word-level tokenizer knows Reid250's words and three sentinels."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
-
-    specials = ["<pad>", "</s>", "<unk>", *(scoring.sentinel(k) for k in range(3))]
+    """A tiny T5 whose word-level tokenizer knows Reid250's words and three sentinels."""
     texts = [
         p.fill(i) for s in catalog.load("reid250_inverted") for p in s.problems for i in (0, 1)
     ]
-    core = Tokenizer(models.WordLevel(unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.train_from_iterator(texts + ["wsc:"], trainers.WordLevelTrainer(special_tokens=specials))
-    core.post_processor = processors.TemplateProcessing(
-        single="$A </s>", special_tokens=[("</s>", core.token_to_id("</s>"))]
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
-        additional_special_tokens=specials[3:],
-    )  # fmt: skip
-    torch.manual_seed(5)
-    config = T5Config(
-        vocab_size=len(tokenizer), d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16,
-        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
-    )  # fmt: skip
-    folder = tmp_path_factory.mktemp("tiny-t5-reid")
-    T5ForConditionalGeneration(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_tiny_t5(tmp_path_factory.mktemp("tiny-t5-reid"), texts, seed=5)
 
 
 def test_two_blanks_t5_by_hand(tiny_t5_reid_dir):
@@ -206,39 +183,7 @@ def test_two_blanks_t5_by_hand(tiny_t5_reid_dir):
     assert any("<extra_id_1>" in a[0] and "<extra_id_2>" in a[1] for a in sample["arguments"])
 
 
-def _masked_hand(model, tok, problem, option: int) -> dict[str, float]:
-    """Masked-LM scores with both fillers as the answer: multi-mask masks both spans at once."""
-    sentence = problem.fill(option)
-    first, second = problem.options[option]
-    start1 = len(problem.segments[0])
-    start2 = start1 + len(first) + len(problem.segments[1])
-    spans = [(start1, start1 + len(first)), (start2, start2 + len(second))]
-    assert [sentence[a:b] for a, b in spans] == [first, second]
-    enc = tok(sentence, return_offsets_mapping=True, return_special_tokens_mask=True)
-    ids, special = enc["input_ids"], enc["special_tokens_mask"]
-    answer = [
-        i for i, (a, b) in enumerate(enc["offset_mapping"])
-        if not special[i] and any(a < end and b > begin for begin, end in spans)
-    ]  # fmt: skip
-
-    def logprobs(positions):
-        masked = torch.tensor([ids])
-        masked[0, positions] = tok.mask_token_id
-        with torch.no_grad():
-            lp = torch.log_softmax(model(input_ids=masked).logits[0].float(), dim=-1)
-        return [float(lp[i, ids[i]]) for i in positions]
-
-    single = {i: logprobs([i])[0] for i, s in enumerate(special) if not s}
-    multi, statement = sum(logprobs(answer)), sum(single.values())
-    answer_sum = sum(single[i] for i in answer)
-    return {
-        "multi_mask": multi, "multi_mask_mean": multi / len(answer),
-        "statement": statement, "statement_mean": statement / len(ids),
-        "answer": answer_sum, "answer_mean": answer_sum / len(answer),
-    }  # fmt: skip
-
-
 def test_two_blanks_masked_by_hand(tiny_roberta_dir):  # noqa: F811 - the imported fixture
     lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
-    hand = lambda problem, i: _masked_hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
+    hand = lambda problem, i: _hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
     _run(lm, tiny_roberta_dir, scoring.FAMILIES["masked"], hand, "mlm_score", scoring.Setup())

@@ -178,14 +178,13 @@ def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_d
     assert rows == expected
 
 
-@pytest.fixture(scope="module")
-def tiny_t5_dir(tmp_path_factory):
-    """A 1-layer random T5 with a word-level tokenizer that has T5's sentinels and appends EOS."""
+def save_tiny_t5(folder, texts: list[str], seed: int):
+    """A 1-layer random T5 with a word-level tokenizer trained on ``texts``, T5's sentinels and
+    EOS appended, saved in ``folder`` like a Hub checkpoint."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
     specials = ["<pad>", "</s>", "<unk>", *(scoring.sentinel(k) for k in range(3))]
-    texts = [p.fill(i) for s in catalog.load(TASK) for p in s.problems for i in (0, 1)]
     core = Tokenizer(models.WordLevel(unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.Whitespace()
     core.train_from_iterator(texts + ["wsc:"], trainers.WordLevelTrainer(special_tokens=specials))
@@ -196,15 +195,21 @@ def tiny_t5_dir(tmp_path_factory):
         tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
         additional_special_tokens=specials[3:],
     )  # fmt: skip
-    torch.manual_seed(2)
+    torch.manual_seed(seed)
     config = T5Config(
         vocab_size=len(tokenizer), d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16,
         decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
     )  # fmt: skip
-    folder = tmp_path_factory.mktemp("tiny-t5")
     T5ForConditionalGeneration(config).eval().save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_t5_dir(tmp_path_factory):
+    """A tiny T5 whose tokenizer knows the words of the task's problems."""
+    texts = [p.fill(i) for s in catalog.load(TASK) for p in s.problems for i in (0, 1)]
+    return save_tiny_t5(tmp_path_factory.mktemp("tiny-t5"), texts, seed=2)
 
 
 def _t5_hand(model, tok, problem, option: int) -> dict[str, float]:

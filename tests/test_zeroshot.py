@@ -11,6 +11,7 @@ import re
 import lm_eval
 import pytest
 from lm_eval.tasks import TaskManager
+from test_lm_eval import _recompute
 from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
 from test_scoring import tiny_t5_dir  # noqa: F401  (fixture)
 
@@ -177,18 +178,6 @@ def _manager(metadata):
     return TaskManager(include_path=str(include_path()), include_defaults=False, metadata=metadata)
 
 
-def _recompute(samples):
-    right = total = solved = 0
-    for sample in samples:
-        lls = iter(r[0][0] for r in sample["resps"])
-        correct = []
-        for problem in sample["doc"]["problems"]:
-            first, second = next(lls), next(lls)
-            correct.append((0 if first >= second else 1) == problem["label"])
-        right, total, solved = right + sum(correct), total + len(correct), solved + all(correct)
-    return right / total, solved / len(samples)
-
-
 @pytest.mark.slow
 def test_causal_suite_through_lm_eval(tiny_gpt2_dir, data_dir):
     out = lm_eval.simple_evaluate(
@@ -203,7 +192,7 @@ def test_causal_suite_through_lm_eval(tiny_gpt2_dir, data_dir):
     )
     results = out["results"]
     for task in SIZES:
-        acc, schema_acc = _recompute(out["samples"][task])
+        acc, schema_acc, *_ = _recompute(out["samples"][task])
         assert results[task]["acc,none"] == pytest.approx(acc, abs=1e-12)
         assert results[task]["schema_acc,none"] == pytest.approx(schema_acc, abs=1e-12)
         assert (results[task]["n_problems,none"], results[task]["n_schemas,none"]) == (50, 25)
