@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -51,6 +52,21 @@ def run_dp_eval(
     command = [*launch, str(script), str(model_dir), str(out), tasks, *extra]
     subprocess.run(command, check=True, env=env, capture_output=True)
     return json.loads(out.read_text())
+
+
+def assert_same_metrics(one: dict, two: dict, where: str = "") -> None:
+    """Two lm-eval result rows agree: counts and texts exactly, floats to 1e-12 (a different
+    batching of the same requests, e.g. over two processes, may change the last bits of a
+    log-likelihood; metrics that are ratios of counts come out exactly equal anyway)."""
+    assert one.keys() == two.keys(), where
+    for key, value in one.items():
+        other = two[key]
+        if isinstance(value, float) and math.isnan(value):
+            assert isinstance(other, float) and math.isnan(other), (where, key)
+        elif isinstance(value, float):
+            assert other == pytest.approx(value, rel=1e-9, abs=1e-12), (where, key)
+        else:
+            assert other == value, (where, key)
 
 
 @pytest.fixture(scope="session")

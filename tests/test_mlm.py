@@ -5,7 +5,7 @@ from __future__ import annotations
 import lm_eval
 import pytest
 import torch
-from conftest import run_dp_eval
+from conftest import assert_same_metrics, run_dp_eval
 from lm_eval.tasks import TaskManager
 
 from wsc_tasks import catalog, mlm, scoring
@@ -161,9 +161,7 @@ def test_two_processes_give_the_same_metrics_as_one(tiny_roberta_dir, tmp_path, 
     }
     assert outputs[1]["world_size"] == 1 and outputs[2]["world_size"] == 2
     ones, twos = outputs[1]["results"]["wsc273_schemas"], outputs[2]["results"]["wsc273_schemas"]
-    assert ones.keys() == twos.keys()
-    for key, value in ones.items():
-        assert twos[key] == (pytest.approx(value, abs=1e-12) if isinstance(value, float) else value)
+    assert_same_metrics(ones, twos)
 
 
 def test_registering_hf_mlm_keeps_lm_evals_own_models():

@@ -93,6 +93,15 @@ def data_root() -> Path:
     return root
 
 
+def portable_name(path: str | Path) -> str:
+    """``path`` relative to the data directory when it lies inside it, else as given: a problem's
+    recorded source must not depend on where a machine keeps the data."""
+    try:
+        return Path(path).resolve().relative_to(data_root().resolve()).as_posix()
+    except (ValueError, DataError):
+        return str(path)
+
+
 def source_url(relpath: str) -> str:
     """The commit-pinned raw URL of a dataset file."""
     folder, _, rest = relpath.partition("/")

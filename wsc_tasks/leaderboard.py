@@ -17,7 +17,7 @@ from pathlib import Path
 from . import ratios, stats
 from .runs import Run, load_run
 from .sweep import DONE, ERROR, ModelSpec
-from .tables import Delta, Interval, Table, markdown, numeric
+from .tables import Delta, Interval, Table, markdown, markdown_grid, numeric
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -155,8 +155,7 @@ def write(specs: Sequence[ModelSpec], out: Path, task: str, iters: int, seed: in
     if len(ranking.rows) > 1:
         lines += ["", markdown(matrix)]
     if problems:
-        lines += ["", "| model | status |", "|---|---|"]
-        lines += [f"| {name} | {why.replace('|', '/')} |" for name, why in problems]
+        lines += ["", markdown_grid(["model", "status"], [[n, w] for n, w in problems])]
     md, csv = out / "leaderboard.md", out / "leaderboard.csv"
     md.write_text("\n".join(lines) + "\n", encoding="utf-8")
     frame = numeric(ranking)

@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from .data import portable_name
 from .problems import Problem, Schema
 
 BLANK = "*target*"
@@ -55,6 +56,7 @@ def _split_blanks(text: str, where: str) -> tuple[str, ...]:
 def parse_maler(path: str | Path) -> MalerFile:
     """Read a file of the thesis's text format (all ``maler/`` data files)."""
     path = Path(path)
+    name = portable_name(path)
     lines = path.read_text(encoding="utf-8").splitlines()
     if len(lines) < 3:
         raise ParseError(f"{path}: expected a header line, a mode line and problems")
@@ -71,6 +73,7 @@ def parse_maler(path: str | Path) -> MalerFile:
     by_schema: dict[tuple[str, int], list[tuple[str, int, Problem]]] = defaultdict(list)
     for lineno, line in enumerate(lines[2:], start=3):
         where = f"{path}:{lineno}"
+        source = f"{name}:{lineno}"
         if not line.strip():
             raise ParseError(f"{where}: empty line inside the problem list")
         match = _MALER_LINE.match(line)
@@ -96,7 +99,7 @@ def parse_maler(path: str | Path) -> MalerFile:
                 options=options,
                 label=int(label),
                 number=int(match["orig_problem"]),
-                source=where,
+                source=source,
             )
         except ValueError as error:
             raise ParseError(str(error)) from error
@@ -144,9 +147,11 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
 def parse_winogrande(path: str | Path) -> list[Problem]:
     """Read Winogrande-format jsonl (``sentence`` with one ``_``, ``option1/2``, ``answer``)."""
     path = Path(path)
+    name = portable_name(path)
     problems = []
     for lineno, row in _read_jsonl(path):
         where = f"{path}:{lineno}"
+        source = f"{name}:{lineno}"
         missing = {"qID", "sentence", "option1", "option2", "answer"} - row.keys()
         if missing:
             raise ParseError(f"{where}: missing field(s) {sorted(missing)}")
@@ -161,7 +166,7 @@ def parse_winogrande(path: str | Path) -> list[Problem]:
                 segments=tuple(sentence.split("_")),
                 options=((row["option1"],), (row["option2"],)),
                 label=int(row["answer"]) - 1,
-                source=where,
+                source=source,
             )
         )
     return problems
@@ -201,6 +206,7 @@ def parse_wsc273_raw(path: str | Path) -> list[Schema]:
     starts a sentence, and made possessive when the pronoun is 'his' or 'her'.
     """
     path = Path(path)
+    name = portable_name(path)
     try:
         rows = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
@@ -210,6 +216,7 @@ def parse_wsc273_raw(path: str | Path) -> list[Schema]:
     problems = []
     for index, row in enumerate(rows):
         where = f"{path}: question {index + 1}"
+        source = f"{name}: question {index + 1}"
         try:
             before, pron, after = (_clean(row["text"][k]) for k in ("txt1", "pron", "txt2"))
             answers = [_clean(a) for a in row["answers"]]
@@ -237,7 +244,7 @@ def parse_wsc273_raw(path: str | Path) -> list[Schema]:
                 options=((fixed[0],), (fixed[1],)),
                 label="AB".index(correct),
                 number=index + 1,
-                source=where,
+                source=source,
             )
         )
     # The XML marks no schemas: consecutive pairs, except the triple 253-255 (thesis §3.3.1).

@@ -1,5 +1,8 @@
 """Tables of estimates, written as Markdown, CSV and LaTeX with fixed formatting.
 
+Markdown and LaTeX are rendered here, not by a table library, so that the committed report is the
+same bytes whatever version of pandas or tabulate a reader has installed.
+
 A table is a list of rows; a cell is text, a number, or a ``stats.Estimate``. An estimate is shown
 as ``0.617 [0.556, 0.677]`` (value and 95% percentile interval) or, as a difference, ``+0.011``,
 with its p-value (one significant digit, thesis style) in the next column; the CSV file has every
@@ -51,8 +54,8 @@ def _number(value: float | None, signed: bool = False) -> str:
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
-def display(table: Table) -> pd.DataFrame:
-    """Text cells for Markdown and LaTeX."""
+def display(table: Table) -> tuple[list[str], list[list[str]]]:
+    """Headers and text cells for Markdown and LaTeX."""
     headers: list[str] = []
     for column, cell in zip(table.columns, _widest(table), strict=True):
         headers.append(column)
@@ -64,7 +67,7 @@ def display(table: Table) -> pd.DataFrame:
         for cell, example in zip(row, _widest(table), strict=True):
             out += _show(cell, example)
         rows.append(out)
-    return pd.DataFrame(rows, columns=headers)
+    return headers, rows
 
 
 def _widest(table: Table) -> list[Cell]:
@@ -121,17 +124,55 @@ def numeric(table: Table) -> pd.DataFrame:
 def write(table: Table, folder: Path) -> dict[str, Path]:
     """``<name>.md``, ``.csv`` and ``.tex`` under ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    shown = display(table)
     paths = {kind: folder / f"{table.name}.{kind}" for kind in ("md", "csv", "tex")}
-    paths["md"].write_text(markdown(table, shown), encoding="utf-8")
+    paths["md"].write_text(markdown(table), encoding="utf-8")
     numeric(table).to_csv(paths["csv"], index=False, lineterminator="\n")
-    latex = shown.to_latex(index=False, escape=True, caption=table.title, label=f"tab:{table.name}")
-    paths["tex"].write_text(latex, encoding="utf-8")
+    paths["tex"].write_text(latex(table), encoding="utf-8")
     return paths
 
 
-def markdown(table: Table, shown: pd.DataFrame | None = None) -> str:
-    shown = display(table) if shown is None else shown
-    body = shown.to_markdown(index=False, disable_numparse=True)
+def markdown_grid(headers: list[str], rows: list[list[str]]) -> str:
+    """A pipe table: one line per row, no padding (column widths would depend on how wide a
+    renderer thinks characters such as the combining tilde of ``C̃`` are)."""
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    rule = "|" + "|".join("---" for _ in headers) + "|"
+    return "\n".join([line(headers), rule, *map(line, rows)])
+
+
+def markdown(table: Table) -> str:
     note = f"\n\n{table.note}" if table.note else ""
-    return f"**{table.title}**\n\n{body}{note}\n"
+    return f"**{table.title}**\n\n{markdown_grid(*display(table))}{note}\n"
+
+
+_LATEX_SPECIAL = {c: f"\\{c}" for c in "&%$#_{}"} | {
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+
+
+def latex(table: Table) -> str:
+    """A booktabs ``table`` environment with caption and label ``tab:<name>``."""
+    headers, rows = display(table)
+    body = [" & ".join(map(latex_escape, cells)) + r" \\" for cells in rows]
+    return "\n".join([
+        r"\begin{table}",
+        rf"\caption{{{latex_escape(table.title)}}}",
+        rf"\label{{tab:{table.name}}}",
+        rf"\begin{{tabular}}{{{'l' * len(headers)}}}",
+        r"\toprule",
+        " & ".join(map(latex_escape, headers)) + r" \\",
+        r"\midrule",
+        *body,
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
+        "",
+    ])  # fmt: skip
