@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 from wsc_tasks import parsers
 from wsc_tasks.problems import Problem
@@ -65,7 +66,7 @@ def test_schema_kept_only_if_every_problem_transforms():
 
 
 def _normalise(text: str) -> str:
-    text = text.replace(" .", ".").replace(" ,", ",").replace(" '", "'")
+    text = re.sub(r"\s+(?=[.,;:!?'])", "", text)
     return " ".join(text.split()).lower()
 
 
