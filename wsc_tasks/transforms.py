@@ -6,6 +6,17 @@ Both work on any single-blank problem in canonical form. A problem they cannot t
 reason instead, and a schema is kept only when all its problems are transformed, so that schema
 metrics stay defined; the caller logs what was dropped and why. ``wsc_tasks.audit`` checks the
 result: no candidate word left, no word deleted outside a mention, no cut inside an abbreviation.
+
+The no-cands mention rule, decided with closed word lists only (no tagger, no data download): a
+mention is every occurrence of the candidate's head phrase ("suitcase" for "the suitcase"), with
+its possessive 's, and, when the candidate is given with a determiner (WSC style), the determiner
+in front of that occurrence and at most two open-class words between them ("the brown
+suitcase", "a pin"). A preposition, pronoun, conjunction or auxiliary between them means the
+words belong to another phrase ("the lock with the key"): then only the head goes. A bare
+candidate (Winogrande's "cake", a name) is removed as a word and the text's determiner stays, as
+in Elazar's files. A problem is dropped, with a reason, rather than broken: when a candidate word
+modifies a following noun ("the mouse hole"), when a mention lies in the words the twins differ in
+("full of coffee" ~ "full of ink"), or when a candidate word is left in another form or use.
 """
 
 from __future__ import annotations
@@ -56,7 +67,7 @@ IRREGULAR_PAST = frozenset(
     " told thought threw understood woke wore won wrote".split()
 )
 _MAX_MODIFIERS = 2
-_WORD = re.compile(r"[\w\x00]+(?:['’][\w]+)*|[^\w\s]")  # words (with 's, n't) and punctuation
+_WORD = re.compile(r"[\w\x00]+(?:['’]\w+)*|[^\w\s]")  # words (with 's, n't) and punctuation
 _GENITIVE = re.compile(r"\w+(?:['’]s|s['’])", re.IGNORECASE)
 _POSSESSIVE = r"(?:['’]s)?"
 
@@ -252,10 +263,11 @@ def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def no_cands(problem: Problem, twins: Sequence[Problem] = ()) -> Problem | str:
-    """Remove every mention of both candidates (``_mentions``); a reason if that cannot be done
-    cleanly: a candidate not found, a candidate word used as a modifier of another noun ("the
-    mouse hole"), a mention inside the words the twins differ in (WSC273 #195, "full of coffee"
-    ~ "full of ink"), or a candidate word left in another form ("orange" for "oranges")."""
+    """Remove every mention of both candidates (``_mentions``); ``twins`` are the other problems
+    of its schema, whose differing words are the key. A reason if that cannot be done cleanly:
+    a candidate not found, a candidate word used as a modifier of another noun ("the mouse
+    hole"), a mention inside the words the twins differ in (WSC273 #195, "full of coffee" ~
+    "full of ink"), or a candidate word left in another form ("orange" for "oranges")."""
     if problem.n_blanks != 1:
         return "two blanks"
     text = _join(problem)
