@@ -138,6 +138,10 @@ def _data(args: argparse.Namespace) -> int:
             print(
                 f"{name:32s} {len(schemas):5d} documents {problems:5d} problems {groups:4d} schemas"
             )
+    elif args.action == "audit":
+        from .audit import audit_catalog, format_audit
+
+        print(format_audit(audit_catalog()))
     return 0
 
 
@@ -153,9 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     data_parser = sub.add_parser("data", help="download/verify the datasets ($WSC_TASKS_DATA)")
     data_parser.add_argument(
         "action",
-        choices=["fetch", "path", "stats"],
+        choices=["fetch", "path", "stats", "audit"],
         help="fetch: download missing files and verify all; path: print the data directory; "
-        "stats: print the size of every task's dataset",
+        "stats: print the size of every task's dataset; audit: check the control baselines "
+        "(no candidate left, only mentions deleted, no cut inside an abbreviation)",
     )
     summary_parser = sub.add_parser(
         "summary", help="print a Markdown table of the newest lm-eval results file under a folder"
