@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from wsc_tasks import audit, cli
+from wsc_tasks import audit, catalog, cli
 from wsc_tasks.problems import Problem
 
 
@@ -89,10 +89,28 @@ EXPECTED = {  # name: (kept schemas, source schemas, problems, dropped by reason
         },
     ),
     "winogrande_partsent": (281, 284, 562, {"no marker before the blank": 3}),
-    "wsc266_associative_nocands": (25, 25, 50, {}),
-    "wsc266_nonassociative_nocands": (108, 108, 216, {}),
+    "wsc266_associative_nocands": (
+        24,
+        25,
+        48,
+        {
+            "w24 (excluded in the catalog): candidate 'pin' left in the text ('When I pulled the "
+            "pin out', WSC273 #193/#194; audit: leak)": 1,
+        },
+    ),
+    "wsc266_nonassociative_nocands": (
+        106,
+        108,
+        212,
+        {
+            "w39 (excluded in the catalog): 'mouse' cut out of 'mouse hole' ('Was lying by hole', "
+            "WSC273 #89/#90; audit: non-mention deletion)": 1,
+            "w73 (excluded in the catalog): candidate 'coffee' left in the key ('_ got full of "
+            "coffee', WSC273 #195/#196; audit: leak)": 1,
+        },
+    ),
 }
-# Defects of the thesis's hand-made files, kept verbatim so that the thesis's figures reproduce:
+# Defects of the thesis's hand-made files, which the catalog excludes (catalog.SPECS[…].excluded):
 # "I stuck a pin through" keeps a candidate (WSC273 #193/#194), "full of coffee" keeps one in the
 # key (#195), and "mouse" is cut out of "mouse hole" (#89/#90).
 THESIS_DEFECTS = {
@@ -112,7 +130,8 @@ def test_audit_of_every_control_dataset(data_dir):
         a = audits[name]
         assert (a.kept_schemas, a.source_schemas, a.kept_problems) == (kept, source, problems)
         assert a.dropped == Counter(dropped), name
-        assert sorted(a.faults) == sorted(THESIS_DEFECTS.get(name, [])), name
+        assert a.faults == [], name
+    assert audit.failures(list(audits.values())) == 0
     # the modifiers our no-cands removes with a mention, reviewed: all adjectives or noun adjuncts
     assert set(audits["wsc273_nocands"].modifiers) == {
         "brown",
@@ -125,9 +144,34 @@ def test_audit_of_every_control_dataset(data_dir):
     assert not audits["winogrande_nocands"].modifiers  # bare candidates keep the text's determiner
 
 
+def test_the_excluded_schemas_fail_the_audit_as_their_reason_says(data_dir):
+    """Each exclusion is still needed: audited, the excluded schema shows the defect it names."""
+    for name, defects in THESIS_DEFECTS.items():
+        excluded = catalog.excluded_pairs(name)
+        found = audit.audit_pairs(name, "nocands", "wsc266", [], [(o, t) for o, t, _ in excluded],
+                                  Counter())  # fmt: skip
+        assert sorted(found.faults) == sorted(defects), name
+        for uid, check, word in defects:
+            reason = catalog.SPECS[name].excluded[uid[:-1]]
+            assert f"audit: {check}" in reason and word.split()[-1] in reason, (uid, reason)
+
+
 def test_data_audit_prints_the_table(capsys, data_dir):
     assert cli.main(["data", "audit"]) == 0
     out = capsys.readouterr().out
     assert "wsc273_nocands                 wsc273_schemas       120/136      241      16" in out
+    assert "wsc266_nonassociative_nocands  wsc266               106/108      212       2" in out
     assert "leak 0, non-mention deletion 0" in out
     assert "dropped   1 schema(s): a candidate word modifies another noun (compound)" in out
+    assert "dropped   1 schema(s): w24 (excluded in the catalog): candidate 'pin'" in out
+    assert "FAIL" not in out
+    assert out.rstrip().endswith("audit: every check passed")
+
+
+def test_data_audit_exits_1_on_a_failure(capsys, monkeypatch):
+    failed = audit.ControlAudit("x_nocands", "nocands", "x", 1, 1, 2)
+    failed.faults.append(("x1a", "leak", "pin"))
+    monkeypatch.setattr(audit, "audit_catalog", lambda: [failed])
+    assert cli.main(["data", "audit"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL leak: x1a: pin" in out and "audit: 1 failed check(s)" in out

@@ -18,8 +18,8 @@ SIZES = {  # name: (documents, problems, schema groups)
     "wsc266_adjectival": (87, 174, 87),
     "wsc266_unbalanced": (133, 266, 133),
     "wsc266_inverted": (133, 266, 133),
-    "wsc266_associative_nocands": (25, 50, 25),
-    "wsc266_nonassociative_nocands": (108, 216, 108),
+    "wsc266_associative_nocands": (24, 48, 24),  # the file's 25 less w24 ("pin" left)
+    "wsc266_nonassociative_nocands": (106, 212, 106),  # 108 less w39 ("mouse hole"), w73 ("coffee")
     "wsc273_nocands": (120, 241, 121),
     "wsc273_partsent": (122, 245, 123),  # "Dr. Adams" no longer a cut (#249/#250)
     "winogrande_dev": (983, 1267, 284),
@@ -49,6 +49,40 @@ def test_dropped_schemas_are_logged(data_dir, caplog):
     text = caplog.text
     assert "nocands of winogrande_twins: dropped 6 schema(s): candidate not found in text" in text
     assert "kept 275 of 284 schemas (550 problems, 275 schema groups)" in text
+
+
+def test_excluded_schemas_are_dropped_with_their_reason(data_dir, caplog):
+    assert {name for name, spec in catalog.SPECS.items() if spec.excluded} == {
+        "wsc266_associative_nocands",
+        "wsc266_nonassociative_nocands",
+    }
+    catalog._load_cached.cache_clear()
+    with caplog.at_level("INFO", logger="lm_eval.wsc_tasks"):
+        kept = catalog.load("wsc266_nonassociative_nocands")
+    text = caplog.text
+    assert (
+        "wsc266_nonassociative_nocands: dropped 1 schema(s) excluded in the catalog: w39: "
+        "'mouse' cut out of 'mouse hole'" in text
+    )
+    assert "w73: candidate 'coffee' left in the key" in text
+    assert "kept 106 of 108 schemas (212 problems, 106 schema groups); 2 excluded" in text
+    dropped = catalog.excluded("wsc266_nonassociative_nocands")
+    assert [(s.uid, [p.number for p in s.problems]) for s, _ in dropped] == [
+        ("w39", [89, 90]),  # WSC266 numbering: WSC273 #89/#90
+        ("w73", [193, 194]),  # WSC273 #195/#196
+    ]
+    assert not {s.uid for s, _ in dropped} & {s.uid for s in kept}
+    assert catalog.excluded("wsc266") == []
+
+
+def test_an_exclusion_naming_no_schema_is_an_error(data_dir, monkeypatch):
+    spec = catalog.SPECS["wsc266_associative_nocands"]
+    wrong = catalog.DatasetSpec(spec.name, spec.build, spec.expected, spec.origin, {"w99": "x"})
+    monkeypatch.setitem(catalog.SPECS, spec.name, wrong)
+    catalog._load_cached.cache_clear()
+    with pytest.raises(ValueError, match=r"excluded schema\(s\) \['w99'\] not in the file"):
+        catalog.load(spec.name)
+    catalog._load_cached.cache_clear()
 
 
 def test_size_mismatch_is_an_error(monkeypatch):

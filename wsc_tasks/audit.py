@@ -31,11 +31,12 @@ GENERATED = {
     "winogrande_partsent": ("winogrande_twins", "partsent"),
 }
 # Hand-made controls (the thesis's no-candidates files), matched with their originals by the
-# catalog's pair datasets of the same name.
+# catalog's pair datasets of the same name; their defective schemas (a candidate left, "mouse"
+# cut out of "mouse hole") are excluded in the catalog with a reason, reported here as dropped.
 HAND_MADE = ("wsc266_associative_nocands", "wsc266_nonassociative_nocands")
 # Deletions in the hand-made files that name a candidate in other words ("a man juggling
 # watermelons" for "the juggler"): mentions to a reader, not to a string rule; reviewed by hand,
-# per schema. Their leaks and the "mouse hole" cut are not reviewed away: they are reported.
+# per schema. Leaks and cuts are never reviewed away here: they are failures.
 REVIEWED_MENTIONS = {
     "wsc266_associative_nocands": {
         "w9": ("a man juggling watermelons",),  # the juggler
@@ -266,9 +267,16 @@ def audit_catalog() -> list[ControlAudit]:
     for name in HAND_MADE:
         spec = catalog.PAIR_SPECS[name]
         pairs = catalog.load_pairs(name)
-        audits.append(audit_pairs(name, "nocands", spec.original, [o for o, _ in pairs], pairs,
-                                  Counter()))  # fmt: skip
+        excluded = catalog.excluded_pairs(name)
+        originals = [o for o, _ in pairs] + [o for o, _, _ in excluded]
+        dropped = Counter(f"{t.uid} (excluded in the catalog): {why}" for _, t, why in excluded)
+        audits.append(audit_pairs(name, "nocands", spec.original, originals, pairs, dropped))
     return audits
+
+
+def failures(audits: Sequence[ControlAudit]) -> int:
+    """Failed checks over all audited datasets: ``wsc-tasks data audit`` exits 1 if any."""
+    return sum(len(a.faults) for a in audits)
 
 
 def format_audit(audits: Sequence[ControlAudit]) -> str:

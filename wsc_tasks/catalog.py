@@ -1,14 +1,17 @@
 """Every dataset the tasks evaluate, by name: which file, which parser or transformation, what size.
 
 Sizes from ``data/README.md`` and the papers are checked on every load: a file that parses to a
-different number of problems or schemas is an error, not a silently smaller evaluation.
+different number of problems or schemas is an error, not a silently smaller evaluation. A
+hand-made file's defective schemas (a control that still names a candidate) are declared once, in
+the dataset's spec, each with its reason: loading drops them and logs why, and the pair datasets
+and ``wsc-tasks data audit`` read that one declaration.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import cache
 
 from . import data, parsers
@@ -24,8 +27,10 @@ WINOGRANDE_DEV = "elazar/winogrande/dev.jsonl"
 class DatasetSpec:
     name: str
     build: Callable[[], list[Schema]]
-    expected: tuple[int, int] | None  # (problems, schema groups); None for derived baselines
+    expected: tuple[int, int] | None  # (problems, schema groups) as built; None for derived ones
     origin: str  # what it is and where it comes from, for the task README and logs
+    # schema uid -> why it is dropped on load: defects of a hand-made file, found by the audit
+    excluded: Mapping[str, str] = field(default_factory=dict)
 
 
 def _maler(relpath: str) -> Callable[[], list[Schema]]:
@@ -114,12 +119,22 @@ SPECS: dict[str, DatasetSpec] = {
             _maler(_W + "wsc266_associative_nocands.txt"),
             (50, 25),
             "no-candidates perturbation of the associative subset (thesis, hand-made)",
+            excluded={
+                "w24": "candidate 'pin' left in the text ('When I pulled the pin out', WSC273 "
+                "#193/#194; audit: leak)",
+            },
         ),
         DatasetSpec(
             "wsc266_nonassociative_nocands",
             _maler(_W + "wsc266_nonassociative_nocands.txt"),
             (216, 108),
             "no-candidates perturbation of the non-associative subset (thesis, hand-made)",
+            excluded={
+                "w39": "'mouse' cut out of 'mouse hole' ('Was lying by hole', WSC273 #89/#90; "
+                "audit: non-mention deletion)",
+                "w73": "candidate 'coffee' left in the key ('_ got full of coffee', WSC273 "
+                "#195/#196; audit: leak)",
+            },
         ),
         DatasetSpec(
             "wsc273_nocands",
@@ -185,6 +200,18 @@ def _zero_shot(base: str) -> list[Schema]:
     return zero_shot_dataset(load(base), base)
 
 
+def _split_excluded(spec: DatasetSpec, schemas: list[Schema]) -> tuple[list[Schema], list[Schema]]:
+    """(kept, excluded) schemas; an exclusion naming no schema of the file is an error."""
+    unknown = sorted(set(spec.excluded) - {s.uid for s in schemas})
+    if unknown:
+        raise ValueError(
+            f"dataset {spec.name}: excluded schema(s) {unknown} not in the file; fix "
+            f"catalog.SPECS[{spec.name!r}].excluded"
+        )
+    kept = [s for s in schemas if s.uid not in spec.excluded]
+    return kept, [s for s in schemas if s.uid in spec.excluded]
+
+
 @cache
 def _load_cached(name: str) -> tuple[Schema, ...]:
     spec = SPECS.get(name) or _generated_spec(name)  # generated: "dyads:…" names, see below
@@ -195,6 +222,18 @@ def _load_cached(name: str) -> tuple[Schema, ...]:
             f"dataset {name}: parsed {problems} problems in {groups} schema groups, expected "
             f"{spec.expected[0]} and {spec.expected[1]} (data/README.md). Is it the pinned file?"
         )
+    if spec.excluded:
+        schemas, dropped = _split_excluded(spec, schemas)
+        for schema in dropped:
+            log.info(
+                f"wsc_tasks: {name}: dropped 1 schema(s) excluded in the catalog: {schema.uid}: "
+                f"{spec.excluded[schema.uid]}"
+            )
+        problems, groups = count(schemas)
+        log.info(
+            f"wsc_tasks: {name}: kept {len(schemas)} of {len(schemas) + len(dropped)} schemas "
+            f"({problems} problems, {groups} schema groups); {len(dropped)} excluded"
+        )
     log.info(f"wsc_tasks: {name}: {len(schemas)} documents, {problems} problems, {groups} schemas")
     return tuple(schemas)
 
@@ -202,6 +241,14 @@ def _load_cached(name: str) -> tuple[Schema, ...]:
 def load(name: str) -> list[Schema]:
     """The schemas of a named dataset, parsed, transformed and size-checked."""
     return list(_load_cached(name))
+
+
+def excluded(name: str) -> list[tuple[Schema, str]]:
+    """The schemas ``load(name)`` leaves out by its spec's declaration, each with the reason."""
+    spec = SPECS.get(name)
+    if spec is None or not spec.excluded:
+        return []
+    return [(s, spec.excluded[s.uid]) for s in _split_excluded(spec, spec.build())[1]]
 
 
 # -- pairs of (original, transformed) schemas, the documents of the consistency tasks -------------
@@ -213,7 +260,7 @@ class PairSpec:
     original: str  # dataset name
     transformed: tuple[str, ...]  # dataset names, concatenated
     problem_level: bool  # a problem transformation (else a schema transformation, e.g. inversion)
-    expected: int  # number of schema pairs
+    expected: int  # number of schema pairs (an original whose image is excluded has none)
     origin: str
 
 
@@ -229,12 +276,12 @@ PAIR_SPECS: dict[str, PairSpec] = {
         PairSpec("wsc266_inverted", "wsc266", ("wsc266_inverted",), False, 133,
                  "WSC266 and its inverted schemas (schema transformation)"),
         PairSpec("wsc266_nocands", "wsc266",
-                 ("wsc266_associative_nocands", "wsc266_nonassociative_nocands"), True, 133,
+                 ("wsc266_associative_nocands", "wsc266_nonassociative_nocands"), True, 130,
                  "WSC266 and its hand-made no-candidates perturbation"),
         PairSpec("wsc266_associative_nocands", "wsc266", ("wsc266_associative_nocands",), True,
-                 25, "associative subset of WSC266 and its no-candidates perturbation"),
+                 24, "associative subset of WSC266 and its no-candidates perturbation"),
         PairSpec("wsc266_nonassociative_nocands", "wsc266", ("wsc266_nonassociative_nocands",),
-                 True, 108, "non-associative subset of WSC266 and its no-candidates perturbation"),
+                 True, 106, "non-associative subset of WSC266 and its no-candidates perturbation"),
         PairSpec("winogrande_switched", "winogrande_twins", ("winogrande_switched",), True, 273,
                  "Winogrande twins whose candidates can be switched, and their switched form"),
         PairSpec("reid250_inverted", "reid250", ("reid250_inverted",), False, 125,
@@ -261,12 +308,32 @@ def _pairs_cached(name: str) -> tuple[tuple[Schema, Schema], ...]:
         f"wsc_tasks: pairs {name}: {len(pairs)} {spec.original} schemas matched with "
         f"{' + '.join(spec.transformed)}"
     )
+    unpaired = excluded_pairs(name)
+    if unpaired:
+        uids = ", ".join(f"{o.uid} ({t.uid})" for o, t, _ in unpaired)
+        log.info(
+            f"wsc_tasks: pairs {name}: {len(unpaired)} {spec.original} schema(s) have no pair, "
+            f"their transformed schema being excluded in the catalog: {uids}"
+        )
     return tuple(pairs)
 
 
 def load_pairs(name: str) -> list[tuple[Schema, Schema]]:
     """(original, transformed) schema pairs of a named pair dataset, matched and size-checked."""
     return list(_pairs_cached(name))
+
+
+def excluded_pairs(name: str) -> list[tuple[Schema, Schema, str]]:
+    """(original, excluded transformed schema, reason) for the schemas that ``load_pairs(name)``
+    lacks because ``excluded`` drops them from a transformed dataset."""
+    from .pairing import pair_schemas
+
+    spec = PAIR_SPECS[name]
+    dropped = [pair for dataset in spec.transformed for pair in excluded(dataset)]
+    if not dropped:
+        return []
+    originals = pair_schemas(load(spec.original), [s for s, _ in dropped], spec.problem_level)
+    return [(o, t, reason) for (o, t), (_, reason) in zip(originals, dropped, strict=True)]
 
 
 # -- Reid250, its inversion and its dyads (thesis §3.5–3.6) ---------------------------------------

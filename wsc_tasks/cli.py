@@ -139,9 +139,13 @@ def _data(args: argparse.Namespace) -> int:
                 f"{name:32s} {len(schemas):5d} documents {problems:5d} problems {groups:4d} schemas"
             )
     elif args.action == "audit":
-        from .audit import audit_catalog, format_audit
+        from .audit import audit_catalog, failures, format_audit
 
-        print(format_audit(audit_catalog()))
+        audits = audit_catalog()
+        print(format_audit(audits))
+        failed = failures(audits)
+        print(f"audit: {failed} failed check(s)" if failed else "audit: every check passed")
+        return 1 if failed else 0
     return 0
 
 

@@ -4,7 +4,9 @@ The thesis's data files give every problem its original-problem number (WSC273 n
 perturbation is compared with exactly the subset of the original that it perturbs: the 70
 switchable schemas for *switched*, the 87 symmetrical ones for *adjectival*. Datasets whose
 problems carry no number (the Winogrande twins and what is derived from them) are matched by
-schema id. Anything that does not match is an error naming the row, never a skipped pair.
+schema id. A transformed schema that does not match is an error naming the row, never a skipped
+pair; an original without a transformed schema (outside the perturbed subset, or its image
+excluded in the catalog as defective, logged there with the count) simply has no pair.
 """
 
 from __future__ import annotations
