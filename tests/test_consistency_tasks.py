@@ -45,9 +45,10 @@ SCORING = {"scoring": ["partial", "full", "smart"]}
         ("wsc266_adjectival", 87, "symmetrical"),
         ("wsc266_unbalanced", 133, "all"),
         ("wsc266_inverted", 133, "all"),
-        ("wsc266_nocands", 133, "all"),
-        ("wsc266_associative_nocands", 25, "associative"),
-        ("wsc266_nonassociative_nocands", 108, "non-associative"),
+        # the 3 schemas the catalog excludes from the hand-made no-cands files have no pair
+        ("wsc266_nocands", 130, "all but 3"),
+        ("wsc266_associative_nocands", 24, "associative but 1"),
+        ("wsc266_nonassociative_nocands", 106, "non-associative but 2"),
         ("reid250_inverted", 125, "all of Reid250"),
     ],
 )
@@ -63,9 +64,22 @@ def test_original_subsets_found_through_the_numbers_have_the_thesis_sizes(
             assert [p.number for p in original.problems] == [p.number for p in transformed.problems]
 
 
-def test_the_associative_subset_is_found_through_the_numbers(data_dir):
-    subsets = [associativity.subset(o) for o, _ in catalog.load_pairs("wsc266_nocands")]
+def test_the_associative_subset_is_found_through_the_numbers(data_dir, caplog):
+    catalog._pairs_cached.cache_clear()
+    with caplog.at_level("INFO", logger="lm_eval.wsc_tasks"):
+        pairs = catalog.load_pairs("wsc266_nocands")
+    subsets = [associativity.subset(o) for o, _ in pairs]
+    assert subsets.count("associative") == 24 and subsets.count("nonassociative") == 106
+    # the excluded schemas' originals complete the thesis's subsets: 25 and 108
+    unpaired = catalog.excluded_pairs("wsc266_nocands")
+    assert [(o.uid, t.uid) for o, t, _ in unpaired] == [("w96", "w24"), ("w45", "w39"),
+                                                        ("w97", "w73")]  # fmt: skip
+    subsets += [associativity.subset(o) for o, _, _ in unpaired]
     assert subsets.count("associative") == 25 and subsets.count("nonassociative") == 108
+    assert (
+        "pairs wsc266_nocands: 3 wsc266 schema(s) have no pair, their transformed schema being "
+        "excluded in the catalog: w96 (w24), w45 (w39), w97 (w73)" in caplog.text
+    )
 
 
 def _schema(uid: str, numbers: list[int | None], text: str = "A _ B") -> Schema:
@@ -309,6 +323,8 @@ def test_consistency_tasks_equal_recomputation_from_the_underlying_samples(run):
     _check_associativity(run["results"], run["samples"])
     assert run["results"]["wsc266_switched_consistency"]["n_pairs,none"] == 70
     assert run["results"]["winogrande_switched_consistency"]["n_pairs,none"] == 273
+    assert run["results"]["wsc266_nocands_consistency"]["n_pairs,none"] == 130
+    assert run["results"]["wsc266_associativity"]["n_pairs,none"] == 130
 
 
 @pytest.mark.slow
