@@ -71,6 +71,7 @@ class Reporter:
 
     def __init__(self, runs: Sequence[Run], out: Path, iters: int, seed: int) -> None:
         self.runs, self.out, self.iters, self.seed = list(runs), out, iters, seed
+        self.styles = figures.palette([run.label for run in self.runs])  # one colour per model
 
     # -- estimates -------------------------------------------------------------------------------
     def estimate(self, values: Sequence[Any], form: Callable, null: float | None = None):
@@ -522,7 +523,8 @@ class Reporter:
         ylabel: str = "accuracy",
     ) -> None:
         """Draw ``figures/<stem>.png|svg`` and list it in the section under ``caption``."""
-        figures.bar_chart(bars, title, self.out / "figures" / stem, chance=chance, ylabel=ylabel)
+        path = self.out / "figures" / stem
+        figures.forest(bars, title, path, chance=chance, xlabel=ylabel, styles=self.styles)
         section.figures.append((stem, caption))
 
     # -- output ----------------------------------------------------------------------------------
