@@ -81,9 +81,11 @@ def forest(
     header, footer = 0.75 + 0.25 * math.ceil(len(series) / 4), 0.6
     height = header + footer + row_height * max(len(rows), 1)
     figure, axes = plt.subplots(1, max(len(panels), 1), figsize=(width, height), squeeze=False)
-    offsets = [0.0] if len(series) == 1 else [
-        -0.35 + 0.7 * i / (len(series) - 1) for i in range(len(series))
-    ]
+    offsets = (
+        [0.0]
+        if len(series) == 1
+        else [-0.35 + 0.7 * i / (len(series) - 1) for i in range(len(series))]
+    )
     for axis, panel in zip(axes.flat, panels, strict=True):
         for row in range(0, len(rows), 2):
             axis.axhspan(row - 0.5, row + 0.5, color="0.94", zorder=0, linewidth=0)
@@ -154,4 +156,9 @@ def inline_svg(path: Path, prefix: str) -> str:
     text = re.sub(r'\bid="', f'id="{prefix}-', text)
     text = re.sub(r"url\(#", f"url(#{prefix}-", text)
     text = re.sub(r'href="#', f'href="#{prefix}-', text)
-    return re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"', r'<svg\1 class="figure"', text, 1)
+    return re.sub(
+        r'<svg([^>]*?) width="([^"]*)" height="[^"]*"',
+        r'<svg\1 class="figure" style="max-width: \2"',
+        text,
+        count=1,
+    )
