@@ -78,7 +78,9 @@ def forest(
     label_width = min(0.4 + 0.075 * max((len(r) for r in rows), default=4), 5.0)
     width = min(label_width + PANEL_WIDTH * max(len(panels), 1) + 0.3, MAX_WIDTH)
     row_height = 0.12 + 0.13 * len(series)
-    header, footer = 0.75 + 0.25 * math.ceil(len(series) / 4), 0.6
+    entries = len(series) + (1 if chance and any(p in chance for p in panels) else 0)
+    columns = max(1, min(entries, int(width / (0.6 + 0.075 * max(map(len, series), default=6)))))
+    header, footer = 0.75 + 0.25 * math.ceil(entries / columns), 0.6
     height = header + footer + row_height * max(len(rows), 1)
     figure, axes = plt.subplots(1, max(len(panels), 1), figsize=(width, height), squeeze=False)
     offsets = (
@@ -123,7 +125,7 @@ def forest(
     if chance and any(p in chance for p in panels):
         handles.append(Line2D([], [], color="0.35", linestyle="--", label="chance"))
     figure.legend(
-        handles=handles, loc="upper center", ncol=min(len(handles), 4), fontsize=FONT,
+        handles=handles, loc="upper center", ncol=columns, fontsize=FONT,
         frameon=False, bbox_to_anchor=(0.5, 1 - 0.45 / height),
     )  # fmt: skip
     figure.suptitle(title, fontsize=FONT + 2, y=1 - 0.12 / height, va="top")
