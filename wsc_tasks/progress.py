@@ -11,10 +11,11 @@ import sys
 from tqdm import tqdm
 
 
-def progress(total: int, description: str, quiet: bool = False) -> tqdm:
+def progress(total: int, description: str, unit: str, quiet: bool = False) -> tqdm:
     return tqdm(
         total=total,
         desc=description,
+        unit=f" {unit}",
         file=sys.stderr,
         disable=True if quiet else None,  # None: off when stderr is not a terminal
         dynamic_ncols=True,

@@ -564,7 +564,7 @@ class Reporter:
         finally:
             self._dry = False
             logging.disable(logging.NOTSET)
-        with progress(self._count, "report: bootstraps", self.quiet) as self._bar:
+        with progress(self._count, "report: bootstraps", "bootstrap", self.quiet) as self._bar:
             sections = [builder() for builder in builders]
         self._bar = None
         return sections
@@ -574,7 +574,7 @@ class Reporter:
         pairs = [(run, name) for name in sorted({n for r in self.runs for n in r.tasks})
                  for run in self.runs if name in run.tasks]  # fmt: skip
         found = []
-        with progress(len(pairs), "report: examples", self.quiet) as bar:
+        with progress(len(pairs), "report: examples", "task", self.quiet) as bar:
             for run, name in pairs:
                 item = examples.task_examples(run.tasks[name], run.label)
                 if item is not None:

@@ -260,7 +260,7 @@ def sweep(
     devices = cuda_devices() if devices is None else devices
     out.mkdir(parents=True, exist_ok=True)
     kwargs: dict[str, Any] = {"cache": cache, "retry_failed": retry_failed}
-    bar = progress(len(specs), "sweep: models", quiet)
+    bar = progress(len(specs), "sweep: models", "model", quiet)
     if accelerate or devices <= 1:
         processes = devices if accelerate and devices > 1 else 1
         states = {}
