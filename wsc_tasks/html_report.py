@@ -33,7 +33,8 @@ input.filter { margin: .2em 0; padding: 2px 4px; width: 20em; }
 svg.figure { width: 100%; height: auto; display: block; margin: .5em 0 1.5em; }
 details { margin: .3em 0; } summary { cursor: pointer; font-weight: bold; }
 .right { background: #d9f2d9; } .wrong { background: #f8d7d7; }
-.side { display: flex; gap: 1em; } .side > div { flex: 1; min-width: 0; }
+.side { display: flex; gap: 1em; } .side > div { flex: 1; min-width: 0; overflow-x: auto; }
+td.score { white-space: nowrap; }
 table.examples { width: 100%; } table.examples td.text { min-width: 18em; }
 table.examples tbody { border-top: 3px solid #999; }
 .muted { color: #666; } code { background: #f3f3f3; padding: 0 2px; }
@@ -135,8 +136,12 @@ def _problem_rows(problems: Sequence[ProblemView]) -> str:
             mark = " ✓" if i == p.label else ""
             kind = ("right" if i == p.label else "wrong") if i == first else ""
             cells.append(f'<td class="{kind}">{esc(option)}{mark}</td>')
-        cells.append(f"<td>{_scores(p.partial)}</td><td>{_scores(p.full)}</td>")
-        chosen = ", ".join(f"{m}: {c + 1}" for m, c in p.chosen.items())
+        cells.append(f'<td class="score">{_scores(p.partial)}</td>')
+        cells.append(f'<td class="score">{_scores(p.full)}</td>')
+        if list(p.chosen) == ["headline"]:
+            chosen = str(p.chosen["headline"] + 1)
+        else:
+            chosen = ", ".join(f"{m}: {c + 1}" for m, c in p.chosen.items())
         cells.append(f"<td>{esc(chosen)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     return "\n".join(out)
@@ -144,7 +149,7 @@ def _problem_rows(problems: Sequence[ProblemView]) -> str:
 
 EXAMPLE_HEAD = (
     "<thead><tr><th>problem</th><th>text</th><th>option 1</th><th>option 2</th>"
-    "<th>partial log P (1 / 2)</th><th>sentence log P (1 / 2)</th><th>chose</th></tr></thead>"
+    "<th>partial (1 / 2)</th><th>sentence (1 / 2)</th><th>chose</th></tr></thead>"
 )
 
 
@@ -196,10 +201,10 @@ EXAMPLES_TEXT = (
     "Per task and model, from the logged samples, in document order: schema groups the headline "
     "method solves (every problem right), half-solves and anti-solves (none right); for a "
     "consistency task, the problems whose answer flips under the perturbation; and the scoring "
-    "methods that disagree most. Scores of option 1 / option 2: the partial score log P(text "
-    "after the blank | text up to it) and the log-likelihood of the whole sentence (when the run "
-    "asked for it). ✓ marks the right option; the option the first method listed chose is green "
-    "when right, red when wrong."
+    "methods that disagree most. Scores of option 1 / option 2: partial, the log-likelihood "
+    "log P(text after the blank | text up to it); sentence, the log-likelihood of the whole "
+    "sentence (when the run asked for it). ✓ marks the right option; the option the headline "
+    "method (or the first method named under chose) picked is green when right, red when wrong."
 )
 
 
