@@ -18,7 +18,7 @@ from .figures import inline_svg
 from .tables import Table, display
 
 STYLE = """
-body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 0 1em;
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1500px; padding: 0 1em;
   color: #222; }
 h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: .4em 0 1.2em; font-size: 13px; }
@@ -34,7 +34,7 @@ svg.figure { width: 100%; height: auto; display: block; margin: .5em 0 1.5em; }
 details { margin: .3em 0; } summary { cursor: pointer; font-weight: bold; }
 .right { background: #d9f2d9; } .wrong { background: #f8d7d7; }
 .side { display: flex; gap: 1em; } .side > div { flex: 1; min-width: 0; overflow-x: auto; }
-td.score { white-space: nowrap; }
+td.score { white-space: nowrap; } .side td.text { min-width: 11em; }
 table.examples { width: 100%; } table.examples td.text { min-width: 18em; }
 table.examples tbody { border-top: 3px solid #999; }
 .muted { color: #666; } code { background: #f3f3f3; padding: 0 2px; }
