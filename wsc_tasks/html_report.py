@@ -93,12 +93,13 @@ def inline(text: str) -> str:
 def table_html(table: Table) -> str:
     """A caption, a filter box and the sortable table, with the Markdown table's cell texts."""
     shown = display(table)
+    if isinstance(shown, tuple):  # (headers, rows), as main's tables.display now returns
+        headers, cells = shown
+    else:  # a pandas DataFrame of texts
+        headers, cells = list(shown.columns), shown.itertuples(index=False)
     ident = f"table-{table.name}"
-    head = "".join(f"<th>{esc(c)}</th>" for c in shown.columns)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>\n"
-        for row in shown.itertuples(index=False)
-    )
+    head = "".join(f"<th>{esc(c)}</th>" for c in headers)
+    rows = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>\n" for row in cells)
     note = f"<p>{inline(table.note)}</p>" if table.note else ""
     return (
         f'<p class="caption">{inline(table.title)}</p>\n'
