@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import ratios, stats
+from . import html_report, ratios, stats
 from .runs import Run, load_run
 from .sweep import DONE, ERROR, ModelSpec
 from .tables import Delta, Interval, Table, markdown, markdown_grid, numeric
@@ -142,16 +142,13 @@ def write(specs: Sequence[ModelSpec], out: Path, task: str, iters: int, seed: in
     missing = [r.label for r in runs if _outcomes(r, task, "schema_acc") is None]
     problems += [(name, f"no samples of {task}") for name in missing]
     ranking, matrix = tables(runs, task, iters, seed)
-    lines = [
-        "# Leaderboard",
-        "",
+    intro = (
         f"Ranking task `{task}`. A: schema accuracy, a: problem accuracy, each with a 95% "
         f"percentile interval of a bootstrap over schemas (R = {iters}, seed {seed}) and p against "
         "chance; `A − next`: paired difference with the next model down and its p. `A <task>`: "
-        "schema accuracy on a control baseline; `C <perturbation>`: schema consistency.",
-        "",
-        markdown(ranking),
-    ]
+        "schema accuracy on a control baseline; `C <perturbation>`: schema consistency."
+    )
+    lines = ["# Leaderboard", "", intro, "", markdown(ranking)]
     if len(ranking.rows) > 1:
         lines += ["", markdown(matrix)]
     if problems:
@@ -165,4 +162,18 @@ def write(specs: Sequence[ModelSpec], out: Path, task: str, iters: int, seed: in
     if "rank" in frame:
         frame["rank"] = frame["rank"].astype("Int64")
     frame.to_csv(csv, index=False, lineterminator="\n")
-    return [md, csv]
+    return [md, csv, _write_html(out, intro, ranking, matrix, problems)]
+
+
+def _write_html(
+    out: Path, intro: str, ranking: Table, matrix: Table, problems: list[tuple[str, str]]
+) -> Path:
+    """``leaderboard.html``: the same tables, sortable and filterable, in one page."""
+    status = Table("status", "Models without a result", ["model", "status"])
+    status.rows = [[name, why] for name, why in problems]
+    shown = [ranking, *([matrix] if len(ranking.rows) > 1 else []), *([status] if problems else [])]
+    body = ["<h1>Leaderboard</h1>", f"<p>{html_report.inline(intro)}</p>"]
+    body += [html_report.table_html(table) for table in shown]
+    path = out / "leaderboard.html"
+    path.write_text(html_report.page("Leaderboard", "\n".join(body)), encoding="utf-8")
+    return path

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import figures, ratios, stats
+from . import examples, figures, html_report, ratios, stats
 from .figures import Bar
 from .metrics import SchemaOutcome, restrict
+from .progress import progress
 from .runs import Run, RunError, TaskRun, load_run, parse_folder_argument, try_pair_documents
 from .tables import Delta, Interval, Table, markdown, write
 
@@ -69,12 +70,17 @@ METHOD_COLUMNS = (("acc", False), ("acc", True), ("schema_acc", False), ("schema
 class Reporter:
     """Builds the sections from loaded runs; all bootstraps share ``iters`` and ``seed``."""
 
-    def __init__(self, runs: Sequence[Run], out: Path, iters: int, seed: int) -> None:
+    def __init__(
+        self, runs: Sequence[Run], out: Path, iters: int, seed: int, quiet: bool = False
+    ) -> None:
         self.runs, self.out, self.iters, self.seed = list(runs), out, iters, seed
+        self.quiet = quiet  # no progress bars (they are off anyway when stderr is not a terminal)
+        self._dry, self._count, self._bar = False, 0, None
+        self.styles = figures.palette([run.label for run in self.runs])  # one colour per model
 
     # -- estimates -------------------------------------------------------------------------------
     def estimate(self, values: Sequence[Any], form: Callable, null: float | None = None):
-        return stats.bootstrap(values, form, null=null, iters=self.iters, seed=self.seed)
+        return self._bootstrap(stats.bootstrap, values, form, null=null)
 
     def interval(self, values: Sequence[Any] | None, form: Callable, p: bool = False):
         if not values:
@@ -85,14 +91,24 @@ class Reporter:
     def paired(self, first: Sequence[Any], second: Sequence[Any], form: Callable) -> Delta | None:
         if not first:
             return None
-        return Delta(stats.paired_difference(first, second, form, iters=self.iters, seed=self.seed))
+        return Delta(self._bootstrap(stats.paired_difference, first, second, form))
 
     def unpaired(self, first: Sequence[Any], second: Sequence[Any], form: Callable):
         if not first or not second:
             return None
-        return Delta(
-            stats.unpaired_difference(first, second, form, iters=self.iters, seed=self.seed)
-        )
+        return Delta(self._bootstrap(stats.unpaired_difference, first, second, form))
+
+    def _bootstrap(self, function: Callable, *args: Any, **kwargs: Any) -> stats.Estimate:
+        """Every bootstrap of the report: only counted in the dry run that sizes the progress
+        bar, else computed with the report's ``iters`` and ``seed``."""
+        if self._dry:
+            self._count += 1
+            nan = float("nan")
+            return stats.Estimate(nan, nan, nan, nan, None, None, 0, 0)
+        found = function(*args, iters=self.iters, seed=self.seed, **kwargs)
+        if self._bar is not None:
+            self._bar.update()
+        return found
 
     def compare(self, first: TaskRun, second: TaskRun, metric: str, equal: bool = False):
         """first − second: paired on the schemas both share when they share them all."""
@@ -522,30 +538,65 @@ class Reporter:
         ylabel: str = "accuracy",
     ) -> None:
         """Draw ``figures/<stem>.png|svg`` and list it in the section under ``caption``."""
-        figures.bar_chart(bars, title, self.out / "figures" / stem, chance=chance, ylabel=ylabel)
+        if self._dry:
+            return
+        path = self.out / "figures" / stem
+        figures.forest(bars, title, path, chance=chance, xlabel=ylabel, styles=self.styles)
         section.figures.append((stem, caption))
 
     # -- output ----------------------------------------------------------------------------------
     def build(self) -> list[Section]:
-        return [
-            self.overview(),
-            self.methods(),
-            self.perturbations(),
-            self.consistency(),
-            self.associativity(),
-            self.reid(),
-            self.models(),
+        builders = [
+            self.overview,
+            self.methods,
+            self.perturbations,
+            self.consistency,
+            self.associativity,
+            self.reid,
+            self.models,
         ]
+        # a dry run without bootstraps counts them, so the bar can estimate the time left
+        self._dry, self._count = True, 0
+        logging.disable(logging.WARNING)  # its warnings come again in the real run
+        try:
+            for builder in builders:
+                builder()
+        finally:
+            self._dry = False
+            logging.disable(logging.NOTSET)
+        with progress(self._count, "report: bootstraps", "bootstrap", self.quiet) as self._bar:
+            sections = [builder() for builder in builders]
+        self._bar = None
+        return sections
+
+    def examples(self) -> list[examples.TaskExamples]:
+        """The examples section's content: every task with schema samples, every model."""
+        pairs = [(run, name) for name in sorted({n for r in self.runs for n in r.tasks})
+                 for run in self.runs if name in run.tasks]  # fmt: skip
+        found = []
+        with progress(len(pairs), "report: examples", "task", self.quiet) as bar:
+            for run, name in pairs:
+                item = examples.task_examples(run.tasks[name], run.label)
+                if item is not None:
+                    found.append(item)
+                bar.update()
+        return found
 
     def write(self) -> Path:
         sections = self.build()
-        lines = [
-            "# Winograd-schema evaluation report",
-            "",
+        intro = (
             "Made by `wsc-tasks report` from lm-eval `--log_samples` outputs. Intervals: 95% "
             f"percentile intervals of a bootstrap over schemas (lm-eval documents), R = "
             f"{self.iters}, seed {self.seed}; p: Monte Carlo (k + 1)/(R + 1) (thesis §3.8), one "
-            "significant digit. Differences between conditions on the same schemas are paired.",
+            "significant digit. Differences between conditions on the same schemas are paired."
+        )
+        lines = [
+            "# Winograd-schema evaluation report",
+            "",
+            intro,
+            "",
+            "The same report as one page, with sortable and filterable tables, the figures and "
+            "examples of the schemas behind the numbers: [`report.html`](report.html).",
             "",
             "| model | lm-eval model | model_args | tasks |",
             "|---|---|---|---:|",
@@ -567,6 +618,38 @@ class Reporter:
                 lines += [f"![{caption}](figures/{stem}.png)", ""]
         path = self.out / "report.md"
         path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+        self.write_html(intro, sections)
+        return path
+
+    def write_html(self, intro: str, sections: Sequence[Section]) -> Path:
+        """``report.html``: report.md's sections as one self-contained page, plus examples."""
+        runs = Table("runs", "Models", ["model", "lm-eval model", "model_args", "tasks"])
+        runs.rows = [[r.label, r.model, r.model_args, len(r.tasks)] for r in self.runs]
+        titles = [s.title for s in sections] + ["Examples"]
+        toc = "".join(f'<li><a href="#s{i}">{html_report.esc(t)}</a></li>' for i, t in
+                      enumerate(titles))  # fmt: skip
+        body = [
+            "<h1>Winograd-schema evaluation report</h1>",
+            f"<p>{html_report.inline(intro)}</p>",
+            html_report.table_html(runs),
+            f"<ul>{toc}</ul>",
+        ]
+        for i, section in enumerate(sections):
+            body.append(f'<h2 id="s{i}">{html_report.esc(section.title)}</h2>')
+            if section.skipped:
+                body.append(f"<p>Skipped: {html_report.inline(section.skipped)}.</p>")
+                continue
+            if section.text:
+                body.append(f"<p>{html_report.inline(section.text)}</p>")
+            body += [html_report.table_html(table) for table in section.tables]
+            for stem, caption in section.figures:
+                svg = self.out / "figures" / f"{stem}.svg"
+                body.append(html_report.figure_html(svg, caption))
+        body.append(f'<h2 id="s{len(sections)}">Examples</h2>')
+        body.append(html_report.examples_html(self.examples()))
+        path = self.out / "report.html"
+        text = html_report.page("Winograd-schema evaluation report", "\n".join(body))
+        path.write_text(text, encoding="utf-8")
         return path
 
 
@@ -648,12 +731,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="wsc-tasks report",
         description="Thesis-style tables (Markdown, CSV, LaTeX), figures (PNG, SVG) and a "
-        "Markdown report from lm-eval output folders run with --log_samples.",
+        "Markdown report (and the same as one HTML page) from lm-eval output folders run with "
+        "--log_samples.",
     )
     parser.add_argument("folders", nargs="+", metavar="[LABEL=]DIR", help="one folder per model")
     parser.add_argument("--out", required=True, help="folder for report.md, tables/, figures/")
     parser.add_argument("--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R")
     parser.add_argument("--seed", type=int, default=stats.DEFAULT_SEED)
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     runs = []
     for text in args.folders:
@@ -665,6 +750,6 @@ def main(argv: list[str] | None = None) -> int:
     labels = [r.label for r in runs]
     if len(set(labels)) != len(labels):
         parser.error(f"two folders have the same label ({labels}); use LABEL=DIR")
-    path = Reporter(runs, Path(args.out), args.iters, args.seed).write()
+    path = Reporter(runs, Path(args.out), args.iters, args.seed, quiet=args.quiet).write()
     print(path)
     return 0

@@ -40,6 +40,7 @@ class TaskRun:
     docs: list[dict[str, Any]] = field(default_factory=list)
     values: dict[str, list[Any]] = field(default_factory=dict)
     forms: dict[str, ratios.Form] = field(default_factory=dict)
+    samples: Path | None = None  # the samples file, read again for the report's examples
 
     def reported(self, metric: str) -> float | None:
         value = self.row.get(f"{metric},none")
@@ -95,7 +96,7 @@ def _read_samples(path: Path) -> list[dict[str, Any]]:
 
 
 def _task_run(task: str, row: dict[str, Any], samples: Path | None) -> TaskRun:
-    run = TaskRun(task, row)
+    run = TaskRun(task, row, samples=samples)
     if samples is None:
         log.warning(f"wsc_tasks: {task}: no samples file (run with --log_samples): no intervals")
         return run

@@ -36,6 +36,8 @@ from typing import Any
 
 import yaml
 
+from .progress import progress
+
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 DONE, ERROR, SPEC, LOG = "done.json", "error.txt", "spec.json", "log.txt"
@@ -252,17 +254,24 @@ def sweep(
     retry_failed: bool = False,
     accelerate: bool = False,
     devices: int | None = None,
+    quiet: bool = False,
 ) -> dict[str, str]:
     """Run every model (in parallel over CUDA devices when there are several); name -> status."""
     devices = cuda_devices() if devices is None else devices
     out.mkdir(parents=True, exist_ok=True)
     kwargs: dict[str, Any] = {"cache": cache, "retry_failed": retry_failed}
+    bar = progress(len(specs), "sweep: models", "model", quiet)
     if accelerate or devices <= 1:
         processes = devices if accelerate and devices > 1 else 1
-        return {
-            s.name: run_model(s, out, tasks, passthrough, processes=processes, **kwargs)
-            for s in specs
-        }
+        states = {}
+        with bar:
+            for spec in specs:
+                bar.set_postfix_str(spec.name)
+                states[spec.name] = run_model(
+                    spec, out, tasks, passthrough, processes=processes, **kwargs
+                )
+                bar.update()
+        return states
     free = list(range(devices))
     lock = threading.Lock()
 
@@ -275,8 +284,9 @@ def sweep(
         finally:
             with lock:
                 free.append(device)
+                bar.update()
 
-    with ThreadPoolExecutor(max_workers=devices) as pool:
+    with bar, ThreadPoolExecutor(max_workers=devices) as pool:
         states = list(pool.map(one, specs))
     return {s.name: state for s, state in zip(specs, states, strict=True)}
 
@@ -288,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="wsc-tasks sweep",
         description="Run lm-eval on every model of MODELS_FILE (resumable) and write "
-        "<out>/leaderboard.md and .csv. Unknown flags go to every lm-eval run.",
+        "<out>/leaderboard.md, .csv and .html. Unknown flags go to every lm-eval run.",
     )
     parser.add_argument("models_file", help="YAML or text list of models (see wsc_tasks.sweep)")
     parser.add_argument("--out", default="results", help="one folder per model under it")
@@ -301,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cache", action="store_true", help="no lm-eval request cache")
     parser.add_argument("--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R")
     parser.add_argument("--seed", type=int, default=stats.DEFAULT_SEED)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar over the models")
     args, passthrough = parser.parse_known_args(argv)
     try:
         specs = read_models(args.models_file)
@@ -315,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         cache=not args.no_cache,
         retry_failed=args.retry_failed,
         accelerate=args.accelerate,
+        quiet=args.quiet,
     )
     paths = leaderboard.write(specs, out, args.rank_task, args.iters, args.seed)
     for name, state in states.items():

@@ -1,0 +1,180 @@
+"""report.html and leaderboard.html: content, examples, and a real browser (headless Chromium).
+
+The reports are built from a cut-down copy of the committed SmolLM2 and chance outputs
+(results/*/lm_eval: three WSC266 tasks), so no model runs. The browser test needs Debian's
+``chromium`` and ``chromium-driver``; without them it is skipped, unless
+WSC_TASKS_REQUIRE_BROWSER=1 (CI), where it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from wsc_tasks import examples, leaderboard, report
+from wsc_tasks.problems import Problem
+from wsc_tasks.sweep import DONE, ModelSpec
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+MODELS = ("smollm2-135m", "chance")
+TASKS = ("wsc266", "wsc266_switched", "wsc266_switched_consistency")
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+
+
+def _cut_down(source: Path, target: Path) -> None:
+    """The results JSON restricted to TASKS, with those tasks' samples files."""
+    for path in source.rglob("results_*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["results"] = {t: data["results"][t] for t in TASKS}
+        data["groups"] = {}
+        folder = target / path.parent.relative_to(source)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / path.name).write_text(json.dumps(data), encoding="utf-8")
+        stamp = path.name[len("results_") : -len(".json")]
+        for task in TASKS:
+            name = f"samples_{task}_{stamp}.jsonl.gz"
+            shutil.copy(path.parent / name, folder / name)
+
+
+@pytest.fixture(scope="module")
+def sweep_out(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sweep")
+    for name in MODELS:
+        _cut_down(RESULTS / name / "lm_eval", out / name / "lm_eval")
+        (out / name / DONE).write_text("{}\n")
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(sweep_out, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("report")
+    folders = [f"{name}={sweep_out / name / 'lm_eval'}" for name in MODELS]
+    assert report.main([*folders, "--iters", "200", "--quiet", "--out", str(out)]) == 0
+    return out
+
+
+def test_option_scores_are_read_back_from_the_logged_requests():
+    problem = Problem("p1", ("Tom thanked Bill because ", " helped."), (("Tom",), ("Bill",)), 1)
+    row = {
+        "arguments": {
+            "gen_args_0": {"arg_0": "Tom thanked Bill because Tom", "arg_1": " helped."},
+            "gen_args_1": {"arg_0": "", "arg_1": "Tom thanked Bill because Tom helped."},
+            "gen_args_2": {"arg_0": "Tom thanked Bill because Bill", "arg_1": " helped."},
+        },
+        "resps": [[["-3.5", "False"]], [["-20.25", "False"]], [["-1.5", "False"]]],
+    }
+    scores = examples.request_scores(row)
+    shown = examples.view(problem, scores, {"headline": 1})
+    assert shown.text == "Tom thanked Bill because ___ helped."
+    assert shown.partial == (-3.5, -1.5)
+    assert shown.full is None  # the second option's sentence was not asked for
+    assert shown.options == ("Tom", "Bill") and shown.chosen == {"headline": 1}
+
+
+def test_examples_of_a_schema_task_and_of_a_consistency_task(sweep_out):
+    from wsc_tasks.runs import load_run
+
+    run = load_run(sweep_out / "smollm2-135m" / "lm_eval", "smollm2-135m")
+    found = examples.task_examples(run.tasks["wsc266"], "smollm2-135m")
+    # 39 + 86 + 8 = 133 schemas; A = 39/133 = 0.293 and A'' = 8/133 in results/report
+    assert found.counts == {"solved": 39, "half-solved": 86, "anti-solved": 8}
+    assert [len(found.categories[k]) for k in examples.CATEGORIES] == [3, 3, 3]
+    first = found.categories["anti-solved"][0][0]  # w1a: both problems wrong
+    assert first.uid == "w1a" and first.label == 0 and first.chosen == {"headline": 1}
+    assert first.partial == pytest.approx((-15.4591646194458, -15.398317337036133))
+    a, b, differ, of = found.disagreements[0]
+    assert (a, b, differ, of) == ("partial", "full", 104, 266)
+    pairs = examples.task_examples(run.tasks["wsc266_switched_consistency"], "smollm2-135m")
+    # c = 0.543 on 140 problems: 76 consistent, 64 flip
+    assert pairs.n_pairs == 70 and pairs.n_flips == 64 and not pairs.schema_level
+    left, right = pairs.flips[0]
+    assert [p.uid for p in left] == ["w3a", "w3b"] and right[0].options == ("Susan", "Joan")
+
+
+def test_report_html_is_self_contained_with_every_section(built):
+    page = (built / "report.html").read_text(encoding="utf-8")
+    markdown = (built / "report.md").read_text(encoding="utf-8")
+    for title in re.findall(r"^## (.+)$", markdown, flags=re.M):
+        assert f">{title}</h2>" in page.replace("&#x27;", "'"), title
+    assert "[`report.html`](report.html)" in markdown
+    assert page.count("<svg") == len(re.findall(r"^!\[", markdown, flags=re.M)) > 0
+    assert not re.search(r"""(src|href)=["'](?!#)""", page)  # nothing fetched at view time
+    assert "<link" not in page and "@import" not in page
+    assert "Joan made sure to thank Susan for all the help ___ had received." in page
+    assert 'id="table-overview"' in page and page.count('class="filter"') >= 5
+
+
+def test_leaderboard_html(sweep_out):
+    specs = [ModelSpec(name) for name in MODELS]
+    paths = leaderboard.write(specs, sweep_out, "wsc266", 200, 0)
+    page = paths[-1].read_text(encoding="utf-8")
+    assert paths[-1].name == "leaderboard.html"
+    assert 'id="table-leaderboard"' in page and 'id="table-leaderboard_pairwise"' in page
+    assert "<td>smollm2-135m</td>" in page and "0.293 [" in page
+
+
+def _browser():
+    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
+        message = "needs Chromium: apt-get install -y chromium chromium-driver"
+        if os.environ.get("WSC_TASKS_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"WSC_TASKS_REQUIRE_BROWSER=1 but {message}")
+        pytest.skip(message)
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    profile = tempfile.mkdtemp(prefix="wsc-chromium-")
+    for flag in (
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={profile}", "--window-size=1300,1000",
+    ):  # fmt: skip
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    return driver, profile
+
+
+def _column(driver, table: str, index: int) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    rows = driver.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")
+    return [r.find_elements(By.TAG_NAME, "td")[index].text for r in rows if r.is_displayed()]
+
+
+def test_report_html_in_chromium(built):
+    from selenium.webdriver.common.by import By
+
+    driver, profile = _browser()
+    try:
+        driver.get((built / "report.html").as_uri())
+        assert driver.title == "Winograd-schema evaluation report"
+        heads = driver.find_elements(By.CSS_SELECTOR, "#table-overview thead th")
+        names = [h.text for h in heads]
+        column = names.index("a")
+        heads[column].click()
+        values = [float(v.split()[0]) for v in _column(driver, "table-overview", column)]
+        assert values == sorted(values) and len(values) == 4  # 2 models × 2 accuracy tasks
+        heads[column].click()
+        values = [float(v.split()[0]) for v in _column(driver, "table-overview", column)]
+        assert values == sorted(values, reverse=True)
+        shot = Path(os.environ.get("WSC_TASKS_SCREENSHOT_DIR", built)) / "report_html.png"
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        box = driver.find_element(By.CSS_SELECTOR, 'input[data-table="table-overview"]')
+        box.send_keys("chance")
+        assert set(_column(driver, "table-overview", names.index("model"))) == {"chance"}
+        figures = driver.find_elements(By.CSS_SELECTOR, "svg.figure")
+        assert figures and all(f.size["width"] > 300 for f in figures)
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
