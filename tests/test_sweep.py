@@ -111,3 +111,41 @@ def test_killed_sweep_resumes_to_the_same_leaderboard(tmp_path, data_dir):
     before = (out / "chance1" / "done.json").stat().st_mtime_ns
     assert sweep.main(_sweep_argv(models, out)) == 1
     assert (out / "chance1" / "done.json").stat().st_mtime_ns == before
+
+
+def _tiny_gpt2(folder: Path, seed: int) -> None:
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from conftest import gpt2_tokenizer
+
+    torch.manual_seed(seed)
+    config = GPT2Config(vocab_size=50257, n_positions=128, n_embd=16, n_layer=1, n_head=2)
+    GPT2LMHeadModel(config).eval().save_pretrained(folder)
+    gpt2_tokenizer().save_pretrained(folder)
+
+
+def _responses(folder: Path) -> list:
+    import gzip
+
+    [path] = folder.rglob("samples_*.jsonl.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line)["resps"] for line in handle]
+
+
+@pytest.mark.slow
+def test_new_weights_at_the_same_path_never_read_the_old_cache(tmp_path, data_dir):
+    """A model re-saved at the same path is a new model: its requests are not served from the
+    cache of the old weights (before, every request was, and the new row had the old scores)."""
+    model = tmp_path / "model"
+    _tiny_gpt2(model, seed=1)
+    out = tmp_path / "out"
+    argv = [*_sweep_argv(tmp_path / "models.txt", out), "--limit", "4"]
+    (tmp_path / "models.txt").write_text(f"old hf pretrained={model}\n")
+    assert sweep.main(argv) == 0
+    _tiny_gpt2(model, seed=2)
+    (tmp_path / "models.txt").write_text(f"old hf pretrained={model}\nnew hf pretrained={model}\n")
+    assert sweep.main(argv) == 0
+    old, new = _responses(out / "old"), _responses(out / "new")
+    assert len(old) == len(new) == 4 and old != new
+    assert len(list((out / ".cache").glob("*.db"))) == 2

@@ -7,8 +7,9 @@ last ``done.json`` — or ``error.txt`` if the run failed. On a rerun a model wi
 the same spec is skipped, a failed one is skipped unless ``--retry-failed``, and anything else
 (an interrupted run) is cleared and run again. With several CUDA devices, models run in parallel
 one per device (``CUDA_VISIBLE_DEVICES``), or each across all devices with ``--accelerate``.
-lm-eval's request cache (``--use_cache``) is on per model and model arguments, so two scoring
-setups of one model share its model calls.
+lm-eval's request cache (``--use_cache``) is on per model (``cache_key``: model type, model arguments,
+and a fingerprint of the weight and tokenizer files or the Hub commit), so two scoring setups of
+one model share its model calls and a changed model never reads an old entry.
 
 Models file: YAML, a list of ``{name, model (default hf), model_args, metadata}``
 (``model_args: default`` is the embedded SmolLM2-135M; ``default,seed=1`` for ``wsc-chance`` gives
@@ -126,6 +127,66 @@ def resolved_args(spec: ModelSpec) -> str:
     return ",".join(default_model_args() if a == "default" else a for a in items)
 
 
+# model arguments that name weights or a tokenizer: a local path, or a Hub id
+MODEL_FILE_ARGS = ("pretrained", "tokenizer", "peft", "delta", "gguf_file")
+
+
+def _files_fingerprint(path: Path) -> list[tuple[str, int, int]]:
+    """(relative name, size, mtime in ns) of every file under ``path`` (or of ``path`` itself);
+    hidden folders and Python byte code are left out (they change without the model changing)."""
+    if path.is_file():
+        stat = path.stat()
+        return [(path.name, stat.st_size, stat.st_mtime_ns)]
+    found = []
+    for file in sorted(path.rglob("*")):
+        relative = file.relative_to(path)
+        if any(part.startswith(".") or part == "__pycache__" for part in relative.parts[:-1]):
+            continue
+        if file.is_file() and file.suffix != ".pyc":
+            stat = file.stat()
+            found.append((relative.as_posix(), stat.st_size, stat.st_mtime_ns))
+    return found
+
+
+def _hub_commit(repo: str, revision: str | None) -> str | None:
+    """The commit a Hub id resolves to in the local Hugging Face cache (offline), if cached."""
+    if revision and re.fullmatch(r"[0-9a-f]{40}", revision):
+        return revision
+    try:
+        from huggingface_hub.constants import HF_HUB_CACHE
+    except ImportError:  # pragma: no cover - a dependency of transformers
+        return None
+    ref = Path(HF_HUB_CACHE) / f"models--{repo.replace('/', '--')}" / "refs" / (revision or "main")
+    return ref.read_text(encoding="utf-8").strip() if ref.is_file() else None
+
+
+def model_fingerprint(args: str) -> dict[str, Any]:
+    """What identifies the weights and tokenizer named in ``args`` (``key=value,…``): for a local
+    path the size and modification time of each of its files, for a Hub id its cached commit
+    (else the id and ``revision=`` as given)."""
+    values = dict(item.split("=", 1) for item in args.split(",") if "=" in item)
+    found: dict[str, Any] = {}
+    for key in MODEL_FILE_ARGS:
+        value = values.get(key)
+        if not value:
+            continue
+        path = Path(value).expanduser()
+        if key == "gguf_file" and not path.is_absolute():
+            continue  # a file inside pretrained=, covered by its folder
+        if path.exists():
+            found[key] = _files_fingerprint(path)
+        elif key != "gguf_file":
+            found[key] = {"hub": value, "commit": _hub_commit(value, values.get("revision"))}
+    return found
+
+
+def cache_key(model: str, args: str) -> str:
+    """The request cache of one model: its lm-eval model type, arguments, and the fingerprint of
+    its weights and tokenizer, so a model re-saved at the same path never reads an old entry."""
+    identity = {"model": model, "args": args, "files": model_fingerprint(args)}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def run_command(
     spec: ModelSpec,
     folder: Path,
@@ -143,8 +204,7 @@ def run_command(
     if spec.metadata:
         command += ["--metadata", json.dumps(spec.metadata, sort_keys=True)]
     if cache is not None:
-        key = hashlib.sha256(f"{spec.model}\n{args}".encode()).hexdigest()[:16]
-        command += ["--use_cache", str(cache / key)]
+        command += ["--use_cache", str(cache / cache_key(spec.model, args))]
     command += passthrough
     if processes > 1:
         launch = [sys.executable, "-m", "accelerate.commands.launch"]
