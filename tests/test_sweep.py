@@ -115,9 +115,8 @@ def test_killed_sweep_resumes_to_the_same_leaderboard(tmp_path, data_dir):
 
 def _tiny_gpt2(folder: Path, seed: int) -> None:
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-
     from conftest import gpt2_tokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(seed)
     config = GPT2Config(vocab_size=50257, n_positions=128, n_embd=16, n_layer=1, n_head=2)

@@ -17,6 +17,8 @@ from pathlib import Path
 DEFAULT_TASKS = "wsc_group"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_BATCH_SIZE = "32"  # lm-eval's default of 1 leaves a CPU idle between short sentences
+VERBOSE_ENV = "WSC_TASKS_VERBOSE"  # 1: errors with their traceback (same as --verbose)
+MODEL_PATH_ARGS = ("pretrained", "tokenizer", "peft", "delta")
 
 
 def include_path() -> Path:
@@ -42,9 +44,44 @@ def _has(argv: list[str], *flags: str) -> bool:
     return any(a == f or a.startswith(f + "=") for a in argv for f in flags)
 
 
+def model_args_of(argv: list[str]) -> dict[str, str]:
+    """``key=value`` pairs of every ``--model_args`` in ``argv`` (comma- or space-separated)."""
+    texts, taking = [], False
+    for arg in argv:
+        if arg in ("--model_args", "--model-args", "-a"):
+            taking = True
+        elif arg.startswith(("--model_args=", "--model-args=")):
+            texts.append(arg.split("=", 1)[1])
+            taking = False
+        elif taking and not arg.startswith("-"):
+            texts.append(arg)
+        else:
+            taking = False
+    items = [item for text in texts for item in text.split(",") if "=" in item]
+    return dict(item.split("=", 1) for item in items)
+
+
+def check_model_paths(argv: list[str]) -> None:
+    """A model argument written as a local path must exist: otherwise transformers reads it as a
+    Hub id and fails with "Repo id must be in the form …", which hides the real mistake."""
+    for key, value in model_args_of(argv).items():
+        is_path = value.startswith(("/", "./", "../", "~")) or value.count("/") > 1
+        if key in MODEL_PATH_ARGS and is_path and not Path(value).expanduser().exists():
+            raise FileNotFoundError(
+                f"wsc-tasks: model path {value} ({key}=) does not exist; give an existing folder "
+                "or a Hub id (org/name)"
+            )
+
+
 def lm_eval_argv(passthrough: list[str]) -> list[str]:
-    """The ``lm_eval run`` arguments: the user's, plus include path, tasks and default model."""
+    """The ``lm_eval run`` arguments: the user's, plus include path, tasks and default model.
+
+    Flags these tasks cannot honour are refused here, before the model loads (``flags``)."""
+    from . import flags
+
     argv = list(passthrough)
+    flags.check_argv(argv)
+    check_model_paths(argv)
     if not _has(argv, "--model_args", "--model-args"):
         if _has(argv, "--model") and not _uses_hf(argv):
             raise SystemExit("wsc-tasks: a --model other than hf needs its --model_args")
@@ -142,7 +179,32 @@ def _data(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``wsc-tasks``: an error is one line on stderr (exit 2) unless ``--verbose`` (anywhere) or
+    ``WSC_TASKS_VERBOSE=1`` asks for the traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in argv or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+    if "--verbose" in argv:
+        os.environ[VERBOSE_ENV] = "1"  # sweeps pass it on to their runs
+    argv = [a for a in argv if a != "--verbose"]
+    try:
+        return _main(argv)
+    except Exception as error:
+        if verbose:
+            raise
+        print(one_line(error), file=sys.stderr)
+        return 2
+
+
+def one_line(error: BaseException) -> str:
+    """The error as the user needs it: its message, prefixed once with ``wsc-tasks: error:``."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, KeyError | AttributeError | TypeError | NameError):
+        text = f"{type(error).__name__}: {text}"
+    text = text.removeprefix("wsc-tasks: ")
+    return f"wsc-tasks: error: {text} (--verbose for the traceback)"
+
+
+def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="wsc-tasks",
         description="Winograd-schema tasks for lm-evaluation-harness.",
@@ -161,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         "summary", help="print a Markdown table of the newest lm-eval results file under a folder"
     )
     summary_parser.add_argument("path", help="an lm-eval --output_path folder or results_*.json")
+    parser.add_argument("--verbose", action="store_true", help="errors with their traceback")
     sub.add_parser(
         "run",
         add_help=False,

@@ -7,9 +7,9 @@ last ``done.json`` — or ``error.txt`` if the run failed. On a rerun a model wi
 the same spec is skipped, a failed one is skipped unless ``--retry-failed``, and anything else
 (an interrupted run) is cleared and run again. With several CUDA devices, models run in parallel
 one per device (``CUDA_VISIBLE_DEVICES``), or each across all devices with ``--accelerate``.
-lm-eval's request cache (``--use_cache``) is on per model (``cache_key``: model type, model arguments,
-and a fingerprint of the weight and tokenizer files or the Hub commit), so two scoring setups of
-one model share its model calls and a changed model never reads an old entry.
+lm-eval's request cache (``--use_cache``) is on per model (``cache_key``: model type, model
+arguments, and a fingerprint of the weight and tokenizer files or the Hub commit), so two scoring
+setups of one model share its model calls and a changed model never reads an old entry.
 
 Models file: YAML, a list of ``{name, model (default hf), model_args, metadata}``
 (``model_args: default`` is the embedded SmolLM2-135M; ``default,seed=1`` for ``wsc-chance`` gives
