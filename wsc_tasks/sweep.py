@@ -20,6 +20,8 @@ the chance model SmolLM2's tokens), or text, one model a line:
 from __future__ import annotations
 
 import argparse
+import ctypes
+import fcntl
 import gzip
 import hashlib
 import json
@@ -27,10 +29,15 @@ import logging
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +47,8 @@ import yaml
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 DONE, ERROR, SPEC, LOG = "done.json", "error.txt", "spec.json", "log.txt"
+SWEEP_LOCK, MODEL_LOCKS = ".sweep.lock", ".locks"  # under --out
+ERROR_LINE = re.compile(r"^([\w.]*(Error|Exception)\b|wsc-tasks: error:)")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -212,6 +221,78 @@ def run_command(
     return [sys.executable, "-m", "wsc_tasks.cli", "run", *command]
 
 
+class Busy(RuntimeError):
+    """An output folder another live process holds; the message names the holder."""
+
+
+def _holder(path: Path) -> str:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        return f"pid {found['pid']} on {found['host']}, started {found['started']}"
+    except (OSError, ValueError, KeyError):
+        return "another process"
+
+
+def _stamp(fd: int, pid: int) -> None:
+    holder = {"pid": pid, "host": socket.gethostname(), "started": time.strftime("%FT%T%z")}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(holder).encode(), 0)
+
+
+@contextmanager
+def hold(path: Path, what: str) -> Iterator[int]:
+    """An exclusive ``flock`` on ``path`` for the ``with`` block, or ``Busy`` naming its holder.
+
+    The kernel drops the lock when every process holding it has exited, ``kill -9`` included, so
+    no stale lock outlives a crash; a child started with the descriptor holds it too.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise Busy(f"{what} is in use by {_holder(path)}") from None
+    try:
+        _stamp(fd, os.getpid())
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _die_with_parent(parent: int) -> None:
+    """In the child before ``exec``: the kernel kills it when the sweep dies (Linux), and it
+    exits at once if the sweep is already gone."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _run_child(command: list[str], log_file: Path, env: dict[str, str] | None, lock: int) -> int:
+    """One model's run in its own process group that dies with the sweep; it inherits the
+    model's lock, so while it lives no resume clears its folder."""
+    parent = os.getpid()
+    with log_file.open("w", encoding="utf-8") as handle:
+        child = subprocess.Popen(
+            command,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            pass_fds=(lock,),
+            preexec_fn=lambda: _die_with_parent(parent),
+        )
+        _stamp(lock, child.pid)
+        try:
+            return child.wait()
+        except BaseException:  # Ctrl-C, SIGTERM: the whole group goes, not only the sweep
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            raise
+
+
 def _request(spec: ModelSpec, tasks: str, passthrough: list[str]) -> dict[str, Any]:
     return {"spec": asdict(spec), "tasks": tasks, "lm_eval_flags": passthrough}
 
@@ -240,10 +321,33 @@ def run_model(
     """Run one model unless already done; returns its final status."""
     folder = out / spec.name
     request = _request(spec, tasks, passthrough)
+    try:
+        with hold(out / MODEL_LOCKS / f"{spec.name}.lock", f"{folder}") as lock:
+            state = status(folder, request)
+            if state == "done" or (state == "failed" and not retry_failed):
+                log.info(f"wsc_tasks: sweep: {spec.name}: {state}, skipped")
+                return state
+            return _run_model(
+                spec, folder, request, tasks, passthrough, cache, env, processes, lock
+            )
+    except Busy as error:
+        log.warning(f"wsc_tasks: sweep: {spec.name}: not cleared nor run: {error}")
+        return "busy"
+
+
+def _run_model(
+    spec: ModelSpec,
+    folder: Path,
+    request: dict[str, Any],
+    tasks: str,
+    passthrough: list[str],
+    cache: bool,
+    env: dict[str, str] | None,
+    processes: int,
+    lock: int,
+) -> str:
+    """Clear ``folder`` and run the model into it (the caller holds the model's lock)."""
     state = status(folder, request)
-    if state == "done" or (state == "failed" and not retry_failed):
-        log.info(f"wsc_tasks: sweep: {spec.name}: {state}, skipped")
-        return state
     if folder.exists():
         log.info(f"wsc_tasks: sweep: {spec.name}: clearing an earlier {state} run")
         shutil.rmtree(folder)
@@ -251,20 +355,19 @@ def run_model(
     (folder / SPEC).write_text(json.dumps(request, indent=1, sort_keys=True) + "\n")
     try:
         command = run_command(
-            spec, folder, tasks, passthrough, out / ".cache" if cache else None, processes
+            spec, folder, tasks, passthrough, folder.parent / ".cache" if cache else None, processes
         )
     except SystemExit as error:  # e.g. the default model is not installed
         return _failed(folder, f"{error}")
     log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
-    with (folder / LOG).open("w", encoding="utf-8") as handle:
-        code = subprocess.run(
-            command, stdout=handle, stderr=subprocess.STDOUT, env=env, check=False
-        ).returncode
+    code = _run_child(command, folder / LOG, env, lock)
     results = list((folder / "lm_eval").rglob("results_*.json"))
     if code != 0 or not results:
         tail = (folder / LOG).read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
         why = "killed (out of memory?)" if code in (-9, 137) else f"exit status {code}"
-        errors = [line for line in tail if re.match(r"^[\w.]*(Error|Exception)\b", line)]
+        errors = [
+            line for line in tail if re.match(r"^([\w.]*(Error|Exception)\b|wsc-tasks:)", line)
+        ]
         if errors:
             why += f": {errors[-1]}"
         if not results and code == 0:
@@ -313,9 +416,26 @@ def sweep(
     accelerate: bool = False,
     devices: int | None = None,
 ) -> dict[str, str]:
-    """Run every model (in parallel over CUDA devices when there are several); name -> status."""
-    devices = cuda_devices() if devices is None else devices
+    """Run every model (in parallel over CUDA devices when there are several); name -> status.
+
+    The sweep holds ``<out>/.sweep.lock``: a second sweep on the same folder stops with ``Busy``
+    naming the holder (pid, host, start time) instead of writing into the same folders."""
     out.mkdir(parents=True, exist_ok=True)
+    with hold(out / SWEEP_LOCK, f"output folder {out}"):
+        return _sweep(specs, out, tasks, passthrough, cache, retry_failed, accelerate, devices)
+
+
+def _sweep(
+    specs: list[ModelSpec],
+    out: Path,
+    tasks: str,
+    passthrough: list[str],
+    cache: bool,
+    retry_failed: bool,
+    accelerate: bool,
+    devices: int | None,
+) -> dict[str, str]:
+    devices = cuda_devices() if devices is None else devices
     kwargs: dict[str, Any] = {"cache": cache, "retry_failed": retry_failed}
     if accelerate or devices <= 1:
         processes = devices if accelerate and devices > 1 else 1
@@ -339,6 +459,11 @@ def sweep(
     with ThreadPoolExecutor(max_workers=devices) as pool:
         states = list(pool.map(one, specs))
     return {s.name: state for s, state in zip(specs, states, strict=True)}
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    """SIGTERM ends the sweep like Ctrl-C: the running model's process group is killed first."""
+    raise SystemExit(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -367,15 +492,22 @@ def main(argv: list[str] | None = None) -> int:
     except (ModelsFileError, yaml.YAMLError, OSError) as error:
         parser.error(str(error))
     out = Path(args.out)
-    states = sweep(
-        specs,
-        out,
-        args.tasks,
-        passthrough,
-        cache=not args.no_cache,
-        retry_failed=args.retry_failed,
-        accelerate=args.accelerate,
-    )
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        states = sweep(
+            specs,
+            out,
+            args.tasks,
+            passthrough,
+            cache=not args.no_cache,
+            retry_failed=args.retry_failed,
+            accelerate=args.accelerate,
+        )
+    except Busy as error:
+        print(f"wsc-tasks sweep: error: {error}; wait for it or use another --out", file=sys.stderr)
+        return 2
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     paths = leaderboard.write(specs, out, args.rank_task, args.iters, args.seed)
     for name, state in states.items():
         print(f"{state:8s} {name}")
