@@ -153,6 +153,8 @@ def write(specs: Sequence[ModelSpec], out: Path, task: str, iters: int, seed: in
         "",
         markdown(ranking),
     ]
+    notes = [note for run in runs for note in run.notes()]
+    lines[4:4] = [*(f"**Note:** {note}." for note in notes), ""] if notes else []
     if len(ranking.rows) > 1:
         lines += ["", markdown(matrix)]
     if problems:
