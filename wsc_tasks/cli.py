@@ -206,6 +206,18 @@ def _data(args: argparse.Namespace) -> int:
         print(f"all {len(data.CHECKSUMS)} files present and verified under {data.data_root()}")
     elif args.action == "path":
         print(data.data_root())
+    elif args.action == "check":
+        from . import parsers
+        from .problems import count
+
+        for name in args.files:
+            path = Path(name)
+            if path.suffix == ".jsonl":
+                schemas = parsers.group_twins(parsers.parse_winogrande(path))
+            else:
+                schemas = list(parsers.parse_maler(path).schemas)
+            problems, groups = count(schemas)
+            print(f"ok  {path}: {problems} problems in {groups} schemas")
     elif args.action == "stats":
         from .problems import count
 
@@ -255,10 +267,12 @@ def _main(argv: list[str]) -> int:
     data_parser = sub.add_parser("data", help="download/verify the datasets ($WSC_TASKS_DATA)")
     data_parser.add_argument(
         "action",
-        choices=["fetch", "path", "stats"],
+        choices=["fetch", "path", "stats", "check"],
         help="fetch: download missing files and verify all; path: print the data directory; "
-        "stats: print the size of every task's dataset",
+        "stats: print the size of every task's dataset; check FILE…: parse your own files "
+        "(thesis .txt format, Winogrande .jsonl) without the pinned checksum",
     )
+    data_parser.add_argument("files", nargs="*", help="for check: the files to parse")
     summary_parser = sub.add_parser(
         "summary", help="print a Markdown table of the newest lm-eval results file under a folder"
     )
