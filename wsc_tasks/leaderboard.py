@@ -136,7 +136,8 @@ def write(specs: Sequence[ModelSpec], out: Path, task: str, iters: int, seed: in
             runs.append(load_run(folder / "lm_eval", spec.name))
         elif (folder / ERROR).is_file():
             first = (folder / ERROR).read_text(encoding="utf-8").strip().splitlines()
-            problems.append((spec.name, f"failed: {first[0] if first else 'no message'}"))
+            why = first[0] if first else "no message"
+            problems.append((spec.name, f"failed ({spec.name}/{ERROR}): {why}"))
         else:
             problems.append((spec.name, "not run (interrupted?)"))
     missing = [r.label for r in runs if _outcomes(r, task, "schema_acc") is None]
@@ -149,6 +150,8 @@ def write(specs: Sequence[ModelSpec], out: Path, task: str, iters: int, seed: in
         "schema accuracy on a control baseline; `C <perturbation>`: schema consistency."
     )
     lines = ["# Leaderboard", "", intro, "", markdown(ranking)]
+    notes = [note for run in runs for note in run.notes()]
+    lines[4:4] = [*(f"**Note:** {note}." for note in notes), ""] if notes else []
     if len(ranking.rows) > 1:
         lines += ["", markdown(matrix)]
     if problems:

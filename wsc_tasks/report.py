@@ -604,6 +604,8 @@ class Reporter:
         for run in self.runs:
             args = run.model_args.replace("|", "\\|")
             lines.append(f"| {run.label} | {run.model} | `{args}` | {len(run.tasks)} |")
+        notes = [note for run in self.runs for note in run.notes()]
+        lines += ["", *(f"**Note:** {note}." for note in notes)] if notes else []
         for section in sections:
             lines += ["", f"## {section.title}", ""]
             if section.skipped:

@@ -13,13 +13,13 @@ import gzip
 import json
 import logging
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import ratios
 from .pairing import PairingError, pair_schemas
+from .paths import portable
 from .problems import Schema
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -29,6 +29,10 @@ TOLERANCE = 1e-9
 
 class RunError(ValueError):
     """An output folder that cannot be read as one model's lm-eval results."""
+
+
+class IncompleteSamples(RunError):
+    """A samples file with fewer (or more) documents than lm-eval's ``n-samples`` says."""
 
 
 @dataclass
@@ -69,17 +73,26 @@ class Run:
     model: str
     model_args: str
     tasks: dict[str, TaskRun]
+    limit: float | None = None  # lm-eval's --limit, when the run used one
+    incomplete: dict[str, str] = field(default_factory=dict)  # task -> why it was set aside
 
-
-def _portable(text: str) -> str:
-    return re.sub(r"[^\s,'\"=]*site-packages/", "<site-packages>/", text)
+    def notes(self) -> list[str]:
+        """What a reader of its tables must know: a --limit, tasks with incomplete samples."""
+        notes = []
+        if self.limit is not None:
+            notes.append(
+                f"{self.label} was run with --limit {self.limit:g}: its figures come from the "
+                "first documents of each task, not the whole dataset"
+            )
+        notes += [f"{self.label}, {task}: {why}" for task, why in self.incomplete.items()]
+        return notes
 
 
 def _model_of(data: dict[str, Any]) -> tuple[str, str]:
     config = data.get("config", {})
     args = config.get("model_args")
     text = json.dumps(args, sort_keys=True) if isinstance(args, dict) else str(args or "")
-    return str(config.get("model")), _portable(text)
+    return str(config.get("model")), portable(text)
 
 
 def _read_samples(path: Path) -> list[dict[str, Any]]:
@@ -95,12 +108,19 @@ def _read_samples(path: Path) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["doc_id"])
 
 
-def _task_run(task: str, row: dict[str, Any], samples: Path | None) -> TaskRun:
+def _task_run(
+    task: str, row: dict[str, Any], samples: Path | None, expected: int | None = None
+) -> TaskRun:
     run = TaskRun(task, row, samples=samples)
     if samples is None:
         log.warning(f"wsc_tasks: {task}: no samples file (run with --log_samples): no intervals")
         return run
     rows = _read_samples(samples)
+    if expected is not None and len(rows) != expected:
+        raise IncompleteSamples(
+            f"samples file {samples.name} has {len(rows)} of the {expected} documents lm-eval "
+            "scored (n-samples): incomplete, left out of every table"
+        )
     run.docs = [r["doc"] for r in rows]
     metric_names = rows[0]["metrics"] if rows else []
     for name in metric_names:
@@ -135,9 +155,13 @@ def load_run(folder: str | Path, label: str | None = None) -> Run:
         raise RunError(f"{folder}: no lm-eval results_*.json (run lm-eval with --output_path)")
     tasks: dict[str, TaskRun] = {}
     models: dict[tuple[str, str], Path] = {}
+    incomplete: dict[str, str] = {}
+    limits: list[float] = []
     for path in files:
         data = json.loads(path.read_text(encoding="utf-8"))
         models.setdefault(_model_of(data), path)
+        if data.get("config", {}).get("limit") is not None:
+            limits.append(float(data["config"]["limit"]))
         stamp = path.name[len("results_") : -len(".json")]
         groups = set(data.get("groups", {}))
         for task, row in data.get("results", {}).items():
@@ -146,7 +170,14 @@ def load_run(folder: str | Path, label: str | None = None) -> Run:
             plain = path.with_name(f"samples_{task}_{stamp}.jsonl")
             found = [p for p in (plain, plain.with_suffix(".jsonl.gz")) if p.is_file()]
             samples = found[0] if found else None
-            tasks[task] = _task_run(task, row, samples)
+            expected = data.get("n-samples", {}).get(task, {}).get("effective")
+            incomplete.pop(task, None)
+            try:
+                tasks[task] = _task_run(task, row, samples, expected)
+            except IncompleteSamples as error:
+                log.warning(f"wsc_tasks: {folder}: {task}: {error}")
+                tasks.pop(task, None)
+                incomplete[task] = str(error)
     if len(models) > 1:
         listing = "; ".join(f"{p} ({m} {a})" for (m, a), p in models.items())
         raise RunError(
@@ -154,7 +185,8 @@ def load_run(folder: str | Path, label: str | None = None) -> Run:
         )
     (model, args), _ = next(iter(models.items()))
     log.info(f"wsc_tasks: {folder}: {len(tasks)} task(s) of {model} from {len(files)} file(s)")
-    return Run(label or folder.resolve().name, model, args, dict(sorted(tasks.items())))
+    name, limit = label or folder.resolve().name, max(limits, default=None)
+    return Run(name, model, args, dict(sorted(tasks.items())), limit, incomplete)
 
 
 def parse_folder_argument(text: str) -> tuple[str | None, str]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
+
+from .paths import portable
 
 COLUMNS = ("acc", "schema_acc", "half_solved", "anti_solved", "n_problems", "n_schemas")
 TOKEN_COLUMNS = ("acc_equal_len", "schema_acc_equal_len", "share_equal_len", "share_blank_at_end")
@@ -60,8 +61,7 @@ def markdown(results_file: str | Path) -> str:
 
 def _portable(model_args: Any) -> str:
     """Model arguments without this machine's site-packages prefix."""
-    text = json.dumps(model_args) if isinstance(model_args, dict) else str(model_args)
-    return re.sub(r"[^\s,'\"=]*site-packages/", "<site-packages>/", text)
+    return portable(json.dumps(model_args) if isinstance(model_args, dict) else str(model_args))
 
 
 def _method_table(results: dict[str, dict[str, Any]], groups: set[str]) -> list[str]:

@@ -7,8 +7,9 @@ last ``done.json`` — or ``error.txt`` if the run failed. On a rerun a model wi
 the same spec is skipped, a failed one is skipped unless ``--retry-failed``, and anything else
 (an interrupted run) is cleared and run again. With several CUDA devices, models run in parallel
 one per device (``CUDA_VISIBLE_DEVICES``), or each across all devices with ``--accelerate``.
-lm-eval's request cache (``--use_cache``) is on per model and model arguments, so two scoring
-setups of one model share its model calls.
+lm-eval's request cache (``--use_cache``) is on per model (``cache_key``: model type, model
+arguments, and a fingerprint of the weight and tokenizer files or the Hub commit), so two scoring
+setups of one model share its model calls and a changed model never reads an old entry.
 
 Models file: YAML, a list of ``{name, model (default hf), model_args, metadata}``
 (``model_args: default`` is the embedded SmolLM2-135M; ``default,seed=1`` for ``wsc-chance`` gives
@@ -19,6 +20,8 @@ the chance model SmolLM2's tokens), or text, one model a line:
 from __future__ import annotations
 
 import argparse
+import ctypes
+import fcntl
 import gzip
 import hashlib
 import json
@@ -26,21 +29,30 @@ import logging
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .cli import include_path
+from .paths import scrub
 from .progress import progress
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 DONE, ERROR, SPEC, LOG = "done.json", "error.txt", "spec.json", "log.txt"
+SWEEP_LOCK, MODEL_LOCKS = ".sweep.lock", ".locks"  # under --out
+ERROR_LINE = re.compile(r"^([\w.]*(Error|Exception)\b|wsc-tasks: error:)")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -128,6 +140,66 @@ def resolved_args(spec: ModelSpec) -> str:
     return ",".join(default_model_args() if a == "default" else a for a in items)
 
 
+# model arguments that name weights or a tokenizer: a local path, or a Hub id
+MODEL_FILE_ARGS = ("pretrained", "tokenizer", "peft", "delta", "gguf_file")
+
+
+def _files_fingerprint(path: Path) -> list[tuple[str, int, int]]:
+    """(relative name, size, mtime in ns) of every file under ``path`` (or of ``path`` itself);
+    hidden folders and Python byte code are left out (they change without the model changing)."""
+    if path.is_file():
+        stat = path.stat()
+        return [(path.name, stat.st_size, stat.st_mtime_ns)]
+    found = []
+    for file in sorted(path.rglob("*")):
+        relative = file.relative_to(path)
+        if any(part.startswith(".") or part == "__pycache__" for part in relative.parts[:-1]):
+            continue
+        if file.is_file() and file.suffix != ".pyc":
+            stat = file.stat()
+            found.append((relative.as_posix(), stat.st_size, stat.st_mtime_ns))
+    return found
+
+
+def _hub_commit(repo: str, revision: str | None) -> str | None:
+    """The commit a Hub id resolves to in the local Hugging Face cache (offline), if cached."""
+    if revision and re.fullmatch(r"[0-9a-f]{40}", revision):
+        return revision
+    try:
+        from huggingface_hub.constants import HF_HUB_CACHE
+    except ImportError:  # pragma: no cover - a dependency of transformers
+        return None
+    ref = Path(HF_HUB_CACHE) / f"models--{repo.replace('/', '--')}" / "refs" / (revision or "main")
+    return ref.read_text(encoding="utf-8").strip() if ref.is_file() else None
+
+
+def model_fingerprint(args: str) -> dict[str, Any]:
+    """What identifies the weights and tokenizer named in ``args`` (``key=value,…``): for a local
+    path the size and modification time of each of its files, for a Hub id its cached commit
+    (else the id and ``revision=`` as given)."""
+    values = dict(item.split("=", 1) for item in args.split(",") if "=" in item)
+    found: dict[str, Any] = {}
+    for key in MODEL_FILE_ARGS:
+        value = values.get(key)
+        if not value:
+            continue
+        path = Path(value).expanduser()
+        if key == "gguf_file" and not path.is_absolute():
+            continue  # a file inside pretrained=, covered by its folder
+        if path.exists():
+            found[key] = _files_fingerprint(path)
+        elif key != "gguf_file":
+            found[key] = {"hub": value, "commit": _hub_commit(value, values.get("revision"))}
+    return found
+
+
+def cache_key(model: str, args: str) -> str:
+    """The request cache of one model: its lm-eval model type, arguments, and the fingerprint of
+    its weights and tokenizer, so a model re-saved at the same path never reads an old entry."""
+    identity = {"model": model, "args": args, "files": model_fingerprint(args)}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def run_command(
     spec: ModelSpec,
     folder: Path,
@@ -141,17 +213,88 @@ def run_command(
     command = ["--model", spec.model, "--tasks", tasks, "--log_samples"]
     if args:
         command += ["--model_args", args]
-    command += ["--output_path", str(folder / "lm_eval")]
+    command += ["--output_path", str(folder / "lm_eval" / "results.json")]  # files right there
     if spec.metadata:
         command += ["--metadata", json.dumps(spec.metadata, sort_keys=True)]
     if cache is not None:
-        key = hashlib.sha256(f"{spec.model}\n{args}".encode()).hexdigest()[:16]
-        command += ["--use_cache", str(cache / key)]
+        command += ["--use_cache", str(cache / cache_key(spec.model, args))]
     command += passthrough
     if processes > 1:
         launch = [sys.executable, "-m", "accelerate.commands.launch"]
         return [*launch, "--num_processes", str(processes), "-m", "wsc_tasks.cli", "run", *command]
     return [sys.executable, "-m", "wsc_tasks.cli", "run", *command]
+
+
+class Busy(RuntimeError):
+    """An output folder another live process holds; the message names the holder."""
+
+
+def _holder(path: Path) -> str:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        return f"pid {found['pid']} on {found['host']}, started {found['started']}"
+    except (OSError, ValueError, KeyError):
+        return "another process"
+
+
+def _stamp(fd: int, pid: int) -> None:
+    holder = {"pid": pid, "host": socket.gethostname(), "started": time.strftime("%FT%T%z")}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(holder).encode(), 0)
+
+
+@contextmanager
+def hold(path: Path, what: str) -> Iterator[int]:
+    """An exclusive ``flock`` on ``path`` for the ``with`` block, or ``Busy`` naming its holder.
+
+    The kernel drops the lock when every process holding it has exited, ``kill -9`` included, so
+    no stale lock outlives a crash; a child started with the descriptor holds it too.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise Busy(f"{what} is in use by {_holder(path)}") from None
+    try:
+        _stamp(fd, os.getpid())
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _die_with_parent(parent: int) -> None:
+    """In the child before ``exec``: the kernel kills it when the sweep dies (Linux), and it
+    exits at once if the sweep is already gone."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _run_child(command: list[str], log_file: Path, env: dict[str, str] | None, lock: int) -> int:
+    """One model's run in its own process group that dies with the sweep; it inherits the
+    model's lock, so while it lives no resume clears its folder."""
+    parent = os.getpid()
+    with log_file.open("w", encoding="utf-8") as handle:
+        child = subprocess.Popen(
+            command,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            pass_fds=(lock,),
+            preexec_fn=lambda: _die_with_parent(parent),
+        )
+        _stamp(lock, child.pid)
+        try:
+            return child.wait()
+        except BaseException:  # Ctrl-C, SIGTERM: the whole group goes, not only the sweep
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            raise
 
 
 def _request(spec: ModelSpec, tasks: str, passthrough: list[str]) -> dict[str, Any]:
@@ -182,10 +325,33 @@ def run_model(
     """Run one model unless already done; returns its final status."""
     folder = out / spec.name
     request = _request(spec, tasks, passthrough)
+    try:
+        with hold(out / MODEL_LOCKS / f"{spec.name}.lock", f"{folder}") as lock:
+            state = status(folder, request)
+            if state == "done" or (state == "failed" and not retry_failed):
+                log.info(f"wsc_tasks: sweep: {spec.name}: {state}, skipped")
+                return state
+            return _run_model(
+                spec, folder, request, tasks, passthrough, cache, env, processes, lock
+            )
+    except Busy as error:
+        log.warning(f"wsc_tasks: sweep: {spec.name}: not cleared nor run: {error}")
+        return "busy"
+
+
+def _run_model(
+    spec: ModelSpec,
+    folder: Path,
+    request: dict[str, Any],
+    tasks: str,
+    passthrough: list[str],
+    cache: bool,
+    env: dict[str, str] | None,
+    processes: int,
+    lock: int,
+) -> str:
+    """Clear ``folder`` and run the model into it (the caller holds the model's lock)."""
     state = status(folder, request)
-    if state == "done" or (state == "failed" and not retry_failed):
-        log.info(f"wsc_tasks: sweep: {spec.name}: {state}, skipped")
-        return state
     if folder.exists():
         log.info(f"wsc_tasks: sweep: {spec.name}: clearing an earlier {state} run")
         shutil.rmtree(folder)
@@ -193,20 +359,20 @@ def run_model(
     (folder / SPEC).write_text(json.dumps(request, indent=1, sort_keys=True) + "\n")
     try:
         command = run_command(
-            spec, folder, tasks, passthrough, out / ".cache" if cache else None, processes
+            spec, folder, tasks, passthrough, folder.parent / ".cache" if cache else None, processes
         )
     except SystemExit as error:  # e.g. the default model is not installed
         return _failed(folder, f"{error}")
     log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
-    with (folder / LOG).open("w", encoding="utf-8") as handle:
-        code = subprocess.run(
-            command, stdout=handle, stderr=subprocess.STDOUT, env=env, check=False
-        ).returncode
+    code = _run_child(command, folder / LOG, env, lock)
+    scrub([folder / LOG], {str(include_path()): "<wsc_tasks.task_configs>"})
     results = list((folder / "lm_eval").rglob("results_*.json"))
     if code != 0 or not results:
         tail = (folder / LOG).read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
         why = "killed (out of memory?)" if code in (-9, 137) else f"exit status {code}"
-        errors = [line for line in tail if re.match(r"^[\w.]*(Error|Exception)\b", line)]
+        errors = [
+            line for line in tail if re.match(r"^([\w.]*(Error|Exception)\b|wsc-tasks:)", line)
+        ]
         if errors:
             why += f": {errors[-1]}"
         if not results and code == 0:
@@ -256,9 +422,29 @@ def sweep(
     devices: int | None = None,
     quiet: bool = False,
 ) -> dict[str, str]:
-    """Run every model (in parallel over CUDA devices when there are several); name -> status."""
-    devices = cuda_devices() if devices is None else devices
+    """Run every model (in parallel over CUDA devices when there are several); name -> status.
+
+    The sweep holds ``<out>/.sweep.lock``: a second sweep on the same folder stops with ``Busy``
+    naming the holder (pid, host, start time) instead of writing into the same folders."""
     out.mkdir(parents=True, exist_ok=True)
+    with hold(out / SWEEP_LOCK, f"output folder {out}"):
+        return _sweep(
+            specs, out, tasks, passthrough, cache, retry_failed, accelerate, devices, quiet
+        )
+
+
+def _sweep(
+    specs: list[ModelSpec],
+    out: Path,
+    tasks: str,
+    passthrough: list[str],
+    cache: bool,
+    retry_failed: bool,
+    accelerate: bool,
+    devices: int | None,
+    quiet: bool,
+) -> dict[str, str]:
+    devices = cuda_devices() if devices is None else devices
     kwargs: dict[str, Any] = {"cache": cache, "retry_failed": retry_failed}
     bar = progress(len(specs), "sweep: models", "model", quiet)
     if accelerate or devices <= 1:
@@ -291,6 +477,11 @@ def sweep(
     return {s.name: state for s, state in zip(specs, states, strict=True)}
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    """SIGTERM ends the sweep like Ctrl-C: the running model's process group is killed first."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     from . import leaderboard, stats
     from .cli import DEFAULT_TASKS
@@ -318,16 +509,23 @@ def main(argv: list[str] | None = None) -> int:
     except (ModelsFileError, yaml.YAMLError, OSError) as error:
         parser.error(str(error))
     out = Path(args.out)
-    states = sweep(
-        specs,
-        out,
-        args.tasks,
-        passthrough,
-        cache=not args.no_cache,
-        retry_failed=args.retry_failed,
-        accelerate=args.accelerate,
-        quiet=args.quiet,
-    )
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        states = sweep(
+            specs,
+            out,
+            args.tasks,
+            passthrough,
+            cache=not args.no_cache,
+            retry_failed=args.retry_failed,
+            accelerate=args.accelerate,
+            quiet=args.quiet,
+        )
+    except Busy as error:
+        print(f"wsc-tasks sweep: error: {error}; wait for it or use another --out", file=sys.stderr)
+        return 2
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     paths = leaderboard.write(specs, out, args.rank_task, args.iters, args.seed)
     for name, state in states.items():
         print(f"{state:8s} {name}")

