@@ -283,6 +283,11 @@ class ScoringMethod:
     name: str
     needs_tokens: bool = True
 
+    def validate(self, setup: Setup) -> None:
+        """Raise ``ScoringError`` before any model work if the model cannot serve the method."""
+        if self.needs_tokens:
+            setup.need_tokens(self.name)
+
     def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
         """Per option, the requests its score needs."""
         raise NotImplementedError
@@ -386,18 +391,78 @@ def sentinel(k: int) -> str:
     return f"<extra_id_{k}>"
 
 
-def _t5_strings(problem: Problem, option: int, prefix: bool, eos: str | None) -> Request:
-    """Input with one sentinel per blank; target = sentinels around the fillers (thesis §3.1.3)."""
-    text = problem.segments[0]
-    target = ""
-    for k, (filler, segment) in enumerate(
-        zip(problem.options[option], problem.segments[1:], strict=True)
-    ):
-        text += sentinel(k) + segment
-        target += f"{sentinel(k)} {filler} "
-    target += sentinel(problem.n_blanks)
+def sentinel_ids(tokens: TokenCounter, n: int) -> list[int]:
+    """The ids of the first ``n`` sentinels, each one token of its own, or a clear error: an
+    encoder–decoder without T5's sentinels (BART's ``<mask>`` infilling) cannot be served."""
+    unk = getattr(tokens.tokenizer, "unk_token_id", None)
+    out = []
+    for k in range(n):
+        ids = tokens.encode(sentinel(k), False)
+        if len(ids) != 1 or ids[0] == unk:
+            raise ScoringError(
+                f"the tokenizer has no sentinel token {sentinel(k)} (it encodes to {ids}): "
+                "encoder–decoder scoring fills the blanks with T5's sentinels (thesis §3.1.3); "
+                "a model without them (BART-style <mask> infilling) is not supported"
+            )
+        out.append(ids[0])
+    return out
+
+
+def _t5_target_ids(
+    tokens: TokenCounter, fillers: Sequence[str], eos: str | None
+) -> tuple[int, ...]:
+    """What a target means: sentinel, the filler's tokens, sentinel… (EOS when counted)."""
+    marks = sentinel_ids(tokens, len(fillers) + 1)
+    target: list[int] = []
+    for k, filler in enumerate(fillers):
+        target += [marks[k], *tokens.encode(filler, False)]
+    target.append(marks[-1])
     if eos:
-        target += eos
+        target += tokens.encode(eos, False)
+    return tuple(target)
+
+
+# How a target writes the space around fillers: the thesis's "<X> filler <Y>" first; a
+# SentencePiece tokenizer turns the space before a sentinel into a lone '▁' token that is no part
+# of the formula (nor of T5's pre-training targets), so then without it.
+_T5_TARGET_FORMS = ("{s} {f} ", "{s} {f}", "{s}{f}")
+
+
+@lru_cache(maxsize=65536)
+def t5_target(fillers: tuple[str, ...], eos: str | None, tokens: TokenCounter | None) -> str:
+    """Sentinels around the fillers (thesis §3.1.3), in the first spelling whose tokens are
+    exactly the formula's (the first spelling when tokens are not counted)."""
+    for form in _T5_TARGET_FORMS:
+        target = "".join(form.format(s=sentinel(k), f=f) for k, f in enumerate(fillers))
+        target += sentinel(len(fillers)) + (eos or "")
+        if tokens is None or tuple(tokens.encode(target, False)) == _t5_target_ids(
+            tokens, fillers, eos
+        ):
+            return target
+    raise ScoringError(
+        f"no spelling of the target {target!r} encodes to its sentinels and filler tokens alone "
+        "with this tokenizer"
+    )
+
+
+def seq2seq_intended(
+    tokens: TokenCounter, problem: Problem, option: int, prefix: bool, eos: str | None
+) -> tuple[Request, Split]:
+    """A T5 request with the ids it means: the input with one sentinel per blank (lm-eval
+    encodes it on its own, with the EOS the tokenizer appends) and the target's ids."""
+    request = _t5_strings(problem, option, prefix, eos, tokens)
+    target = _t5_target_ids(tokens, tuple(problem.options[option]), eos)
+    return request, (tuple(tokens.encode(request[1][0])), target)
+
+
+def _t5_strings(
+    problem: Problem, option: int, prefix: bool, eos: str | None, tokens: TokenCounter | None = None
+) -> Request:
+    """Input with one sentinel per blank; target = sentinels around the fillers."""
+    text = problem.segments[0]
+    for k, segment in enumerate(problem.segments[1:]):
+        text += sentinel(k) + segment
+    target = t5_target(tuple(problem.options[option]), eos, tokens)
     return ("loglikelihood", ((T5_PREFIX if prefix else "") + text, target))
 
 
@@ -418,14 +483,23 @@ class T5Masked(ScoringMethod):
             raise ScoringError(f"method {self.name!r} counts EOS but the tokenizer has none")
         return eos
 
+    def validate(self, setup: Setup) -> None:
+        super().validate(setup)
+        if setup.tokens is not None:
+            sentinel_ids(setup.tokens, 3)
+            self._eos(setup)
+
     def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
         eos = self._eos(setup)
-        return [[_t5_strings(problem, i, self.prefix, eos)] for i in range(len(problem.options))]
+        return [
+            [_t5_strings(problem, i, self.prefix, eos, setup.tokens)]
+            for i in range(len(problem.options))
+        ]
 
     def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
         eos, scores = self._eos(setup), []
         for i in range(len(problem.options)):
-            request = _t5_strings(problem, i, self.prefix, eos)
+            request = _t5_strings(problem, i, self.prefix, eos, setup.tokens)
             value = _ll(results, request)
             if self.mean:
                 value /= max(len(setup.need_tokens(self.name).encode(request[1][1], False)), 1)

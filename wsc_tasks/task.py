@@ -214,9 +214,10 @@ class SchemaTask(ConfigurableTask):
             methods = get_methods(names, family)
             prior = "webtext" if tokens is not None and is_gpt2_tokenizer(tokens) else "bos"
             setup = Setup(tokens, prior, int(meta.get("smart_limit", 1)))
+            if tokens is not None and family == "seq2seq":
+                tokens.seq2seq = True  # lm-eval encodes an encoder-decoder's context alone
             for method in methods:
-                if method.needs_tokens:
-                    setup.need_tokens(method.name)
+                method.validate(setup)
         except ScoringError as error:
             raise ScoringError(f"task {task}, {family} model: {error}") from error
         self.config.metadata = {**meta, "first_token_prior": prior, "headline": headline}

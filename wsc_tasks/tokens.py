@@ -158,11 +158,19 @@ def counter_from_metadata(metadata: Mapping[str, Any]) -> TokenCounter | None:
     name = metadata.get("tokenizer") or metadata.get("pretrained")
     if not isinstance(name, str):
         return None
-    tokenizer = _load_tokenizer(
+    add_bos = metadata.get("add_bos_token")
+    return _counter(
         name,
         metadata.get("gguf_file"),
         metadata.get("revision"),
         bool(metadata.get("trust_remote_code", False)),
+        None if add_bos is None else bool(add_bos),
     )
-    add_bos = metadata.get("add_bos_token")
-    return TokenCounter(tokenizer, None if add_bos is None else bool(add_bos))
+
+
+@lru_cache(maxsize=8)
+def _counter(
+    name: str, gguf_file: str | None, revision: str | None, trust: bool, add_bos: bool | None
+) -> TokenCounter:
+    """One counter per tokenizer, so that every task of a run shares its encodings."""
+    return TokenCounter(_load_tokenizer(name, gguf_file, revision, trust), add_bos)
