@@ -159,6 +159,8 @@ def counter_from_metadata(metadata: Mapping[str, Any]) -> TokenCounter | None:
     if not isinstance(name, str):
         return None
     add_bos = metadata.get("add_bos_token")
+    if add_bos is None and "base_url" in metadata:
+        add_bos = False  # lm-eval's API models (local-completions…) encode without specials
     return _counter(
         name,
         metadata.get("gguf_file"),
