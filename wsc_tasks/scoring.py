@@ -131,13 +131,11 @@ def token_split(tokens: TokenCounter, text: str) -> tuple[Request | None, int, S
     offsets = tokens.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)[
         "offset_mapping"
     ]
-    tried: set[str] = set()
     for k in range(1, len(ids)):
-        for cut in (offsets[k - 1][1], offsets[k][0]):
+        for cut in dict.fromkeys((offsets[k - 1][1], offsets[k][0])):  # end of σk first
             head = text[:cut]
-            if not head or head in tried:
+            if not head:
                 continue
-            tried.add(head)
             request: Request = ("loglikelihood", (head, text[cut:]))
             intended = tokens.intended_split(text, k)
             try:
@@ -152,8 +150,8 @@ def _bos_request(tokens: TokenCounter, text: str) -> tuple[Request, Split]:
     if tokens.prefix_token_id is None:
         raise ScoringError(
             "the tokenizer has neither a BOS nor an EOS token: lm-eval has no prefix token for "
-            "the empty-context requests of full scoring; pass --model_args prefix_token_id=<id> "
-            "and scoring methods without the first-token prior, e.g. scoring=partial"
+            "the empty-context requests of full scoring; choose methods without them, e.g. "
+            '--metadata \'{"scoring": ["partial", "all_but_first", "loss"]}\''
         )
     context, continuation = tokens.intended_split(text, 0)
     return ("loglikelihood", ("", text)), (tuple(context), tuple(continuation))
