@@ -33,6 +33,7 @@ from wsc_tasks.winowhy import WinoWhyTask
 pytestmark = pytest.mark.slow
 
 LIMIT = 8
+MASKED_SAMPLE = 40  # documents per task whose masked-LM requests are planned in the static check
 GPT2_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # RoBERTa's and OPT's ids 0-3
 
 
@@ -292,9 +293,10 @@ def _reason_intended(tokens: TokenCounter, request) -> tuple:
     return tuple(ids[0]), tuple(ids[1])
 
 
-def _check_task(task, tokens: TokenCounter) -> int:
+def _check_task(task, tokens: TokenCounter, limit: int | None = None) -> int:
     checked = 0
-    for doc in task.dataset["test"]:
+    docs = task.dataset["test"]
+    for doc in docs if limit is None else list(docs)[:limit]:
         instances = task.construct_requests(doc, "")
         if isinstance(task, WinoWhyTask):
             intended = {}
@@ -334,7 +336,10 @@ def test_every_wsc_group_request_means_its_tokens(
     for task in tasks:
         assert task.family == family
         tokens = task.setup.tokens if hasattr(task, "setup") else task.tokens
-        assert _check_task(task, tokens or own) > 0, task.config.task
+        # masked requests are plain strings (hf-mlm re-checks every one when it plans its jobs):
+        # a sample of each task shows the family's spans find their tokens
+        limit = MASKED_SAMPLE if family == "masked" else None
+        assert _check_task(task, tokens or own, limit) > 0, task.config.task
 
 
 class Recording(HFLM):
