@@ -247,7 +247,8 @@ def _pieces(problem: Problem, option: int, setup: Setup) -> Pieces:
     if pieces["shifted"]:
         log.info(
             f"wsc_tasks: {where}: {pieces['shifted']} all-but-first split(s) of {sentence!r} "
-            "sit after the first few tokens, not the first (a lone-space or lone-'▁' token)"
+            "or its answer sit after the first few tokens, not the first (a lone-space or "
+            "lone-'▁' token)"
         )
     return Pieces(**pieces)
 
