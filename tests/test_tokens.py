@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wsc_tasks import catalog
-from wsc_tasks.tokens import TokenCounter
+from wsc_tasks.tokens import RequestMismatch, TokenCounter, check_request
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +63,26 @@ def test_blank_at_end_shares_match_thesis_table_3_8(counter, data_dir, name, sha
     problems = [p for s in schemas for p in s.problems]
     at_end = sum(counter.tokens_after_blank(p, 0) <= 1 for p in problems)
     assert round(at_end / len(problems), 3) == share
+
+
+def test_model_input_follows_lm_evals_rules(counter):
+    # empty context: GPT-2's prefix token <|endoftext|> (50256), then the text's own tokens
+    assert counter.model_input("", "The trophy") == ([50256], [464, 16383])
+    # a context's trailing space moves into the continuation: " trophy" stays one token
+    assert counter.model_input("The ", "trophy") == ([464], [16383])
+    # a lone-space context leaves nothing: lm-eval would fail on it
+    assert counter.model_input(" ", "iced") == ([], [220, 3711])
+
+
+def test_check_request_names_what_goes_wrong(counter):
+    check_request(counter, ("loglikelihood", ("The", " trophy")), ([464], [16383]))
+    with pytest.raises(RequestMismatch, match="empty context"):
+        check_request(counter, ("loglikelihood", (" ", "iced")), ([220], [3711]))
+    # "The tro" + "phy is small.": "The tro" is not a prefix of the sentence's tokens
+    sentence = "The trophy is small."
+    with pytest.raises(RequestMismatch, match="the formula means"):
+        check_request(
+            counter,
+            ("loglikelihood", ("The tro", "phy is small.")),
+            counter.intended_split(sentence, 1),
+        )

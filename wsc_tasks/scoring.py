@@ -25,6 +25,7 @@ computes them in one forward pass per option (its logits cache groups requests b
 from __future__ import annotations
 
 import ast
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,9 @@ from typing import Any
 
 from . import data
 from .problems import Problem
-from .tokens import TokenCounter
+from .tokens import RequestMismatch, TokenCounter, check_request
+
+log = logging.getLogger(f"lm_eval.{__name__}")
 
 # (lm-eval request type, arguments) — hashable, so shared requests are sent once.
 Request = tuple[str, tuple[Any, ...]]
@@ -90,6 +93,9 @@ class Setup:
         return self.tokens
 
 
+Split = tuple[tuple[int, ...], tuple[int, ...]]  # (context ids, continuation ids) lm-eval feeds
+
+
 @dataclass(frozen=True)
 class Pieces:
     """The requests and token counts of one filled sentence, shared by all causal methods."""
@@ -98,12 +104,57 @@ class Pieces:
     partial_tokens: int
     all_but_first: Request | None = None
     sentence_tokens: int = 0
-    first_token: int = -1
+    # σ1…σk: the tokens all-but-first conditions on (k = 1 unless the tokenizer has no
+    # reproducible boundary after σ1, see ``token_split``); the WebText prior scores them
+    first_tokens: tuple[int, ...] = ()
     bos_full: Request | None = None
-    # per filler: the rest of it given its first token, or all of it (None: nothing to ask)
+    # per filler: the rest of it given its first tokens, or all of it (None: nothing to ask)
     answers: tuple[Request | None, ...] = ()
-    answer_first_tokens: tuple[int, ...] = ()
+    answer_first_tokens: tuple[tuple[int, ...], ...] = ()
     answer_tokens: int = 0  # over all fillers
+    # every request with the ids it must give the model (``tokens.check_request``)
+    intended: tuple[tuple[Request, Split], ...] = ()
+    shifted: int = 0  # splits moved past the first token because no request could express it
+
+
+def token_split(tokens: TokenCounter, text: str) -> tuple[Request | None, int, Split | None]:
+    """The all-but-first request of ``text``: (σ1…σk, σk+1…σn) for the smallest k ≥ 1 at which
+    a string request reproduces the split under lm-eval's rules (checked by re-encoding).
+
+    k > 1 when σ1 alone cannot be a context: a lone space (GPT-2 splits " iced" into 'Ġ' +
+    'iced', and lm-eval moves a context's trailing space into the continuation) or a lone '▁'
+    whose text re-encodes differently (SentencePiece). The documented equivalent conditions on
+    the first k tokens instead of the first one, the prior scores all k (``Pieces.shifted``
+    counts it). (None, n, None) when no k < n works: the prior covers the whole text.
+    """
+    ids = tokens.encode(text, False)
+    offsets = tokens.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)[
+        "offset_mapping"
+    ]
+    for k in range(1, len(ids)):
+        for cut in dict.fromkeys((offsets[k - 1][1], offsets[k][0])):  # end of σk first
+            head = text[:cut]
+            if not head:
+                continue
+            request: Request = ("loglikelihood", (head, text[cut:]))
+            intended = tokens.intended_split(text, k)
+            try:
+                check_request(tokens, request, intended)
+            except RequestMismatch:
+                continue
+            return request, k, (tuple(intended[0]), tuple(intended[1]))
+    return None, len(ids), None
+
+
+def _bos_request(tokens: TokenCounter, text: str) -> tuple[Request, Split]:
+    if tokens.prefix_token_id is None:
+        raise ScoringError(
+            "the tokenizer has neither a BOS nor an EOS token: lm-eval has no prefix token for "
+            "the empty-context requests of full scoring; choose methods without them, e.g. "
+            '--metadata \'{"scoring": ["partial", "all_but_first", "loss"]}\''
+        )
+    context, continuation = tokens.intended_split(text, 0)
+    return ("loglikelihood", ("", text)), (tuple(context), tuple(continuation))
 
 
 def partial_continuation(problem: Problem) -> str:
@@ -126,39 +177,98 @@ def _partial_request(problem: Problem, option: int) -> Request:
     return ("loglikelihood", (context, partial_continuation(problem)))
 
 
+def _partial_intended(tokens: TokenCounter, request: Request) -> Split:
+    """Partial scoring means the filled sentence's own tokens, split where the answer ends."""
+    context, continuation = request[1]
+    text = context + continuation
+    intended = tokens.intended_split(text, len(tokens.encode(context.rstrip(), False)))
+    return tuple(intended[0]), tuple(intended[1])
+
+
 @lru_cache(maxsize=65536)
 def _pieces(problem: Problem, option: int, setup: Setup) -> Pieces:
     tokens = setup.need_tokens("full")
+    where = problem.source or problem.uid
     partial = _partial_request(problem, option)
     sentence = problem.fill(option)
     sentence_ids = tokens.encode(sentence, False)
     if len(sentence_ids) < 2:
-        raise ScoringError(f"{problem.source or problem.uid}: sentence has fewer than two tokens")
-    first = tokens.first_token_text(sentence)
-    pieces = {
+        raise ScoringError(f"{where}: sentence has fewer than two tokens")
+    all_but_first, k, split = token_split(tokens, sentence)
+    if all_but_first is None or split is None:
+        raise ScoringError(
+            f"{where}: no token boundary of {sentence!r} can be sent as an lm-eval request with "
+            "this tokenizer (all-but-first and full scoring need one); use scoring=partial"
+        )
+    intended = [(partial, _partial_intended(tokens, partial)), (all_but_first, split)]
+    pieces: dict[str, Any] = {
         "partial": partial,
         "partial_tokens": tokens.n_continuation(*partial[1]),
-        "all_but_first": ("loglikelihood", (first, sentence[len(first) :])),
+        "all_but_first": all_but_first,
         "sentence_tokens": len(sentence_ids),
-        "first_token": sentence_ids[0],
+        "first_tokens": tuple(sentence_ids[:k]),
+        "shifted": int(k > 1),
     }
     if setup.prior == "bos":
-        pieces["bos_full"] = ("loglikelihood", ("", sentence))
+        request, split = _bos_request(tokens, sentence)
+        pieces["bos_full"] = request
+        intended.append((request, split))
     answers, firsts, n_answer = [], [], 0
     for filler, before in zip(problem.options[option], problem.segments, strict=False):
         answer = (" " if before.endswith(" ") else "") + filler
         answer_ids = tokens.encode(answer, False)
         n_answer += len(answer_ids)
-        firsts.append(answer_ids[0])
         if setup.prior == "bos":
-            answers.append(("loglikelihood", ("", answer)))
-        elif len(answer_ids) > 1:
-            head = tokens.first_token_text(answer)
-            answers.append(("loglikelihood", (head, answer[len(head) :])))
-        else:
-            answers.append(None)
-    pieces.update(answers=tuple(answers), answer_first_tokens=tuple(firsts), answer_tokens=n_answer)
+            request, split = _bos_request(tokens, answer)
+            answers.append(request)
+            intended.append((request, split))
+            firsts.append(tuple(answer_ids[:1]))
+            continue
+        request, k, split = token_split(tokens, answer)
+        answers.append(request)
+        firsts.append(tuple(answer_ids[:k]))
+        pieces["shifted"] += int(k > 1)
+        if request is not None and split is not None:
+            intended.append((request, split))
+    pieces.update(
+        answers=tuple(answers),
+        answer_first_tokens=tuple(firsts),
+        answer_tokens=n_answer,
+        intended=tuple(intended),
+    )
+    for request, split in intended:  # cheap: every encoding is in the counter's cache by now
+        try:
+            check_request(tokens, request, split)
+        except RequestMismatch as error:
+            raise ScoringError(
+                f"{where}: {error}; this tokenizer cannot express the request, run with "
+                'scoring methods that avoid it (e.g. --metadata \'{"scoring": ["full"]}\')'
+            ) from error
+    if pieces["shifted"]:
+        log.info(
+            f"wsc_tasks: {where}: {pieces['shifted']} all-but-first split(s) of {sentence!r} "
+            "or its answer sit after the first few tokens, not the first (a lone-space or "
+            "lone-'▁' token)"
+        )
     return Pieces(**pieces)
+
+
+def n_shifted_splits(items: Sequence[int]) -> int:
+    """Aggregation: all-but-first splits moved past the first token (``token_split``)."""
+    return int(sum(items))
+
+
+def intended_requests(problem: Problem, setup: Setup) -> dict[Request, Split]:
+    """Every causal request of a problem with the token ids it must give the model."""
+    out: dict[Request, Split] = {}
+    for option in range(len(problem.options)):
+        out.update(_pieces(problem, option, setup).intended)
+    return out
+
+
+def shifted_splits(problem: Problem, setup: Setup) -> int:
+    """How many of the problem's all-but-first splits sit after more than the first token."""
+    return sum(_pieces(problem, i, setup).shifted for i in range(len(problem.options)))
 
 
 def _ll(results: Results, request: Request) -> float:
@@ -171,6 +281,11 @@ class ScoringMethod:
 
     name: str
     needs_tokens: bool = True
+
+    def validate(self, setup: Setup) -> None:
+        """Raise ``ScoringError`` before any model work if the model cannot serve the method."""
+        if self.needs_tokens:
+            setup.need_tokens(self.name)
 
     def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
         """Per option, the requests its score needs."""
@@ -225,7 +340,8 @@ class Causal(ScoringMethod):
     def _full(self, pieces: Pieces, results: Results) -> float:
         if pieces.bos_full is not None:
             return _ll(results, pieces.bos_full)
-        return webtext_log_prob(pieces.first_token) + _ll(results, pieces.all_but_first)
+        prior = sum(webtext_log_prob(t) for t in pieces.first_tokens)
+        return prior + _ll(results, pieces.all_but_first)
 
     def score(self, pieces: Pieces, results: Results, setup: Setup) -> float:
         kind = self.kind
@@ -234,14 +350,15 @@ class Causal(ScoringMethod):
         if kind == "partial":
             value, count = _ll(results, pieces.partial), pieces.partial_tokens
         elif kind == "all_but_first":
-            value, count = _ll(results, pieces.all_but_first), pieces.sentence_tokens - 1
+            value = _ll(results, pieces.all_but_first)
+            count = pieces.sentence_tokens - len(pieces.first_tokens)
         elif kind == "full":
             value, count = self._full(pieces, results), pieces.sentence_tokens
         else:  # full_norm
             answer = 0.0
             for first, request in zip(pieces.answer_first_tokens, pieces.answers, strict=True):
                 if pieces.bos_full is None:
-                    answer += webtext_log_prob(first)
+                    answer += sum(webtext_log_prob(t) for t in first)
                 if request is not None:
                     answer += _ll(results, request)
             value = self._full(pieces, results) - answer
@@ -273,18 +390,78 @@ def sentinel(k: int) -> str:
     return f"<extra_id_{k}>"
 
 
-def _t5_strings(problem: Problem, option: int, prefix: bool, eos: str | None) -> Request:
-    """Input with one sentinel per blank; target = sentinels around the fillers (thesis §3.1.3)."""
-    text = problem.segments[0]
-    target = ""
-    for k, (filler, segment) in enumerate(
-        zip(problem.options[option], problem.segments[1:], strict=True)
-    ):
-        text += sentinel(k) + segment
-        target += f"{sentinel(k)} {filler} "
-    target += sentinel(problem.n_blanks)
+def sentinel_ids(tokens: TokenCounter, n: int) -> list[int]:
+    """The ids of the first ``n`` sentinels, each one token of its own, or a clear error: an
+    encoder–decoder without T5's sentinels (BART's ``<mask>`` infilling) cannot be served."""
+    unk = getattr(tokens.tokenizer, "unk_token_id", None)
+    out = []
+    for k in range(n):
+        ids = tokens.encode(sentinel(k), False)
+        if len(ids) != 1 or ids[0] == unk:
+            raise ScoringError(
+                f"the tokenizer has no sentinel token {sentinel(k)} (it encodes to {ids}): "
+                "encoder–decoder scoring fills the blanks with T5's sentinels (thesis §3.1.3); "
+                "a model without them (BART-style <mask> infilling) is not supported"
+            )
+        out.append(ids[0])
+    return out
+
+
+def _t5_target_ids(
+    tokens: TokenCounter, fillers: Sequence[str], eos: str | None
+) -> tuple[int, ...]:
+    """What a target means: sentinel, the filler's tokens, sentinel… (EOS when counted)."""
+    marks = sentinel_ids(tokens, len(fillers) + 1)
+    target: list[int] = []
+    for k, filler in enumerate(fillers):
+        target += [marks[k], *tokens.encode(filler, False)]
+    target.append(marks[-1])
     if eos:
-        target += eos
+        target += tokens.encode(eos, False)
+    return tuple(target)
+
+
+# How a target writes the space around fillers: the thesis's "<X> filler <Y>" first; a
+# SentencePiece tokenizer turns the space before a sentinel into a lone '▁' token that is no part
+# of the formula (nor of T5's pre-training targets), so then without it.
+_T5_TARGET_FORMS = ("{s} {f} ", "{s} {f}", "{s}{f}")
+
+
+@lru_cache(maxsize=65536)
+def t5_target(fillers: tuple[str, ...], eos: str | None, tokens: TokenCounter | None) -> str:
+    """Sentinels around the fillers (thesis §3.1.3), in the first spelling whose tokens are
+    exactly the formula's (the first spelling when tokens are not counted)."""
+    for form in _T5_TARGET_FORMS:
+        target = "".join(form.format(s=sentinel(k), f=f) for k, f in enumerate(fillers))
+        target += sentinel(len(fillers)) + (eos or "")
+        if tokens is None or tuple(tokens.encode(target, False)) == _t5_target_ids(
+            tokens, fillers, eos
+        ):
+            return target
+    raise ScoringError(
+        f"no spelling of the target {target!r} encodes to its sentinels and filler tokens alone "
+        "with this tokenizer"
+    )
+
+
+def seq2seq_intended(
+    tokens: TokenCounter, problem: Problem, option: int, prefix: bool, eos: str | None
+) -> tuple[Request, Split]:
+    """A T5 request with the ids it means: the input with one sentinel per blank (lm-eval
+    encodes it on its own, with the EOS the tokenizer appends) and the target's ids."""
+    request = _t5_strings(problem, option, prefix, eos, tokens)
+    target = _t5_target_ids(tokens, tuple(problem.options[option]), eos)
+    return request, (tuple(tokens.encode(request[1][0])), target)
+
+
+def _t5_strings(
+    problem: Problem, option: int, prefix: bool, eos: str | None, tokens: TokenCounter | None = None
+) -> Request:
+    """Input with one sentinel per blank; target = sentinels around the fillers."""
+    text = problem.segments[0]
+    for k, segment in enumerate(problem.segments[1:]):
+        text += sentinel(k) + segment
+    target = t5_target(tuple(problem.options[option]), eos, tokens)
     return ("loglikelihood", ((T5_PREFIX if prefix else "") + text, target))
 
 
@@ -305,14 +482,23 @@ class T5Masked(ScoringMethod):
             raise ScoringError(f"method {self.name!r} counts EOS but the tokenizer has none")
         return eos
 
+    def validate(self, setup: Setup) -> None:
+        super().validate(setup)
+        if setup.tokens is not None:
+            sentinel_ids(setup.tokens, 3)
+            self._eos(setup)
+
     def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
         eos = self._eos(setup)
-        return [[_t5_strings(problem, i, self.prefix, eos)] for i in range(len(problem.options))]
+        return [
+            [_t5_strings(problem, i, self.prefix, eos, setup.tokens)]
+            for i in range(len(problem.options))
+        ]
 
     def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
         eos, scores = self._eos(setup), []
         for i in range(len(problem.options)):
-            request = _t5_strings(problem, i, self.prefix, eos)
+            request = _t5_strings(problem, i, self.prefix, eos, setup.tokens)
             value = _ll(results, request)
             if self.mean:
                 value /= max(len(setup.need_tokens(self.name).encode(request[1][1], False)), 1)

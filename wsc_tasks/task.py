@@ -53,6 +53,8 @@ from .scoring import (
     Setup,
     get_methods,
     is_gpt2_tokenizer,
+    n_shifted_splits,
+    shifted_splits,
 )
 from .tokens import TokenCounter, counter_from_metadata
 
@@ -241,9 +243,10 @@ class SchemaTask(ConfigurableTask):
             methods = get_methods(names, family)
             prior = "webtext" if tokens is not None and is_gpt2_tokenizer(tokens) else "bos"
             setup = Setup(tokens, prior, int(meta.get("smart_limit", 1)))
+            if tokens is not None and family == "seq2seq":
+                tokens.seq2seq = True  # lm-eval encodes an encoder-decoder's context alone
             for method in methods:
-                if method.needs_tokens:
-                    setup.need_tokens(method.name)
+                method.validate(setup)
         except ScoringError as error:
             raise ScoringError(f"task {task}, {family} model: {error}") from error
         self.config.metadata = {**meta, "first_token_prior": prior, "headline": headline}
@@ -373,6 +376,8 @@ class SchemaTask(ConfigurableTask):
             values["acc_equal_len"] = values["schema_acc_equal_len"] = restrict(headline, equal)
             values["share_equal_len"] = outcome(equal, [])
             values["share_blank_at_end"] = outcome(at_end, [])
+        if self._counts_splits:
+            values["n_shifted_splits"] = sum(shifted_splits(p, self.setup) for p in schema.problems)
         for method_name, value in by_method.items():
             for metric in PER_METHOD:
                 values[f"{metric}_{method_name}"] = value
@@ -386,6 +391,8 @@ class SchemaTask(ConfigurableTask):
         functions = {name: fn for name, (fn, _) in SCHEMA_METRICS.items()}
         if self.setup.tokens is not None:
             functions.update(TOKEN_METRICS)
+        if self._counts_splits:
+            functions["n_shifted_splits"] = n_shifted_splits
         for method in self.methods:
             for metric, fn in PER_METHOD.items():
                 functions[f"{metric}_{method.name}"] = fn
@@ -396,6 +403,11 @@ class SchemaTask(ConfigurableTask):
 
     def higher_is_better(self) -> dict[str, bool]:
         return {name: SCHEMA_METRICS.get(name, (None, True))[1] for name in self.aggregation()}
+
+    @property
+    def _counts_splits(self) -> bool:
+        """Causal methods that split sentences after their first token(s) are active."""
+        return self.family == "causal" and any(m.needs_tokens for m in self.methods)
 
 
 class ConsistencyTask(SchemaTask):

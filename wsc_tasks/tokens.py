@@ -16,12 +16,17 @@ from typing import Any
 from .problems import Problem
 
 
+class RequestMismatch(ValueError):
+    """A request would not give the model the tokens its scoring formula means."""
+
+
 @dataclass(eq=False)  # hashed by identity: one counter per tokenizer, a key of scoring caches
 class TokenCounter:
     """Counts continuation tokens the way ``lm_eval.api.model.TemplateLM._encode_pair`` does."""
 
     tokenizer: Any
     add_special_tokens: bool | None = None  # None: the tokenizer's default, as lm-eval's HFLM
+    seq2seq: bool = False  # lm-eval encodes an encoder–decoder's context on its own
     _cache: dict[tuple[str, bool | None], tuple[int, ...]] = field(default_factory=dict, repr=False)
 
     def encode(self, text: str, add_special_tokens: bool | None = None) -> list[int]:
@@ -45,6 +50,46 @@ class TokenCounter:
         whole = self.encode(context + continuation)
         head = self.encode(context)
         return head, whole[len(head) :]
+
+    @property
+    def prefix_token_id(self) -> int | None:
+        """What lm-eval's HFLM puts before an empty context: BOS, else EOS."""
+        bos = getattr(self.tokenizer, "bos_token_id", None)
+        return bos if bos is not None else getattr(self.tokenizer, "eos_token_id", None)
+
+    def model_input(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """(context ids, continuation ids) exactly as lm-eval's ``loglikelihood`` builds them:
+        an empty context becomes the prefix token, trailing whitespace of the context moves to
+        the continuation, and a seq2seq context is encoded on its own."""
+        if not context:
+            ids = self.encode(continuation, add_special_tokens=False)
+            prefix = self.prefix_token_id
+            if prefix is None or not ids:
+                return [], ids
+            return ([prefix], ids) if prefix != ids[0] else (ids[:1], ids[1:])
+        if not self.seq2seq:
+            return self.split(context, continuation)
+        spaces = len(context) - len(context.rstrip())
+        if spaces:
+            context, continuation = context[:-spaces], context[-spaces:] + continuation
+        return self.encode(context), self.encode(continuation, add_special_tokens=False)
+
+    def intended_split(self, text: str, k: int) -> tuple[list[int], list[int]]:
+        """``text`` tokenized as the model reads it (the tokenizer's own special tokens
+        included), split after its ``k``-th token; k = 0 means after the prefix token."""
+        plain = self.encode(text, add_special_tokens=False)
+        if k == 0:
+            prefix = self.prefix_token_id
+            return ([] if prefix is None else [prefix]), plain
+        whole = self.encode(text)
+        lead = next(
+            (s for s in range(len(whole) - len(plain) + 1) if whole[s : s + len(plain)] == plain),
+            None,
+        )
+        if lead is None:
+            raise RequestMismatch(f"{text!r}: its tokens with special tokens do not contain "
+                                  "its tokens without them")  # fmt: skip
+        return whole[: lead + k], whole[lead + k :]
 
     def n_continuation(self, context: str, continuation: str) -> int:
         return len(self.split(context, continuation)[1])
@@ -75,6 +120,27 @@ class TokenCounter:
         return self.n_continuation(filled[: len(filled) - len(after)], after)
 
 
+def check_request(
+    counter: TokenCounter,
+    request: tuple[str, tuple[Any, ...]],
+    intended: tuple[list[int], list[int]],
+) -> None:
+    """Raise ``RequestMismatch`` unless lm-eval turns ``request`` into exactly ``intended``
+    (context ids, continuation ids): both non-empty, nothing moved across the split."""
+    kind, (context, continuation) = request
+    got = counter.model_input(context, continuation)
+    if not got[0] or not got[1]:
+        raise RequestMismatch(
+            f"{kind} request {(context, continuation)!r}: lm-eval would build an empty "
+            f"{'context' if not got[0] else 'continuation'} (tokens {got})"
+        )
+    if (list(got[0]), list(got[1])) != (list(intended[0]), list(intended[1])):
+        raise RequestMismatch(
+            f"{kind} request {(context, continuation)!r}: lm-eval builds context/continuation "
+            f"{got[0]} / {got[1]}, the formula means {intended[0]} / {intended[1]}"
+        )
+
+
 @lru_cache(maxsize=8)
 def _load_tokenizer(name: str, gguf_file: str | None, revision: str | None, trust: bool) -> Any:
     from transformers import AutoTokenizer
@@ -92,11 +158,21 @@ def counter_from_metadata(metadata: Mapping[str, Any]) -> TokenCounter | None:
     name = metadata.get("tokenizer") or metadata.get("pretrained")
     if not isinstance(name, str):
         return None
-    tokenizer = _load_tokenizer(
+    add_bos = metadata.get("add_bos_token")
+    if add_bos is None and "base_url" in metadata:
+        add_bos = False  # lm-eval's API models (local-completions…) encode without specials
+    return _counter(
         name,
         metadata.get("gguf_file"),
         metadata.get("revision"),
         bool(metadata.get("trust_remote_code", False)),
+        None if add_bos is None else bool(add_bos),
     )
-    add_bos = metadata.get("add_bos_token")
-    return TokenCounter(tokenizer, None if add_bos is None else bool(add_bos))
+
+
+@lru_cache(maxsize=8)
+def _counter(
+    name: str, gguf_file: str | None, revision: str | None, trust: bool, add_bos: bool | None
+) -> TokenCounter:
+    """One counter per tokenizer, so that every task of a run shares its encodings."""
+    return TokenCounter(_load_tokenizer(name, gguf_file, revision, trust), add_bos)

