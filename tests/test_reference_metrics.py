@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 def test_every_metric_equals_the_reference(tiny_gpt2_dir, data_dir, tmp_path):
     expected = json.loads(FIXTURE.read_text())
-    found = figures(evaluate(tiny_gpt2_dir, tmp_path))
+    found = figures(evaluate(tiny_gpt2_dir, tmp_path, ["--metadata", '{"metrics": "all"}']))
     assert found.keys() == expected.keys()
     for task, row in expected.items():
         assert found[task] == row, task

@@ -166,6 +166,12 @@ def main(argv: list[str] | None = None) -> int:
         add_help=False,
         help="run lm-eval with these tasks (default: wsc_group on the embedded SmolLM2-135M)",
     )
+    sub.add_parser(
+        "bench",
+        add_help=False,
+        help="`run` with the same flags, its wall time split into phases (tasks, requests, "
+        "tokens, model, results, aggregation, printing)",
+    )
     sub.add_parser("bench-mlm", add_help=False, help="masked-LM scoring throughput benchmark")
     sub.add_parser("report", add_help=False, help="thesis-style tables, figures and p-values")
     sub.add_parser("sweep", add_help=False, help="run many models, write a leaderboard")
@@ -179,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         from .sweep import main as sweep
 
         return sweep(argv[1:])
+    if argv[:1] == ["bench"]:
+        from .bench import bench_run
+
+        return bench_run(argv[1:])
     if argv[:1] == ["bench-mlm"]:
         from .bench import main as bench
 

@@ -13,7 +13,10 @@ the model's family) or a list of method names; ``headline`` — the method behin
 ``schema_acc`` (default: the family's best, causal ``smart``), or a mapping family → method, e.g.
 ``{seq2seq: masked_mean}``; ``smart_limit`` — n of smart scoring (default 1); ``tokenizer`` —
 the tokenizer to count tokens with, when ``pretrained`` is not given (e.g. a model object passed
-from Python).
+from Python); ``metrics`` — ``headline`` (default: lm-eval aggregates and prints the few metrics
+that define the task) or ``all`` (every per-method and method-consistency metric too). Every
+per-document value is logged with ``--log_samples`` either way, so ``wsc-tasks report``
+recomputes the rest from the samples.
 """
 
 from __future__ import annotations
@@ -152,18 +155,53 @@ def request_task_config(config: dict[str, Any] | None) -> dict[str, Any]:
     return config
 
 
+METRIC_CHOICES = ("headline", "all")
+
+
+def metric_choice(task: str, metadata: dict[str, Any]) -> str:
+    """``metadata.metrics``: which aggregations lm-eval computes and prints (see the docstring)."""
+    choice = metadata.get("metrics", "headline")
+    if choice not in METRIC_CHOICES:
+        raise ValueError(
+            f"task {task}: metadata.metrics is {choice!r}; use 'headline' (the default: the "
+            "metrics that define the task) or 'all' (--metadata '{\"metrics\": \"all\"}')"
+        )
+    return choice
+
+
+def select_metrics(
+    task: str, metadata: dict[str, Any], functions: dict[str, Any], headline: Any
+) -> dict[str, Any]:
+    """``functions`` restricted to the names in ``headline`` unless ``metrics`` is ``all``.
+
+    The other metrics' per-document values are still returned by ``process_results`` and logged;
+    ``lm_eval_fixes`` keeps lm-eval from aggregating what ``aggregation()`` does not list.
+    """
+    if metric_choice(task, metadata) == "all":
+        return functions
+    return {name: fn for name, fn in functions.items() if name in headline}
+
+
 class SchemaTask(ConfigurableTask):
     """A task whose documents are schemas; see the module docstring."""
 
     VERSION = 1.0
+    HEADLINE_METRICS: frozenset[str] = frozenset(SCHEMA_METRICS)
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         config = request_task_config(config)
         meta = config.get("metadata") or {}
         if "dataset" not in meta:
             raise ValueError(f"task {config.get('task')}: metadata.dataset is required")
+        metric_choice(str(config.get("task")), meta)
         super().__init__(config=config, **kwargs)
         self.setup, self.methods = self._plan()
+
+    def aggregation(self) -> dict[str, Any]:
+        """The aggregations lm-eval computes and prints (``metadata.metrics``)."""
+        return select_metrics(
+            self.config.task, self._meta, self.all_aggregations(), self.HEADLINE_METRICS
+        )
 
     # -- configuration -------------------------------------------------------------------------
     @property
@@ -344,7 +382,8 @@ class SchemaTask(ConfigurableTask):
                 values[f"{metric}_{first}_to_{second}"] = pair
         return values
 
-    def aggregation(self) -> dict[str, Any]:
+    def all_aggregations(self) -> dict[str, Any]:
+        """Every metric ``process_results`` gives a per-document value for."""
         functions = {name: fn for name, (fn, _) in SCHEMA_METRICS.items()}
         if self.setup.tokens is not None:
             functions.update(TOKEN_METRICS)
@@ -368,6 +407,11 @@ class ConsistencyTask(SchemaTask):
     apply to the transformation (Table 3.6), the accuracies of each side and their difference.
     Because the pair travels in one document, the metrics are exact under multi-process runs.
     """
+
+    HEADLINE_METRICS = frozenset(
+        {"acc_original", "acc_perturbed", "acc_diff", "schema_acc_diff", "consistency",
+         "schema_consistency", "n_pairs"}
+    )  # fmt: skip
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         docs = [self.pair_doc(o, t) for o, t in catalog.load_pairs(self._meta["dataset"])]
@@ -407,16 +451,21 @@ class ConsistencyTask(SchemaTask):
         item = self.pair_item(doc, results)
         return {name: item for name in self._aggregations}
 
-    def aggregation(self) -> dict[str, Any]:
+    def all_aggregations(self) -> dict[str, Any]:
         return dict(self._aggregations)
 
     def higher_is_better(self) -> dict[str, bool]:
-        return {name: True for name in self._aggregations}
+        return {name: True for name in self.aggregation()}
 
 
 class AssociativityTask(ConsistencyTask):
     """WSC266 against its no-candidates perturbation, split into associative and non-associative
     schemas (thesis §4.4); metrics in ``wsc_tasks.associativity``."""
+
+    HEADLINE_METRICS = frozenset(
+        {f"{m}_{s}_adjusted" for m in associativity.ACCURACIES for s in associativity.SCOPES}
+        | {"n_pairs"}
+    )
 
     def pair_doc(self, original: Schema, transformed: Schema) -> dict[str, Any]:
         return {**super().pair_doc(original, transformed), "subset": associativity.subset(original)}
