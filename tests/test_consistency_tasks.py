@@ -19,6 +19,8 @@ from wsc_tasks.metrics import outcome
 from wsc_tasks.pairing import PairingError, pair_schemas
 from wsc_tasks.problems import Problem, Schema
 
+ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
+
 # consistency task -> (original task, transformed tasks, problem transformation?)
 CONSISTENCY = {
     "wsc266_switched_consistency": ("wsc266", ["wsc266_switched"], True),
@@ -290,7 +292,8 @@ UNDERLYING = sorted({t for o, ts, _ in CONSISTENCY.values() for t in [o, *ts]})
 @pytest.fixture(scope="module")
 def run(tiny_gpt2_dir):
     manager = TaskManager(
-        include_path=str(include_path()), metadata={"pretrained": str(tiny_gpt2_dir), **SCORING}
+        include_path=str(include_path()),
+        metadata={"pretrained": str(tiny_gpt2_dir), **SCORING, **ALL},
     )
     return lm_eval.simple_evaluate(
         model="hf",
@@ -345,7 +348,7 @@ def test_masked_lm_consistency_and_method_pair(tiny_roberta_dir):  # noqa: F811 
     scoring = {"scoring": ["statement_mean", "multi_mask_mean"]}
     manager = TaskManager(
         include_path=str(include_path()),
-        metadata={"pretrained": str(tiny_roberta_dir), **scoring},
+        metadata={"pretrained": str(tiny_roberta_dir), **scoring, **ALL},
     )
     tasks = ["wsc266", "wsc266_switched", "wsc266_switched_consistency"]
     out = lm_eval.simple_evaluate(model=lm, tasks=tasks, task_manager=manager, log_samples=True)

@@ -22,3 +22,34 @@ def test_every_metric_equals_the_reference(tiny_gpt2_dir, data_dir, tmp_path):
     assert found.keys() == expected.keys()
     for task, row in expected.items():
         assert found[task] == row, task
+
+
+def test_default_table_lists_each_tasks_headline_metrics_only(tiny_gpt2_dir, data_dir):
+    from lm_eval.tasks import TaskManager
+
+    from wsc_tasks.cli import include_path
+
+    names = ["wsc266", "wsc266_switched_consistency", "wsc266_associativity", "winowhy"]
+    counts = {}
+    for choice in ("headline", "all"):
+        manager = TaskManager(
+            include_path=str(include_path()),
+            include_defaults=False,
+            metadata={"tokenizer": str(tiny_gpt2_dir), "metrics": choice},
+        )
+        tasks = manager.load(names)["tasks"]
+        counts[choice] = {name: len(tasks[name].aggregation()) for name in names}
+    assert counts["headline"] == {
+        "wsc266": 6,  # acc, schema_acc, half_solved, anti_solved, n_problems, n_schemas
+        "wsc266_switched_consistency": 7,
+        "wsc266_associativity": 7,
+        "winowhy": 6,
+    }
+    assert all(counts["all"][n] > 3 * counts["headline"][n] for n in names)
+
+
+def test_an_unknown_metric_choice_names_the_task():
+    from wsc_tasks.task import metric_choice
+
+    with pytest.raises(ValueError, match="task wsc266: metadata.metrics is 'some'"):
+        metric_choice("wsc266", {"metrics": "some"})

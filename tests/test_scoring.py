@@ -20,6 +20,8 @@ from wsc_tasks.cli import include_path
 from wsc_tasks.problems import Schema
 from wsc_tasks.tokens import TokenCounter
 
+ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
+
 pytestmark = pytest.mark.slow
 
 TASK = "wsc266"
@@ -243,7 +245,7 @@ def test_every_t5_method_by_hand(tiny_t5_dir, data_dir):
     assert lm.backend == "seq2seq"
     counter = TokenCounter(lm.tokenizer)
     manager = TaskManager(
-        include_path=str(include_path()), metadata={"pretrained": str(tiny_t5_dir)}
+        include_path=str(include_path()), metadata={"pretrained": str(tiny_t5_dir), **ALL}
     )
     Counting.rows = 0
     out = lm_eval.simple_evaluate(

@@ -288,13 +288,17 @@ class SchemaTask(ConfigurableTask):
 
     # -- requests and results --------------------------------------------------------------------
     def _problem_requests(self, problem: Problem) -> list[Request]:
-        """The union of all methods' requests for one problem, in first-seen order."""
-        seen: dict[Request, None] = {}
-        for method in self.methods:
-            for per_option in method.requests(problem, self.setup):
-                for request in per_option:
-                    seen.setdefault(request, None)
-        return list(seen)
+        """The union of all methods' requests for one problem, in first-seen order (built once
+        per problem: requests are built, then counted, then matched with their results)."""
+        cache = self.__dict__.setdefault("_requests_of", {})
+        if problem not in cache:
+            seen: dict[Request, None] = {}
+            for method in self.methods:
+                for per_option in method.requests(problem, self.setup):
+                    for request in per_option:
+                        seen.setdefault(request, None)
+            cache[problem] = list(seen)
+        return cache[problem]
 
     def schemas(self, doc: dict) -> list[Schema]:
         """The schemas of one document, in the order their requests are sent."""

@@ -99,4 +99,10 @@ def counter_from_metadata(metadata: Mapping[str, Any]) -> TokenCounter | None:
         bool(metadata.get("trust_remote_code", False)),
     )
     add_bos = metadata.get("add_bos_token")
-    return TokenCounter(tokenizer, None if add_bos is None else bool(add_bos))
+    return _shared_counter(tokenizer, None if add_bos is None else bool(add_bos))
+
+
+@lru_cache(maxsize=8)
+def _shared_counter(tokenizer: Any, add_bos: bool | None) -> TokenCounter:
+    """One counter per tokenizer for all tasks of a run: overlapping tasks count the same texts."""
+    return TokenCounter(tokenizer, add_bos)
