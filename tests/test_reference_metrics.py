@@ -40,7 +40,7 @@ def test_default_table_lists_each_tasks_headline_metrics_only(tiny_gpt2_dir, dat
         tasks = manager.load(names)["tasks"]
         counts[choice] = {name: len(tasks[name].aggregation()) for name in names}
     assert counts["headline"] == {
-        "wsc266": 6,  # acc, schema_acc, half_solved, anti_solved, n_problems, n_schemas
+        "wsc266": 4,  # acc, schema_acc, n_problems, n_schemas
         "wsc266_switched_consistency": 7,
         "wsc266_associativity": 7,
         "winowhy": 6,

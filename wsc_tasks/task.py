@@ -57,7 +57,7 @@ from .scoring import (
     get_methods,
     is_gpt2_tokenizer,
 )
-from .tokens import TokenCounter, counter_from_metadata
+from .tokens import TokenCounter, counter_from_metadata, gguf_parsed_once
 
 lm_eval_fixes.apply()  # our tasks send one sentence split at two places; see that module
 lm_eval_stderr.apply()  # lm-eval's stderr column for our metrics: a bootstrap over schemas
@@ -125,7 +125,8 @@ def _model_family(pretrained: str, gguf_file: str | None, trust: bool) -> str:
     kwargs: dict[str, Any] = {"trust_remote_code": trust}
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
-    config = AutoConfig.from_pretrained(pretrained, **kwargs)
+    with gguf_parsed_once():  # the tokenizer is read from the same file
+        config = AutoConfig.from_pretrained(pretrained, **kwargs)
     if getattr(config, "is_encoder_decoder", False):
         return "seq2seq"
     architectures = " ".join(getattr(config, "architectures", None) or [])
@@ -186,7 +187,7 @@ class SchemaTask(ConfigurableTask):
     """A task whose documents are schemas; see the module docstring."""
 
     VERSION = 1.0
-    HEADLINE_METRICS: frozenset[str] = frozenset(SCHEMA_METRICS)
+    HEADLINE_METRICS = frozenset({"acc", "schema_acc", "n_problems", "n_schemas"})
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         config = request_task_config(config)
