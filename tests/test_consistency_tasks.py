@@ -330,7 +330,7 @@ def test_consistency_tasks_in_two_processes(tiny_gpt2_dir, tmp_path):
     for processes in (1, 2):
         out = tmp_path / f"p{processes}.json"
         outputs[processes] = run_dp_eval(
-            processes, tiny_gpt2_dir, out, names, "1", metadata=SCORING
+            processes, tiny_gpt2_dir, out, names, "1", metadata={**SCORING, **ALL}
         )
         result = outputs[processes]
         assert result["world_size"] == processes
