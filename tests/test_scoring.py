@@ -122,7 +122,9 @@ def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_d
     lm = Counting(pretrained=str(folder), device="cpu", batch_size=1)
     counter = TokenCounter(lm.tokenizer)
     doc_ids = _doc_ids(counter)
-    manager = TaskManager(include_path=str(include_path()), metadata={"pretrained": str(folder)})
+    manager = TaskManager(
+        include_path=str(include_path()), metadata={"pretrained": str(folder), **ALL}
+    )
     Counting.rows = 0
     out = lm_eval.simple_evaluate(
         model=lm, tasks=[TASK], task_manager=manager, samples={TASK: doc_ids}, log_samples=True
