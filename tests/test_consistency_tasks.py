@@ -19,6 +19,8 @@ from wsc_tasks.metrics import outcome
 from wsc_tasks.pairing import PairingError, pair_schemas
 from wsc_tasks.problems import Problem, Schema
 
+ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
+
 # consistency task -> (original task, transformed tasks, problem transformation?)
 CONSISTENCY = {
     "wsc266_switched_consistency": ("wsc266", ["wsc266_switched"], True),
@@ -304,7 +306,8 @@ UNDERLYING = sorted({t for o, ts, _ in CONSISTENCY.values() for t in [o, *ts]})
 @pytest.fixture(scope="module")
 def run(tiny_gpt2_dir):
     manager = TaskManager(
-        include_path=str(include_path()), metadata={"pretrained": str(tiny_gpt2_dir), **SCORING}
+        include_path=str(include_path()),
+        metadata={"pretrained": str(tiny_gpt2_dir), **SCORING, **ALL},
     )
     return lm_eval.simple_evaluate(
         model="hf",
@@ -343,7 +346,7 @@ def test_consistency_tasks_in_two_processes(tiny_gpt2_dir, tmp_path):
     for processes in (1, 2):
         out = tmp_path / f"p{processes}.json"
         outputs[processes] = run_dp_eval(
-            processes, tiny_gpt2_dir, out, names, "1", metadata=SCORING
+            processes, tiny_gpt2_dir, out, names, "1", metadata={**SCORING, **ALL}
         )
         result = outputs[processes]
         assert result["world_size"] == processes
@@ -361,7 +364,7 @@ def test_masked_lm_consistency_and_method_pair(tiny_roberta_dir):  # noqa: F811 
     scoring = {"scoring": ["statement_mean", "multi_mask_mean"]}
     manager = TaskManager(
         include_path=str(include_path()),
-        metadata={"pretrained": str(tiny_roberta_dir), **scoring},
+        metadata={"pretrained": str(tiny_roberta_dir), **scoring, **ALL},
     )
     tasks = ["wsc266", "wsc266_switched", "wsc266_switched_consistency"]
     out = lm_eval.simple_evaluate(model=lm, tasks=tasks, task_manager=manager, log_samples=True)

@@ -14,6 +14,8 @@ from lm_eval.tasks import TaskManager
 from wsc_tasks import catalog
 from wsc_tasks.cli import include_path
 
+ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
+
 pytestmark = pytest.mark.slow
 
 TASKS = sorted(catalog.SPECS)
@@ -49,7 +51,7 @@ def run(tiny_gpt2_dir, builtin_dir):
     # Partial scoring only (no tokenizer in the metadata): the structure under test is the same
     # for every method, and tests/test_scoring.py checks the methods themselves.
     manager = TaskManager(
-        include_path=[str(include_path()), str(builtin_dir)], metadata={"scoring": "partial"}
+        include_path=[str(include_path()), str(builtin_dir)], metadata={"scoring": "partial", **ALL}
     )
     return lm_eval.simple_evaluate(
         model="hf",

@@ -13,6 +13,8 @@ from wsc_tasks.bench import roberta_tokenizer
 from wsc_tasks.cli import include_path
 from wsc_tasks.problems import Schema
 
+ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
+
 pytestmark = pytest.mark.slow
 
 TASK = "wsc266"
@@ -88,7 +90,7 @@ def _hand(model, tok, problem, option: int) -> dict[str, float]:
 def test_every_masked_method_by_hand(tiny_roberta_dir, data_dir):
     lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=8)
     manager = TaskManager(
-        include_path=str(include_path()), metadata={"pretrained": str(tiny_roberta_dir)}
+        include_path=str(include_path()), metadata={"pretrained": str(tiny_roberta_dir), **ALL}
     )
     rows = []
     hook = lm.model.base_model.register_forward_hook(

@@ -20,6 +20,8 @@ from wsc_tasks.cli import include_path
 from wsc_tasks.problems import Schema
 from wsc_tasks.tokens import TokenCounter
 
+ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
+
 pytestmark = pytest.mark.slow
 
 TASK = "wsc266"
@@ -120,7 +122,9 @@ def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_d
     lm = Counting(pretrained=str(folder), device="cpu", batch_size=1)
     counter = TokenCounter(lm.tokenizer)
     doc_ids = _doc_ids(counter)
-    manager = TaskManager(include_path=str(include_path()), metadata={"pretrained": str(folder)})
+    manager = TaskManager(
+        include_path=str(include_path()), metadata={"pretrained": str(folder), **ALL}
+    )
     Counting.rows = 0
     out = lm_eval.simple_evaluate(
         model=lm, tasks=[TASK], task_manager=manager, samples={TASK: doc_ids}, log_samples=True
@@ -243,7 +247,7 @@ def test_every_t5_method_by_hand(tiny_t5_dir, data_dir):
     assert lm.backend == "seq2seq"
     counter = TokenCounter(lm.tokenizer)
     manager = TaskManager(
-        include_path=str(include_path()), metadata={"pretrained": str(tiny_t5_dir)}
+        include_path=str(include_path()), metadata={"pretrained": str(tiny_t5_dir), **ALL}
     )
     Counting.rows = 0
     out = lm_eval.simple_evaluate(

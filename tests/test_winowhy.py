@@ -27,6 +27,8 @@ from wsc_tasks.plausibility_metrics import (
 )
 from wsc_tasks.problems import Problem, Schema
 
+ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
+
 # -- metrics on hand-computed cases ----------------------------------------------------------------
 
 
@@ -156,7 +158,9 @@ QUESTIONS = list(range(0, 273, 20))  # 14 questions, every category present
 
 def _manager(metadata):
     # only this package's tasks: indexing lm-eval's own thousands would take seconds per run
-    return TaskManager(include_path=str(include_path()), include_defaults=False, metadata=metadata)
+    return TaskManager(
+        include_path=str(include_path()), include_defaults=False, metadata={**ALL, **metadata}
+    )
 
 
 def _log_likelihood(model, tok, context: str, continuation: str) -> float:

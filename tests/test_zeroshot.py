@@ -20,6 +20,8 @@ from wsc_tasks.cli import include_path
 from wsc_tasks.problems import Problem, Schema, count
 from wsc_tasks.zeroshot import zero_shot_pair, zero_shot_schemas
 
+ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
+
 log = logging.getLogger(__name__)
 
 
@@ -175,7 +177,9 @@ def test_agreement_with_elazars_zero_shot_file(data_dir):
 
 def _manager(metadata):
     # only this package's tasks: indexing lm-eval's own thousands would take seconds per run
-    return TaskManager(include_path=str(include_path()), include_defaults=False, metadata=metadata)
+    return TaskManager(
+        include_path=str(include_path()), include_defaults=False, metadata={**ALL, **metadata}
+    )
 
 
 @pytest.mark.slow

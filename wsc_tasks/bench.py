@@ -1,4 +1,16 @@
-"""``wsc-tasks bench-mlm``: throughput of batched masked-LM statement scoring against a loop.
+"""``wsc-tasks bench``: where the time of an lm-eval run goes; ``bench-mlm``: masked-LM throughput.
+
+``wsc-tasks bench [lm_eval run flags…]`` runs exactly what ``wsc-tasks run`` runs with the same
+flags (its table printed as usual) and then prints the wall time split into phases, measured by
+timers around the functions of each phase (exclusive: a phase's time excludes the phases it
+calls): task building (lm-eval's task index and the tasks' data), request building, tokenization
+(lm-eval's and the tasks' token counting), the model's forward calls (``torch.cuda.synchronize()``
+around each when CUDA is used; the whole ``loglikelihood`` call of ``wsc-chance``), result
+processing, aggregation (lm-eval's, with the bootstrap errors) and printing; the rest (imports,
+model loading, writing files, lm-eval's bookkeeping) is "other". It also prints the requests, the
+distinct requests, the token positions through the model and the ratio of wall time to model time.
+
+``bench-mlm``: throughput of batched masked-LM statement scoring against a loop.
 
 Statement scoring masks every token of a sentence in turn. The loop scores one sentence at a time
 with one forward pass per masked copy (the straightforward implementation); ``hf-mlm`` batches the
@@ -9,8 +21,11 @@ score the same WSC266 sentences with the same model; the scores are checked equa
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
+from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +104,157 @@ def main(argv: list[str] | None = None) -> int:
     print(f"hf-mlm batched (batch {args.batch_size}):          {n / batched_s:8.1f} sentences/s")
     print(f"speed-up: {loop_s / batched_s:.1f}x   (largest score difference {worst:.1e})")
     return 0
+
+
+# -- wsc-tasks bench ---------------------------------------------------------------------------
+PHASES = ("task building", "request building", "tokenization", "model forward",
+          "result processing", "aggregation", "printing")  # fmt: skip
+
+
+class PhaseTimer:
+    """Exclusive wall time per phase of functions wrapped with ``wrap``; counts beside."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.counts: dict[str, int] = defaultdict(int)
+        self._stack: list[list[float]] = []  # [start, time spent in nested phases]
+        self._cuda = False
+
+    def wrap(self, owner: Any, name: str, phase: str) -> None:
+        original = getattr(owner, name, None)
+        if original is None or getattr(original, "_wsc_tasks_phase", None):
+            return
+        timer = self
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if phase == "model forward":
+                timer._synchronize()
+            frame = [time.perf_counter(), 0.0]
+            timer._stack.append(frame)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                if phase == "model forward":
+                    timer._synchronize()
+                timer._stack.pop()
+                elapsed = time.perf_counter() - frame[0]
+                timer.seconds[phase] += elapsed - frame[1]
+                if timer._stack:
+                    timer._stack[-1][1] += elapsed
+
+        timed._wsc_tasks_phase = phase  # type: ignore[attr-defined]
+        timed.__doc__ = getattr(original, "__doc__", None)
+        setattr(owner, name, timed)
+
+    def _synchronize(self) -> None:
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+
+
+def _subclasses(cls: type) -> list[type]:
+    out = [cls]
+    for sub in cls.__subclasses__():
+        out += _subclasses(sub)
+    return out
+
+
+def instrument(timer: PhaseTimer) -> None:
+    """Wrap the functions of every phase (lm-eval 0.4.13 and this package's)."""
+    import lm_eval.evaluator as evaluator
+    import lm_eval.utils as lm_utils
+    from lm_eval.api.model import TemplateLM
+    from lm_eval.api.task import Task
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    from . import categorized, chance, lm_eval_fixes, task, tokens, winowhy, zeroshot  # noqa: F401
+
+    timer.wrap(TaskManager, "__init__", "task building")
+    timer.wrap(TaskManager, "load", "task building")
+    for cls in _subclasses(Task):
+        if "build_all_requests" in vars(cls):
+            timer.wrap(cls, "build_all_requests", "request building")
+        if "process_results" in vars(cls):
+            timer.wrap(cls, "process_results", "result processing")
+    for name in ("_encode", "first_token_text"):
+        timer.wrap(tokens.TokenCounter, name, "tokenization")
+    for name in ("tok_encode", "tok_batch_encode"):
+        timer.wrap(HFLM, name, "tokenization")
+    timer.wrap(TemplateLM, "_encode_pair", "tokenization")
+    timer.wrap(lm_eval_fixes, "_encode_in_one_batch", "tokenization")
+    timer.wrap(HFLM, "_model_call", "model forward")
+    timer.wrap(chance.ChanceLM, "loglikelihood", "model forward")
+    timer.wrap(mlm, "_masked_logits", "model forward")
+    timer.wrap(evaluator, "_process_results", "aggregation")
+    timer.wrap(lm_utils, "make_table", "printing")
+    _count_requests(timer, lm_eval_fixes)
+    _count_tokens(timer, HFLM, mlm)
+
+
+def _count_requests(timer: PhaseTimer, fixes: Any) -> None:
+    original = fixes.distinct
+
+    def distinct(requests: Any) -> tuple[list[Any], list[int]]:
+        unique, where = original(requests)
+        timer.counts["requests"] += len(requests)
+        timer.counts["distinct requests"] += len(unique)
+        return unique, where
+
+    fixes.distinct = distinct
+
+
+def _count_tokens(timer: PhaseTimer, hflm: Any, mlm_module: Any) -> None:
+    model_call = hflm._model_call
+
+    def counted(self: Any, inps: Any, *args: Any, **kwargs: Any) -> Any:
+        timer.counts["token positions through the model"] += int(inps.numel())
+        timer.counts["forward calls"] += 1
+        return model_call(self, inps, *args, **kwargs)
+
+    hflm._model_call = counted
+    masked_logits = mlm_module._masked_logits
+
+    def counted_masked(model: Any, ids: Any, *args: Any, **kwargs: Any) -> Any:
+        timer.counts["token positions through the model"] += int(ids.numel())
+        timer.counts["forward calls"] += 1
+        return masked_logits(model, ids, *args, **kwargs)
+
+    mlm_module._masked_logits = counted_masked
+
+
+def report(timer: PhaseTimer, wall: float, cpu: float | None = None) -> str:
+    lines = ["", "wsc-tasks bench: where the wall time went (exclusive seconds per phase)"]
+    measured = sum(timer.seconds[p] for p in PHASES)
+    for phase in PHASES:
+        share = timer.seconds[phase] / wall if wall else 0.0
+        lines.append(f"  {phase:18s} {timer.seconds[phase]:9.2f} s  {share:6.1%}")
+    other = wall - measured
+    lines.append(f"  {'other':18s} {other:9.2f} s  {other / wall if wall else 0:6.1%}")
+    lines.append(f"  {'wall':18s} {wall:9.2f} s")
+    if cpu is not None:  # on a shared machine, wall time also counts other processes' turns
+        lines.append(f"  {'process CPU time':18s} {cpu:9.2f} s  (all threads of this process)")
+    for name in ("requests", "distinct requests", "forward calls",
+                 "token positions through the model"):  # fmt: skip
+        lines.append(f"  {name}: {timer.counts[name]:,}")
+    model = timer.seconds["model forward"]
+    ratio = f"{wall / model:.1f}" if model > 0 else "inf (no model time)"
+    lines.append(f"  wall / model forward time: {ratio}")
+    return "\n".join(lines)
+
+
+def bench_run(argv: list[str], run: Callable[[list[str]], int] | None = None) -> int:
+    """``wsc-tasks bench``: ``wsc-tasks run`` with the same flags, timed by phase."""
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
+    start, cpu_start = time.perf_counter(), time.process_time()
+    timer = PhaseTimer()
+    instrument(timer)
+    if run is None:
+        from .cli import _run as run
+    try:
+        code = run(argv)
+    finally:
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        print(report(timer, wall, cpu), file=sys.stdout, flush=True)
+    return code

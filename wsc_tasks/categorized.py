@@ -42,8 +42,8 @@ class CategorizedSchemaTask(SchemaTask):
             values[f"acc_cat_{name}"] = values[f"n_cat_{name}"] = subset
         return values
 
-    def aggregation(self) -> dict[str, Any]:
-        functions = super().aggregation()
+    def all_aggregations(self) -> dict[str, Any]:
+        functions = super().all_aggregations()
         for name in GROUPS:
             functions[f"acc_cat_{name}"] = problem_accuracy
             functions[f"n_cat_{name}"] = n_problems

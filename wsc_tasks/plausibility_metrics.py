@@ -97,3 +97,101 @@ def group_ranking_accuracy(
         counted += 1
         solved += bool(s[y].min() > s[~y].max())
     return solved / counted if counted else math.nan
+
+
+# -- bootstrap replicates, all at once (lm-eval's stderr; see ``stats.replicates``) ---------------
+# A replicate resamples questions; ``counts`` (replicates × questions) says how often each
+# question is drawn, so a reason's weight in a replicate is its question's count. Every figure is
+# a ratio of integer sums (AUC's U counts half-points), so it equals, bit for bit, the function
+# above applied to the resampled list.
+class ReasonSet:
+    """The reasons of several questions, flattened, with the question each belongs to."""
+
+    def __init__(self, questions: Sequence[tuple[Sequence[float], Sequence[int]]]) -> None:
+        arrays = [_arrays(scores, labels) for scores, labels in questions]
+        self.n_questions = len(arrays)
+        self.scores = np.concatenate([s for s, _ in arrays]) if arrays else np.zeros(0)
+        self.labels = np.concatenate([y for _, y in arrays]) if arrays else np.zeros(0, bool)
+        self.question = np.repeat(np.arange(len(arrays)), [len(s) for s, _ in arrays])
+
+    def per_question(self, flags: np.ndarray) -> np.ndarray:
+        """How many reasons of each question have ``flags``."""
+        return np.bincount(self.question[flags], minlength=self.n_questions)
+
+    def roc_auc(self, counts: np.ndarray) -> np.ndarray:
+        """``roc_auc`` of every replicate: U = cᵀ M c, M[i, j] the (half-)wins of question i's
+        positives over question j's negatives."""
+        y = self.labels
+        pos, neg = self.scores[y], self.scores[~y]
+        wins = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+        matrix = np.zeros((self.n_questions, self.n_questions))
+        pos_q, neg_q = self.question[y], self.question[~y]  # ascending: reasons are in order
+        if len(pos) and len(neg):
+            rows, row_starts = np.unique(pos_q, return_index=True)
+            cols, col_starts = np.unique(neg_q, return_index=True)
+            by_rows = np.add.reduceat(wins, row_starts, axis=0)
+            matrix[np.ix_(rows, cols)] = np.add.reduceat(by_rows, col_starts, axis=1)
+        c = counts.astype(float)
+        u = ((c @ matrix) * c).sum(axis=1)
+        n_pos = counts @ self.per_question(y)
+        n_neg = counts @ self.per_question(~y)
+        pairs = (n_pos * n_neg).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(pairs > 0, u / pairs, np.nan)
+
+    def best_threshold(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(accuracy, threshold) of ``best_threshold`` for every replicate."""
+        iters = len(counts)
+        order = np.argsort(self.scores, kind="stable")
+        ranked, positive = self.scores[order], self.labels[order]
+        weights = counts[:, self.question[order]]
+        values, starts = np.unique(ranked, return_index=True)
+        ends = np.append(starts[1:], len(ranked))
+
+        def before(w: np.ndarray) -> np.ndarray:  # iters × (reasons + 1): weight before index
+            return np.concatenate([np.zeros((iters, 1), np.int64), np.cumsum(w, axis=1)], axis=1)
+
+        pos_before = before(weights * positive)
+        neg_before = before(weights * ~positive)
+        all_before = pos_before + neg_before
+        total_pos, total_neg = pos_before[:, -1:], neg_before[:, -1:]
+        true_pos = np.concatenate([total_pos - pos_before[:, starts], np.zeros((iters, 1))], 1)
+        true_neg = np.concatenate([neg_before[:, starts], total_neg], axis=1)
+        present = np.concatenate(
+            [all_before[:, ends] > all_before[:, starts], np.ones((iters, 1), bool)], axis=1
+        )
+        n = all_before[:, -1:]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            accuracy = (true_pos + true_neg) / n
+        accuracy[~present] = -np.inf
+        best = np.argmax(accuracy, axis=1)
+        thresholds = np.append(values, np.inf)[best]
+        accuracy = accuracy[np.arange(iters), best]
+        empty = n[:, 0] == 0
+        accuracy[empty] = thresholds[empty] = np.nan
+        return accuracy, thresholds
+
+    def accuracy_at(self, counts: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+        """``accuracy_at`` of every replicate, each at its own threshold."""
+        weights = counts[:, self.question]
+        right = (self.scores[None, :] >= thresholds[:, None]) == self.labels[None, :]
+        n = weights.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, (weights * right).sum(axis=1) / n, np.nan)
+
+    def majority_baseline(self, counts: np.ndarray) -> np.ndarray:
+        n = counts @ self.per_question(np.ones_like(self.labels))
+        positive = (counts @ self.per_question(self.labels)) / n
+        return np.maximum(positive, 1 - positive)
+
+    def group_ranking_parts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per question: (solved, counted) of ``group_ranking_accuracy``."""
+        solved = np.zeros(self.n_questions)
+        counted = np.zeros(self.n_questions)
+        for q in range(self.n_questions):
+            s, y = self.scores[self.question == q], self.labels[self.question == q]
+            if y.all() or not y.any():
+                continue
+            counted[q] = 1
+            solved[q] = float(s[y].min() > s[~y].max())
+        return solved, counted

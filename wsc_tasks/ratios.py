@@ -2,10 +2,11 @@
 
 A bootstrap replicate of such a share is two weighted sums, so ``stats`` computes thousands of
 replicates at once instead of calling the aggregation on each resampled list. The parts mirror the
-definitions of ``metrics`` (per-document ``SchemaOutcome``) and ``consistency`` (per-document
-``PairOutcome``: the schema before and after a transformation); the tests check that each form
-equals the aggregation lm-eval runs. ``form`` finds the form of an aggregation function, ``by_name``
-the form of a reported metric from its name and one per-document value.
+definitions of ``metrics`` (per-document ``SchemaOutcome``), ``consistency`` (per-document
+``PairOutcome``: the schema before and after a transformation) and ``associativity`` (a pair
+tagged with its subset; relative loss and gain are elementwise functions of two ratios); the tests
+check that each form equals the aggregation lm-eval runs. ``form`` finds the form of an aggregation
+function, ``by_name`` the form of a reported metric from its name and one per-document value.
 """
 
 from __future__ import annotations
@@ -50,7 +51,20 @@ class Difference:
         return self.first(values) - self.second(values)
 
 
-Form = Ratio | Difference
+@dataclass(frozen=True)
+class Combination:
+    """An elementwise numpy function of other forms' values (associativity's relative loss…);
+    ``function`` must do the float operations of the aggregation it stands for, in its order."""
+
+    name: str
+    function: Callable[..., Any]
+    parts: tuple[Any, ...]  # forms
+
+    def __call__(self, values: Sequence[Any]) -> float:
+        return float(self.function(*(np.float64(part(values)) for part in self.parts)))
+
+
+Form = Ratio | Difference | Combination
 
 
 # -- one schema (SchemaOutcome) ----------------------------------------------------------------
@@ -164,13 +178,54 @@ for _metric, _parts in (("acc", problem_parts), ("schema_acc", schema_parts)):
     PAIR_FORMS[f"{_metric}_diff"] = Difference(f"{_metric}_diff", _after, _before)
 
 
+# -- associativity (``associativity.aggregations``): ratios over one subset of the pairs ----------
+def _scoped(parts: Parts, side: str, scope: str) -> Ratio:
+    def scoped(item: dict[str, Any]) -> tuple[float, float]:
+        inside = scope == "wsc266" or item["subset"] == scope
+        return parts(item[side]) if inside else (0.0, 0.0)
+
+    return Ratio(f"{side}_{scope}", scoped)
+
+
+def _relative_loss(r: np.ndarray, r_b: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(r > 0, (r - r_b) / r, np.nan)
+
+
+def _relative_gain(r: np.ndarray, r_b: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(r_b < 1, (r - r_b) / (1 - r_b), np.nan)
+
+
+ASSOCIATIVITY_FORMS: dict[str, Form] = {}
+for _metric, _parts in (("acc", problem_parts), ("schema_acc", schema_parts)):
+    for _scope in ("wsc266", "associative", "nonassociative"):
+        _r, _r_b = _scoped(_parts, "before", _scope), _scoped(_parts, "after", _scope)
+        _name = f"{_metric}_{_scope}"
+        ASSOCIATIVITY_FORMS[f"{_name}_original"] = _r
+        ASSOCIATIVITY_FORMS[f"{_name}_nocands"] = _r_b
+        ASSOCIATIVITY_FORMS[f"{_name}_adjusted"] = Difference(f"{_name}_adjusted", _r, _r_b)
+        ASSOCIATIVITY_FORMS[f"{_name}_rel_loss"] = Combination(
+            f"{_name}_rel_loss", _relative_loss, (_r, _r_b)
+        )
+        ASSOCIATIVITY_FORMS[f"{_name}_rel_gain"] = Combination(
+            f"{_name}_rel_gain", _relative_gain, (_r, _r_b)
+        )
+    for _i, _side in enumerate(("original", "nocands")):
+        ASSOCIATIVITY_FORMS[f"{_metric}_assoc_gap_{_side}"] = Difference(
+            f"{_metric}_assoc_gap_{_side}",
+            ASSOCIATIVITY_FORMS[f"{_metric}_associative_{_side}"],  # type: ignore[arg-type]
+            ASSOCIATIVITY_FORMS[f"{_metric}_nonassociative_{_side}"],  # type: ignore[arg-type]
+        )
+
+
 def form(aggregation: Callable[..., Any]) -> Form | None:
     """The ratio form of an lm-eval aggregation of this package, or None if it has none.
 
     Functions of ``metrics`` are known by identity; the aggregations ``consistency`` builds per
     task are closures, known by module and name (the tests check each form against them).
     """
-    if isinstance(aggregation, Ratio | Difference):
+    if isinstance(aggregation, Ratio | Difference | Combination):
         return aggregation
     try:
         found = _FUNCTIONS.get(aggregation)
@@ -178,8 +233,11 @@ def form(aggregation: Callable[..., Any]) -> Form | None:
         found = None
     if found is not None:
         return found
-    if getattr(aggregation, "__module__", None) == "wsc_tasks.consistency":
+    module = getattr(aggregation, "__module__", None)
+    if module == "wsc_tasks.consistency":
         return PAIR_FORMS.get(getattr(aggregation, "__name__", ""))
+    if module == "wsc_tasks.associativity":
+        return ASSOCIATIVITY_FORMS.get(getattr(aggregation, "__name__", ""))
     return None
 
 

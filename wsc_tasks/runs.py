@@ -4,7 +4,9 @@ A folder is one model's ``--output_path`` (lm-eval nests a sub-folder per model 
 ``results_<time>.json`` in it and the ``samples_<task>_<time>.jsonl`` written beside it with
 ``--log_samples``. A task run twice keeps its newest run. Each per-document value is read with
 the ratio form of its metric (``ratios.by_name``), and the form is checked to reproduce the figure
-lm-eval reported before any interval is computed from it.
+lm-eval reported before any interval is computed from it; a metric that was logged but not
+aggregated (the per-method metrics of a run without ``metrics: all``) gets its figure from the
+samples.
 """
 
 from __future__ import annotations
@@ -132,6 +134,10 @@ def _task_run(
             value = found(run.values[name])
         except (ValueError, KeyError, TypeError) as error:
             log.warning(f"wsc_tasks: {task}: {name}: cannot recompute ({error}); no interval")
+            continue
+        if f"{name},none" not in run.row:  # logged, not aggregated (metadata metrics: headline)
+            run.row[f"{name},none"] = value
+            run.forms[name] = found
             continue
         reported = run.reported(name)
         same = reported is not None and (

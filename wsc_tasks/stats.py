@@ -6,7 +6,9 @@ dyad treated as independent schemas, §3.8.3). A metric is a function of the lis
 values (``SchemaOutcome`` dicts, or ``{"before", "after"}`` pairs of them), so a bootstrap replicate
 is the metric of a resampled list. Shares that are a sum over documents divided by a sum over
 documents (every metric of ``metrics`` and ``consistency``, see ``ratios``) are computed for all
-replicates at once; any other function is applied to each resampled list.
+replicates at once, and so is any aggregation that carries its own vectorised ``replicates``
+(``values``, ``indexes``) → one value per row (WinoWhy's, associativity's); any other function is
+applied to each resampled list.
 
 p-values are Monte Carlo: p ≈ (k + 1)/(R + 1) (eq. 3.98), where k counts the replicates at least as
 far from the observed value as the observed value is from the null (the bootstrap distribution
@@ -73,11 +75,24 @@ def resample_indexes(n: int, iters: int, seed: int = DEFAULT_SEED) -> np.ndarray
     return np.random.default_rng(seed).integers(0, n, size=(iters, n))
 
 
+def resample_counts(indexes: np.ndarray, n: int) -> np.ndarray:
+    """How often each of ``n`` documents occurs in each resample: ``iters`` × ``n`` integers."""
+    iters = len(indexes)
+    offsets = indexes + (np.arange(iters, dtype=np.int64) * n)[:, None]
+    return np.bincount(offsets.ravel(), minlength=iters * n).reshape(iters, n)
+
+
 def replicates(
     values: Sequence[Any], metric: Callable[..., Any], indexes: np.ndarray
 ) -> np.ndarray:
-    """The metric on every resample (rows of ``indexes``); vectorised for ratio forms."""
+    """The metric on every resample (rows of ``indexes``); vectorised for ratio forms and for
+    aggregations with their own ``replicates``, which must give the same values as the loop."""
+    vectorised = getattr(metric, "replicates", None)
+    if vectorised is not None:
+        return np.asarray(vectorised(values, indexes), dtype=float)
     found = ratios.form(metric)
+    if isinstance(found, ratios.Combination):
+        return found.function(*(replicates(values, part, indexes) for part in found.parts))
     if isinstance(found, ratios.Difference):
         return replicates(values, found.first, indexes) - replicates(values, found.second, indexes)
     if isinstance(found, ratios.Ratio):

@@ -13,7 +13,10 @@ the model's family) or a list of method names; ``headline`` — the method behin
 ``schema_acc`` (default: the family's best, causal ``smart``), or a mapping family → method, e.g.
 ``{seq2seq: masked_mean}``; ``smart_limit`` — n of smart scoring (default 1); ``tokenizer`` —
 the tokenizer to count tokens with, when ``pretrained`` is not given (e.g. a model object passed
-from Python).
+from Python); ``metrics`` — ``headline`` (default: lm-eval aggregates and prints the few metrics
+that define the task) or ``all`` (every per-method and method-consistency metric too). Every
+per-document value is logged with ``--log_samples`` either way, so ``wsc-tasks report``
+recomputes the rest from the samples.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from .scoring import (
     n_shifted_splits,
     shifted_splits,
 )
-from .tokens import TokenCounter, counter_from_metadata
+from .tokens import TokenCounter, counter_from_metadata, gguf_parsed_once
 
 lm_eval_fixes.apply()  # our tasks send one sentence split at two places; see that module
 lm_eval_stderr.apply()  # lm-eval's stderr column for our metrics: a bootstrap over schemas
@@ -124,7 +127,8 @@ def _model_family(pretrained: str, gguf_file: str | None, trust: bool) -> str:
     kwargs: dict[str, Any] = {"trust_remote_code": trust}
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
-    config = AutoConfig.from_pretrained(pretrained, **kwargs)
+    with gguf_parsed_once():  # the tokenizer is read from the same file
+        config = AutoConfig.from_pretrained(pretrained, **kwargs)
     if getattr(config, "is_encoder_decoder", False):
         return "seq2seq"
     architectures = " ".join(getattr(config, "architectures", None) or [])
@@ -184,17 +188,53 @@ def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
             fail(key, "allowed: a Hub id or a local path")
 
 
+METRIC_CHOICES = ("headline", "all")
+
+
+def metric_choice(task: str, metadata: dict[str, Any]) -> str:
+    """``metadata.metrics``: which aggregations lm-eval computes and prints (see the docstring)."""
+    choice = metadata.get("metrics", "headline")
+    if choice not in METRIC_CHOICES:
+        raise ValueError(
+            f"task {task}: metadata.metrics is {choice!r}; use 'headline' (the default: the "
+            "metrics that define the task) or 'all' (--metadata '{\"metrics\": \"all\"}')"
+        )
+    return choice
+
+
+def select_metrics(
+    task: str, metadata: dict[str, Any], functions: dict[str, Any], headline: Any
+) -> dict[str, Any]:
+    """``functions`` restricted to the names in ``headline`` unless ``metrics`` is ``all``.
+
+    The other metrics' per-document values are still returned by ``process_results`` and logged;
+    ``lm_eval_fixes`` keeps lm-eval from aggregating what ``aggregation()`` does not list.
+    """
+    if metric_choice(task, metadata) == "all":
+        return functions
+    return {name: fn for name, fn in functions.items() if name in headline}
+
+
 class SchemaTask(ConfigurableTask):
     """A task whose documents are schemas; see the module docstring."""
 
     VERSION = 1.0
     DATASETS = catalog.SPECS
+    HEADLINE_METRICS = frozenset({"acc", "schema_acc", "n_problems", "n_schemas"})
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         config = request_task_config(config)
-        check_metadata(config.get("task"), config.get("metadata") or {}, self.DATASETS)
+        meta = config.get("metadata") or {}
+        check_metadata(config.get("task"), meta, self.DATASETS)
+        metric_choice(str(config.get("task")), meta)
         super().__init__(config=config, **kwargs)
         self.setup, self.methods = self._plan()
+
+    def aggregation(self) -> dict[str, Any]:
+        """The aggregations lm-eval computes and prints (``metadata.metrics``)."""
+        return select_metrics(
+            self.config.task, self._meta, self.all_aggregations(), self.HEADLINE_METRICS
+        )
 
     # -- configuration -------------------------------------------------------------------------
     @property
@@ -291,13 +331,17 @@ class SchemaTask(ConfigurableTask):
 
     # -- requests and results --------------------------------------------------------------------
     def _problem_requests(self, problem: Problem) -> list[Request]:
-        """The union of all methods' requests for one problem, in first-seen order."""
-        seen: dict[Request, None] = {}
-        for method in self.methods:
-            for per_option in method.requests(problem, self.setup):
-                for request in per_option:
-                    seen.setdefault(request, None)
-        return list(seen)
+        """The union of all methods' requests for one problem, in first-seen order (built once
+        per problem: requests are built, then counted, then matched with their results)."""
+        cache = self.__dict__.setdefault("_requests_of", {})
+        if problem not in cache:
+            seen: dict[Request, None] = {}
+            for method in self.methods:
+                for per_option in method.requests(problem, self.setup):
+                    for request in per_option:
+                        seen.setdefault(request, None)
+            cache[problem] = list(seen)
+        return cache[problem]
 
     def schemas(self, doc: dict) -> list[Schema]:
         """The schemas of one document, in the order their requests are sent."""
@@ -387,7 +431,8 @@ class SchemaTask(ConfigurableTask):
                 values[f"{metric}_{first}_to_{second}"] = pair
         return values
 
-    def aggregation(self) -> dict[str, Any]:
+    def all_aggregations(self) -> dict[str, Any]:
+        """Every metric ``process_results`` gives a per-document value for."""
         functions = {name: fn for name, (fn, _) in SCHEMA_METRICS.items()}
         if self.setup.tokens is not None:
             functions.update(TOKEN_METRICS)
@@ -420,6 +465,10 @@ class ConsistencyTask(SchemaTask):
     """
 
     DATASETS = catalog.PAIR_SPECS
+    HEADLINE_METRICS = frozenset(
+        {"acc_original", "acc_perturbed", "acc_diff", "schema_acc_diff", "consistency",
+         "schema_consistency", "n_pairs"}
+    )  # fmt: skip
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         docs = [self.pair_doc(o, t) for o, t in catalog.load_pairs(self._meta["dataset"])]
@@ -459,16 +508,21 @@ class ConsistencyTask(SchemaTask):
         item = self.pair_item(doc, results)
         return {name: item for name in self._aggregations}
 
-    def aggregation(self) -> dict[str, Any]:
+    def all_aggregations(self) -> dict[str, Any]:
         return dict(self._aggregations)
 
     def higher_is_better(self) -> dict[str, bool]:
-        return {name: True for name in self._aggregations}
+        return {name: True for name in self.aggregation()}
 
 
 class AssociativityTask(ConsistencyTask):
     """WSC266 against its no-candidates perturbation, split into associative and non-associative
     schemas (thesis §4.4); metrics in ``wsc_tasks.associativity``."""
+
+    HEADLINE_METRICS = frozenset(
+        {f"{m}_{s}_adjusted" for m in associativity.ACCURACIES for s in associativity.SCOPES}
+        | {"n_pairs"}
+    )
 
     def pair_doc(self, original: Schema, transformed: Schema) -> dict[str, Any]:
         return {**super().pair_doc(original, transformed), "subset": associativity.subset(original)}

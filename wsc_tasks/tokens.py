@@ -8,7 +8,9 @@ log-probabilities, so the tasks count tokens themselves with the model's own tok
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -141,6 +143,37 @@ def check_request(
         )
 
 
+_GGUF_PARSES: dict[str, Any] = {}
+
+
+@contextmanager
+def gguf_parsed_once() -> Iterator[None]:
+    """While inside, transformers parses a GGUF file's metadata once per process.
+
+    The tasks read the model's config (its family) and its tokenizer; from a GGUF file each of
+    the two makes transformers parse the whole file's metadata again (seconds for SmolLM2's
+    49 k-token vocabulary). Callers get a deep copy, so the shared parse cannot be altered.
+    """
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    original = gguf_utils.load_gguf_checkpoint
+
+    def load(path: Any, return_tensors: bool = False, *args: Any, **kwargs: Any) -> Any:
+        if return_tensors or args or kwargs:
+            return original(path, return_tensors, *args, **kwargs)
+        key = str(path)
+        if key not in _GGUF_PARSES:
+            _GGUF_PARSES.clear()  # one model per run: keep one parse
+            _GGUF_PARSES[key] = original(path, return_tensors=False)
+        return copy.deepcopy(_GGUF_PARSES[key])
+
+    gguf_utils.load_gguf_checkpoint = load
+    try:
+        yield
+    finally:
+        gguf_utils.load_gguf_checkpoint = original
+
+
 @lru_cache(maxsize=8)
 def _load_tokenizer(name: str, gguf_file: str | None, revision: str | None, trust: bool) -> Any:
     from transformers import AutoTokenizer
@@ -150,7 +183,8 @@ def _load_tokenizer(name: str, gguf_file: str | None, revision: str | None, trus
         kwargs["gguf_file"] = gguf_file
     if revision:
         kwargs["revision"] = revision
-    return AutoTokenizer.from_pretrained(name, **kwargs)
+    with gguf_parsed_once():
+        return AutoTokenizer.from_pretrained(name, **kwargs)
 
 
 def counter_from_metadata(metadata: Mapping[str, Any]) -> TokenCounter | None:

@@ -39,12 +39,14 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import data, flags, lm_eval_fixes, mlm
+from . import data, flags, lm_eval_fixes, mlm, stats
 from .knowledge import CATEGORIES, wsc273_categories
 from .plausibility_metrics import (
+    ReasonSet,
     accuracy_at,
     best_threshold,
     group_ranking_accuracy,
@@ -52,7 +54,7 @@ from .plausibility_metrics import (
     roc_auc,
 )
 from .scoring import ScoringError, sentinel, sentinel_ids, t5_target
-from .task import model_family, request_task_config
+from .task import metric_choice, model_family, request_task_config, select_metrics
 from .tokens import TokenCounter, counter_from_metadata
 
 lm_eval_fixes.apply()
@@ -217,20 +219,58 @@ def _flat(items: Sequence[ReasonOutcome], score: str, category: str | None = Non
     return scores, labels
 
 
+def _reason_set(items: Sequence[ReasonOutcome], score: str, category: str | None = None):
+    """Every question's reasons; a question outside ``category`` keeps its place, with none."""
+    return ReasonSet(
+        [
+            (i["scores"][score], i["labels"]) if category is None or category in i["categories"]
+            else ((), ())
+            for i in items
+        ]
+    )  # fmt: skip
+
+
+Replicates = Callable[[Sequence[ReasonOutcome], np.ndarray], np.ndarray]
+
+
+def _with_replicates(function: Callable, replicates: Replicates) -> Callable:
+    """``function`` with the vectorised bootstrap ``stats.replicates`` uses (same values):
+    ``replicates(items, counts)``, counts = how often each question is in each resample."""
+    function.replicates = lambda items, indexes: replicates(  # type: ignore[attr-defined]
+        items, stats.resample_counts(indexes, len(items))
+    )
+    return function
+
+
 def make_aggregations(
     headline: str, scores: Sequence[str] = SCORES
 ) -> dict[str, Callable[[Sequence[ReasonOutcome]], float]]:
     """Metric name -> aggregation over the per-question outcomes (see docs for definitions)."""
 
     def threshold_acc(score: str) -> Callable[[Sequence[ReasonOutcome]], float]:
-        return lambda items: best_threshold(*_flat(items, score))[0]
+        return _with_replicates(
+            lambda items: best_threshold(*_flat(items, score))[0],
+            lambda items, c: _reason_set(items, score).best_threshold(c)[0],
+        )
 
     def auc(score: str, category: str | None = None):
-        return lambda items: roc_auc(*_flat(items, score, category))
+        return _with_replicates(
+            lambda items: roc_auc(*_flat(items, score, category)),
+            lambda items, c: _reason_set(items, score, category).roc_auc(c),
+        )
 
     def group(score: str):
-        return lambda items: group_ranking_accuracy(
-            [(i["scores"][score], i["labels"]) for i in items]
+        def replicates(items: Sequence[ReasonOutcome], c: np.ndarray) -> np.ndarray:
+            solved, counted = _reason_set(items, score).group_ranking_parts()
+            totals = c @ counted
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(totals > 0, (c @ solved) / totals, np.nan)
+
+        return _with_replicates(
+            lambda items: group_ranking_accuracy(
+                [(i["scores"][score], i["labels"]) for i in items]
+            ),
+            replicates,
         )
 
     def category_acc(category: str):
@@ -238,19 +278,37 @@ def make_aggregations(
             threshold = best_threshold(*_flat(items, headline))[1]  # the overall best threshold
             return accuracy_at(*_flat(items, headline, category), threshold)
 
-        return aggregate
+        def replicates(items: Sequence[ReasonOutcome], c: np.ndarray) -> np.ndarray:
+            thresholds = _reason_set(items, headline).best_threshold(c)[1]
+            return _reason_set(items, headline, category).accuracy_at(c, thresholds)
+
+        return _with_replicates(aggregate, replicates)
 
     def count(category: str | None = None):
-        return lambda items: len(_flat(items, headline, category)[1])
+        def replicates(items: Sequence[ReasonOutcome], c: np.ndarray) -> np.ndarray:
+            reasons = _reason_set(items, headline, category)
+            return c @ reasons.per_question(np.ones_like(reasons.labels))
+
+        return _with_replicates(lambda items: len(_flat(items, headline, category)[1]), replicates)
+
+    def n_positive(items: Sequence[ReasonOutcome], c: np.ndarray) -> np.ndarray:
+        reasons = _reason_set(items, headline)
+        return c @ reasons.per_question(reasons.labels)
 
     functions: dict[str, Callable[[Sequence[ReasonOutcome]], float]] = {
         "acc_best_threshold": threshold_acc(headline),
         "roc_auc": auc(headline),
         "question_group_acc": group(headline),
-        "best_threshold": lambda items: best_threshold(*_flat(items, headline))[1],
-        "majority_baseline": lambda items: majority_baseline(_flat(items, headline)[1]),
+        "best_threshold": _with_replicates(
+            lambda items: best_threshold(*_flat(items, headline))[1],
+            lambda items, c: _reason_set(items, headline).best_threshold(c)[1],
+        ),
+        "majority_baseline": _with_replicates(
+            lambda items: majority_baseline(_flat(items, headline)[1]),
+            lambda items, c: _reason_set(items, headline).majority_baseline(c),
+        ),
         "n_reasons": count(),
-        "n_positive": lambda items: sum(_flat(items, headline)[1]),
+        "n_positive": _with_replicates(lambda items: sum(_flat(items, headline)[1]), n_positive),
         "n_questions": len,
     }
     for score in scores:
@@ -265,6 +323,11 @@ def make_aggregations(
 
 
 LOWER_IS_BETTER = {"best_threshold"}  # not a quality; lm-eval needs a direction for every metric
+# printed by default; ``--metadata '{"metrics": "all"}'`` for the rest
+HEADLINE_METRICS = frozenset(
+    {"acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc", "n_reasons",
+     "n_questions"}
+)  # fmt: skip
 
 
 class WinoWhyTask(ConfigurableTask):
@@ -273,13 +336,15 @@ class WinoWhyTask(ConfigurableTask):
     Metadata: ``reason_score`` — the score behind the unsuffixed metrics: ``mean`` (default when
     tokens can be counted), ``per_byte`` (default otherwise) or ``sum`` (a key of its own, not
     ``headline``, so that one ``--metadata`` can serve schema tasks in the same run);
-    ``tokenizer`` — as for ``SchemaTask``.
+    ``tokenizer`` and ``metrics`` — as for ``SchemaTask``.
     """
 
     VERSION = 1.0
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        super().__init__(config=request_task_config(config), **kwargs)
+        config = request_task_config(config)
+        metric_choice(str(config.get("task")), config.get("metadata") or {})
+        super().__init__(config=config, **kwargs)
         self.family, self.tokens, self.headline = self._plan()
         counted = self.family == "masked" or self.tokens is not None
         self.scores = SCORES if counted else tuple(s for s in SCORES if s != "mean")
@@ -380,7 +445,8 @@ class WinoWhyTask(ConfigurableTask):
         return {name: value for name in self._aggregations}
 
     def aggregation(self) -> dict[str, Any]:
-        return dict(self._aggregations)
+        meta = self.config.metadata or {}
+        return select_metrics(self.config.task, meta, self._aggregations, HEADLINE_METRICS)
 
     def higher_is_better(self) -> dict[str, bool]:
-        return {name: name not in LOWER_IS_BETTER for name in self._aggregations}
+        return {name: name not in LOWER_IS_BETTER for name in self.aggregation()}
