@@ -234,8 +234,16 @@ def _run(passthrough: list[str]) -> int:
         with _index_only_our_tasks(argv):
             cli_evaluate()
     if os.environ.get("RANK", "0") == "0":  # only the first process writes files
-        scrub(sorted(_written(target) - before), {str(include_path()): "<wsc_tasks.task_configs>"})
+        folders = {str(include_path()): "<wsc_tasks.task_configs>", _lm_eval_folder(): "<lm_eval>"}
+        scrub(sorted(_written(target) - before), folders)
     return 0
+
+
+def _lm_eval_folder() -> str:
+    """lm-eval's own package folder, which its results name for built-in task configs."""
+    import lm_eval
+
+    return str(Path(lm_eval.__file__).parent)
 
 
 def _written(folder: Path | None) -> set[Path]:
