@@ -96,7 +96,7 @@ def _run(lm, folder, family_methods, hand, kind="loglikelihood", setup=None):
     manager = TaskManager(
         include_path=str(include_path()),
         include_defaults=False,
-        metadata={"pretrained": str(folder)},
+        metadata={"pretrained": str(folder), "metrics": "all"},  # per-method accuracies too
     )
     out = lm_eval.simple_evaluate(
         model=lm, tasks=[TWO_BLANKS], task_manager=manager, samples={TWO_BLANKS: DOCS},
