@@ -204,22 +204,18 @@ def _count_requests(timer: PhaseTimer, fixes: Any) -> None:
 
 
 def _count_tokens(timer: PhaseTimer, hflm: Any, mlm_module: Any) -> None:
-    model_call = hflm._model_call
+    def counting(forward: Any) -> Any:
+        """``forward(owner, input_ids, …)`` (HFLM's ``_model_call``, mlm's ``_masked_logits``)."""
 
-    def counted(self: Any, inps: Any, *args: Any, **kwargs: Any) -> Any:
-        timer.counts["token positions through the model"] += int(inps.numel())
-        timer.counts["forward calls"] += 1
-        return model_call(self, inps, *args, **kwargs)
+        def counted(owner: Any, ids: Any, *args: Any, **kwargs: Any) -> Any:
+            timer.counts["token positions through the model"] += int(ids.numel())
+            timer.counts["forward calls"] += 1
+            return forward(owner, ids, *args, **kwargs)
 
-    hflm._model_call = counted
-    masked_logits = mlm_module._masked_logits
+        return counted
 
-    def counted_masked(model: Any, ids: Any, *args: Any, **kwargs: Any) -> Any:
-        timer.counts["token positions through the model"] += int(ids.numel())
-        timer.counts["forward calls"] += 1
-        return masked_logits(model, ids, *args, **kwargs)
-
-    mlm_module._masked_logits = counted_masked
+    hflm._model_call = counting(hflm._model_call)
+    mlm_module._masked_logits = counting(mlm_module._masked_logits)
 
 
 def report(timer: PhaseTimer, wall: float, cpu: float | None = None) -> str:

@@ -88,3 +88,18 @@ def check_argv(argv: list[str]) -> None:
     shots = settings.get("num_fewshot")
     if shots is not None and str(shots).strip() not in ("0", ""):
         raise UnsupportedFlag(message("--num_fewshot"))
+
+
+class RefusesUnmeasuredFlags:
+    """Mixin for this package's lm-eval tasks: lm-eval passes the chat template and system
+    instruction to ``build_all_requests``, so that is where a task refuses them (and few-shot),
+    also for plain ``lm_eval --include_path`` runs that never go through ``wsc-tasks run``."""
+
+    def build_all_requests(self, **kwargs: Any) -> None:
+        check_task(
+            self.config.task,  # type: ignore[attr-defined]
+            num_fewshot=self.config.num_fewshot,  # type: ignore[attr-defined]
+            apply_chat_template=kwargs.get("apply_chat_template"),
+            system_instruction=kwargs.get("system_instruction"),
+        )
+        super().build_all_requests(**kwargs)  # type: ignore[misc]

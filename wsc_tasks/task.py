@@ -215,7 +215,7 @@ def select_metrics(
     return {name: fn for name, fn in functions.items() if name in headline}
 
 
-class SchemaTask(ConfigurableTask):
+class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
     """A task whose documents are schemas; see the module docstring."""
 
     VERSION = 1.0
@@ -319,15 +319,6 @@ class SchemaTask(ConfigurableTask):
                 f"scoring; run it with --num_fewshot 0"
             )
         return ""
-
-    def build_all_requests(self, **kwargs: Any) -> None:
-        flags.check_task(
-            self.config.task,
-            num_fewshot=self.config.num_fewshot,
-            apply_chat_template=kwargs.get("apply_chat_template"),
-            system_instruction=kwargs.get("system_instruction"),
-        )
-        super().build_all_requests(**kwargs)
 
     # -- requests and results --------------------------------------------------------------------
     def _problem_requests(self, problem: Problem) -> list[Request]:

@@ -330,7 +330,7 @@ HEADLINE_METRICS = frozenset(
 )  # fmt: skip
 
 
-class WinoWhyTask(ConfigurableTask):
+class WinoWhyTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
     """One document per WSC273 question with its kept reasons; see the module docstring.
 
     Metadata: ``reason_score`` — the score behind the unsuffixed metrics: ``mean`` (default when
@@ -406,15 +406,6 @@ class WinoWhyTask(ConfigurableTask):
         if num_fewshot:
             raise ValueError(f"task {self.config.task}: zero-shot only; run with --num_fewshot 0")
         return ""
-
-    def build_all_requests(self, **kwargs: Any) -> None:
-        flags.check_task(
-            self.config.task,
-            num_fewshot=self.config.num_fewshot,
-            apply_chat_template=kwargs.get("apply_chat_template"),
-            system_instruction=kwargs.get("system_instruction"),
-        )
-        super().build_all_requests(**kwargs)
 
     def _requests(self, doc: dict) -> list[tuple[str, tuple[Any, ...]]]:
         return [reason_request(self.family, doc["context"], r, self.tokens) for r in doc["reasons"]]
