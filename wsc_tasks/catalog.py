@@ -46,7 +46,7 @@ class Role:
 
     kind: str  # one of ROLE_KINDS
     of: str | None = None  # the catalog dataset it is made from; None for FULL and ADVERSARIAL
-    change: str = ""  # the change: "nocands", "inverted", "zeroshot", …; a control's audit checks
+    change: str = ""  # "nocands", "inverted", "zeroshot", …; for a control, its audit.CHECKS key
     generated: bool = False  # made here from ``of`` by ``transforms.TRANSFORMS[change]``
     problem_level: bool = True  # matched with ``of`` problem by problem (False: by schema)
     pairs: int | None = None  # schema pairs with ``of``: a pair dataset of the same name exists
