@@ -5,6 +5,12 @@ different number of problems or schemas is an error, not a silently smaller eval
 hand-made file's defective schemas (a control that still names a candidate) are declared once, in
 the dataset's spec, each with its reason: loading drops them and logs why, and the pair datasets
 and ``wsc-tasks data audit`` read that one declaration.
+
+Each dataset also declares its ``Role``: a full set, a subset, a perturbation or a control
+baseline of another dataset, another formulation of one, or an adversarial set. The pair datasets
+of the consistency tasks, the report's perturbations, the leaderboard's control columns and the
+audited controls are read from the roles, so a new perturbation is one entry here (with its data
+file's checksum in ``data.py``, its task YAMLs and a row in ``task_configs/README.md``).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from . import data, parsers
 from .problems import Schema, count
@@ -23,6 +30,28 @@ log = logging.getLogger(f"lm_eval.{__name__}")
 WINOGRANDE_DEV = "elazar/winogrande/dev.jsonl"
 
 
+# -- roles: what each dataset is ---------------------------------------------------------------
+FULL = "full"  # a dataset in its own right
+ADVERSARIAL = "adversarial"  # a dataset in its own right, of schemas made to defeat models
+SUBSET = "subset"  # some schemas of ``of``, unchanged
+PERTURBATION = "perturbation"  # schemas of ``of`` changed in a way a reasoning model should follow
+CONTROL = "control"  # a control baseline of ``of``: the clue removed, near chance expected
+FORMULATION = "formulation"  # the schemas of ``of`` asked another way (zero-shot form, dyads)
+ROLE_KINDS = (FULL, ADVERSARIAL, SUBSET, PERTURBATION, CONTROL, FORMULATION)
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a dataset is, relative to the dataset it is made from."""
+
+    kind: str  # one of ROLE_KINDS
+    of: str | None = None  # the catalog dataset it is made from; None for FULL and ADVERSARIAL
+    change: str = ""  # "nocands", "inverted", "zeroshot", …; for a control, its audit.CHECKS key
+    generated: bool = False  # made here from ``of`` by ``transforms.TRANSFORMS[change]``
+    problem_level: bool = True  # matched with ``of`` problem by problem (False: by schema)
+    pairs: int | None = None  # schema pairs with ``of``: a pair dataset of the same name exists
+
+
 @dataclass(frozen=True)
 class DatasetSpec:
     name: str
@@ -31,6 +60,7 @@ class DatasetSpec:
     origin: str  # what it is and where it comes from, for the task README and logs
     # schema uid -> why it is dropped on load: defects of a hand-made file, found by the audit
     excluded: Mapping[str, str] = field(default_factory=dict)
+    role: Role = field(kw_only=True)
 
 
 def _maler(relpath: str) -> Callable[[], list[Schema]]:
@@ -49,6 +79,19 @@ def _winogrande_all() -> list[Schema]:
 
 def _winogrande_twins() -> list[Schema]:
     return [s for s in load("winogrande_dev") if len(s.problems) == 2]
+
+
+def _generated(
+    name: str, kind: str, base: str, transform: str, origin: str, **role: Any
+) -> DatasetSpec:
+    """A dataset made here from ``base`` by ``transforms.TRANSFORMS[transform]``."""
+    return DatasetSpec(
+        name,
+        _transformed(base, transform),
+        None,
+        origin,
+        role=Role(kind, base, transform, generated=True, **role),
+    )
 
 
 def _transformed(base: str, transform: str) -> Callable[[], list[Schema]]:
@@ -76,43 +119,52 @@ SPECS: dict[str, DatasetSpec] = {
             _maler(_W + "wsc273.txt"),
             (273, 137),
             "WSC273 preprocessed as thesis §3.2; 253–255 scored as {253,254},{254,255}",
+            role=Role(FULL),
         ),
-        DatasetSpec("wsc266", _maler(_W + "wsc266.txt"), (266, 133), "WSC266, thesis §3.3"),
+        DatasetSpec(
+            "wsc266", _maler(_W + "wsc266.txt"), (266, 133), "WSC266, thesis §3.3", role=Role(FULL)
+        ),
         DatasetSpec(
             "wsc266_associative",
             _maler(_W + "wsc266_associative.txt"),
             (50, 25),
             "associative subset, thesis §3.4.1",
+            role=Role(SUBSET, "wsc266"),
         ),
         DatasetSpec(
             "wsc266_nonassociative",
             _maler(_W + "wsc266_nonassociative.txt"),
             (216, 108),
             "non-associative subset, thesis §3.4.1",
+            role=Role(SUBSET, "wsc266"),
         ),
         DatasetSpec(
             "wsc266_switched",
             _maler(_W + "wsc266_switched.txt"),
             (140, 70),
             "switched candidates of the switchable subset, thesis §3.4.2",
+            role=Role(PERTURBATION, "wsc266", "switched", pairs=70),
         ),
         DatasetSpec(
             "wsc266_adjectival",
             _maler(_W + "wsc266_adjectival.txt"),
             (174, 87),
             "adjectival perturbation of the symmetrical subset, thesis §3.4.4",
+            role=Role(PERTURBATION, "wsc266", "adjectival", pairs=87),
         ),
         DatasetSpec(
             "wsc266_unbalanced",
             _maler(_W + "wsc266_unbalanced.txt"),
             (266, 133),
             "unbalanced perturbation, thesis §3.4.4",
+            role=Role(PERTURBATION, "wsc266", "unbalanced", pairs=133),
         ),
         DatasetSpec(
             "wsc266_inverted",
             _maler(_W + "wsc266_inverted.txt"),
             (266, 133),
             "inverted schemas, solution by key, thesis §3.4.3",
+            role=Role(PERTURBATION, "wsc266", "inverted", problem_level=False, pairs=133),
         ),
         DatasetSpec(
             "wsc266_associative_nocands",
@@ -123,6 +175,7 @@ SPECS: dict[str, DatasetSpec] = {
                 "w24": "candidate 'pin' left in the text ('When I pulled the pin out', WSC273 "
                 "#193/#194; audit: leak)",
             },
+            role=Role(CONTROL, "wsc266", "nocands", pairs=24),  # of its associative schemas
         ),
         DatasetSpec(
             "wsc266_nonassociative_nocands",
@@ -135,17 +188,20 @@ SPECS: dict[str, DatasetSpec] = {
                 "w73": "candidate 'coffee' left in the key ('_ got full of coffee', WSC273 "
                 "#195/#196; audit: leak)",
             },
+            role=Role(CONTROL, "wsc266", "nocands", pairs=106),  # of its non-associative ones
         ),
-        DatasetSpec(
+        _generated(
             "wsc273_nocands",
-            _transformed("wsc273_schemas", "nocands"),
-            None,
+            CONTROL,
+            "wsc273_schemas",
+            "nocands",
             "no-cands baseline (Elazar §5) of WSC273, made by wsc_tasks.transforms",
         ),
-        DatasetSpec(
+        _generated(
             "wsc273_partsent",
-            _transformed("wsc273_schemas", "partsent"),
-            None,
+            CONTROL,
+            "wsc273_schemas",
+            "partsent",
             "part-sent baseline (Elazar §5, fn. 9) of WSC273, made by wsc_tasks.transforms",
         ),
         DatasetSpec(
@@ -153,29 +209,35 @@ SPECS: dict[str, DatasetSpec] = {
             _winogrande_all,
             (1267, 284),
             "Winogrande (xl) dev, all problems; schema metrics over the 284 twin pairs",
+            role=Role(FULL),
         ),
         DatasetSpec(
             "winogrande_twins",
             _winogrande_twins,
             (568, 284),
             "Winogrande dev twins paired by qID (Elazar §3.1)",
+            role=Role(SUBSET, "winogrande_dev"),
         ),
-        DatasetSpec(
+        _generated(
             "winogrande_nocands",
-            _transformed("winogrande_twins", "nocands"),
-            None,
+            CONTROL,
+            "winogrande_twins",
+            "nocands",
             "no-cands baseline of the Winogrande twins, made by wsc_tasks.transforms",
         ),
-        DatasetSpec(
+        _generated(
             "winogrande_switched",
-            _transformed("winogrande_twins", "switched"),
-            None,
+            PERTURBATION,
+            "winogrande_twins",
+            "switched",
             "candidates switched in the Winogrande twins, made by wsc_tasks.transforms (new)",
+            pairs=273,
         ),
-        DatasetSpec(
+        _generated(
             "winogrande_partsent",
-            _transformed("winogrande_twins", "partsent"),
-            None,
+            CONTROL,
+            "winogrande_twins",
+            "partsent",
             "part-sent baseline of the Winogrande twins, made by wsc_tasks.transforms",
         ),
         DatasetSpec(
@@ -183,12 +245,14 @@ SPECS: dict[str, DatasetSpec] = {
             lambda: _zero_shot("wsc273_schemas"),
             (226, 113),
             "Elazar §6.1 zero-shot form of WSC273 (key word blanked), by wsc_tasks.zeroshot",
+            role=Role(FORMULATION, "wsc273_schemas", "zeroshot"),
         ),
         DatasetSpec(
             "winogrande_zeroshot",
             lambda: _zero_shot("winogrande_twins"),
             (364, 182),
             "Elazar §6.1 zero-shot form of the Winogrande dev twins, by wsc_tasks.zeroshot",
+            role=Role(FORMULATION, "winogrande_twins", "zeroshot"),
         ),
     ]
 }
@@ -264,30 +328,18 @@ class PairSpec:
     origin: str
 
 
-PAIR_SPECS: dict[str, PairSpec] = {
-    spec.name: spec
-    for spec in [
-        PairSpec("wsc266_switched", "wsc266", ("wsc266_switched",), True, 70,
-                 "switchable subset of WSC266 and its switched perturbation"),
-        PairSpec("wsc266_adjectival", "wsc266", ("wsc266_adjectival",), True, 87,
-                 "symmetrical subset of WSC266 and its adjectival perturbation"),
-        PairSpec("wsc266_unbalanced", "wsc266", ("wsc266_unbalanced",), True, 133,
-                 "WSC266 and its unbalanced perturbation"),
-        PairSpec("wsc266_inverted", "wsc266", ("wsc266_inverted",), False, 133,
-                 "WSC266 and its inverted schemas (schema transformation)"),
-        PairSpec("wsc266_nocands", "wsc266",
-                 ("wsc266_associative_nocands", "wsc266_nonassociative_nocands"), True, 130,
-                 "WSC266 and its hand-made no-candidates perturbation"),
-        PairSpec("wsc266_associative_nocands", "wsc266", ("wsc266_associative_nocands",), True,
-                 24, "associative subset of WSC266 and its no-candidates perturbation"),
-        PairSpec("wsc266_nonassociative_nocands", "wsc266", ("wsc266_nonassociative_nocands",),
-                 True, 106, "non-associative subset of WSC266 and its no-candidates perturbation"),
-        PairSpec("winogrande_switched", "winogrande_twins", ("winogrande_switched",), True, 273,
-                 "Winogrande twins whose candidates can be switched, and their switched form"),
-        PairSpec("reid250_inverted", "reid250", ("reid250_inverted",), False, 125,
-                 "Reid250 and its inverted schemas (schema transformation, thesis §4.6)"),
-    ]
-}  # fmt: skip
+# pair datasets of more than one transformed dataset; the others come from the datasets' roles
+COMBINED_PAIRS = (
+    PairSpec(
+        "wsc266_nocands",
+        "wsc266",
+        ("wsc266_associative_nocands", "wsc266_nonassociative_nocands"),
+        True,
+        130,
+        "WSC266 and its hand-made no-candidates perturbation",
+    ),
+)
+PAIR_SPECS: dict[str, PairSpec] = {}  # filled below, once every dataset is in SPECS
 
 
 @cache
@@ -368,10 +420,13 @@ def _reid_specs() -> list[DatasetSpec]:
     each mode, grouped for schema metrics as thesis §3.5.6 prescribes, whole and by kind."""
     specs = [
         DatasetSpec("reid250", _maler(_R + "reid250.txt"), (250, 125),
-                    "Reid250, 75 substitution + 50 transposition schemas, thesis §3.6.2"),
+                    "Reid250, 75 substitution + 50 transposition schemas, thesis §3.6.2",
+                    role=Role(ADVERSARIAL)),
         DatasetSpec("reid250_inverted", _maler(_R + "reid250-inverted.txt"), (250, 125),
                     "Reid250 solved by key (inverted); transposition schemas get two blanks and "
-                    "ordered-pair options, thesis §3.5.5"),
+                    "ordered-pair options, thesis §3.5.5",
+                    role=Role(PERTURBATION, "reid250", "inverted", problem_level=False,
+                              pairs=125)),
     ]  # fmt: skip
     x2 = {  # dataset name: (grouping, description)
         "reid250x2": ("by_answer", "Reid250×2 by answer; schemas fix a truth value (3.78)"),
@@ -384,7 +439,8 @@ def _reid_specs() -> list[DatasetSpec]:
             "is compared with (Table 4.38)"),
     }  # fmt: skip
     for name, (grouping, what) in x2.items():
-        specs.append(DatasetSpec(name, _dyad_file(grouping), (500, 250), f"{what}, §3.5.6"))
+        specs.append(DatasetSpec(name, _dyad_file(grouping), (500, 250), f"{what}, §3.5.6",
+                                 role=Role(FORMULATION, "reid250", "dyads")))  # fmt: skip
     sizes = {"substitution": (150, 75), "transposition": (100, 50)}
     for base in ("reid250", "reid250_inverted", "reid250x2", "reid250x2_by_key",
                  "reid250x2_by_boolean"):  # fmt: skip
@@ -396,12 +452,50 @@ def _reid_specs() -> list[DatasetSpec]:
                     lambda base=base, kind=kind: _of_kind(base, kind),
                     (problems * factor, groups * factor),
                     f"the {kind} schemas of {base}",
+                    role=Role(SUBSET, base),
                 )
             )
     return specs
 
 
 SPECS.update((spec.name, spec) for spec in _reid_specs())
+PAIR_SPECS.update(
+    (name, PairSpec(name, spec.role.of, (name,), spec.role.problem_level, spec.role.pairs,
+                    f"{spec.role.of} and {spec.origin}"))
+    for name, spec in SPECS.items()
+    if spec.role.of is not None and spec.role.pairs is not None
+)  # fmt: skip
+PAIR_SPECS.update((spec.name, spec) for spec in COMBINED_PAIRS)
+
+
+def role_of(name: str) -> Role:
+    """The role of a catalog dataset, or of a generated ``dyads:<base>:…`` one (not loaded)."""
+    if name in SPECS:
+        return SPECS[name].role
+    if name.startswith(DYADS_PREFIX):
+        return Role(FORMULATION, name[len(DYADS_PREFIX) :].split(":", 1)[0].strip(), "dyads")
+    raise KeyError(f"unknown wsc_tasks dataset {name!r}; known: {sorted(SPECS)}")
+
+
+def datasets(kind: str, of: str | None = None) -> list[str]:
+    """The catalog's datasets of a role kind (made from ``of``, if given), in catalog order."""
+    if kind not in ROLE_KINDS:
+        raise KeyError(f"unknown dataset role {kind!r}; known: {', '.join(ROLE_KINDS)}")
+    return [
+        name
+        for name, spec in SPECS.items()
+        if spec.role.kind == kind and (of is None or spec.role.of == of)
+    ]
+
+
+def root(name: str) -> str:
+    """The full or adversarial dataset that ``name`` is made from, through its roles' ``of``."""
+    seen = [name]
+    while (of := role_of(seen[-1]).of) is not None:
+        if of in seen:
+            raise ValueError(f"dataset roles form a cycle: {' -> '.join([*seen, of])}")
+        seen.append(of)
+    return seen[-1]
 
 
 def dyads_name(base: str, grouping: str, wrapper: str) -> str:
@@ -446,4 +540,10 @@ def _generated_spec(name: str) -> DatasetSpec:
         return made
 
     problems, _ = count(load(base))
-    return DatasetSpec(name, build, (2 * problems, 2 * len(load(base))), f"dyads of {base}")
+    return DatasetSpec(
+        name,
+        build,
+        (2 * problems, 2 * len(load(base))),
+        f"dyads of {base}",
+        role=role_of(name),
+    )

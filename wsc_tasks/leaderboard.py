@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import html_report, ratios, stats
+from . import catalog, html_report, ratios, stats
 from .runs import Run, load_run
 from .sweep import DONE, ERROR, ModelSpec
 from .tables import Delta, Interval, Table, markdown, markdown_grid, numeric
@@ -22,13 +22,9 @@ from .tables import Delta, Interval, Table, markdown, markdown_grid, numeric
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 DEFAULT_TASK = "wsc266"
-CONTROLS = (
-    "wsc273_nocands",
-    "wsc273_partsent",
-    "winogrande_nocands",
-    "winogrande_partsent",
-    "wsc266_associative_nocands",
-    "wsc266_nonassociative_nocands",
+# every control baseline of the catalog: those generated from whole datasets, then hand-made ones
+CONTROLS = tuple(
+    sorted(catalog.datasets(catalog.CONTROL), key=lambda name: not catalog.role_of(name).generated)
 )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import examples, figures, html_report, ratios, stats
+from . import catalog, examples, figures, html_report, ratios, stats
 from .figures import Bar
 from .metrics import SchemaOutcome, restrict
 from .progress import progress
@@ -26,8 +26,13 @@ from .tables import Delta, Interval, Table, markdown, write
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 METHOD_TASKS = ("wsc266", "wsc273_schemas", "wsc266_inverted")
-PERTURBATIONS = ("wsc266_switched", "wsc266_adjectival", "wsc266_unbalanced", "wsc266_inverted")
-SCHEMA_TRANSFORMATIONS = {"wsc266_inverted"}  # matched by schema, not problem by problem
+# from the catalog's roles: a new perturbation of WSC266 is a new row of the perturbations table
+PERTURBATIONS = tuple(catalog.datasets(catalog.PERTURBATION, of="wsc266"))
+SCHEMA_TRANSFORMATIONS = {  # matched by schema, not problem by problem
+    name
+    for name in catalog.datasets(catalog.PERTURBATION)
+    if not catalog.role_of(name).problem_level
+}
 COMPARE_TASKS = ("wsc266", "wsc273_schemas", "winogrande_twins")
 PROBLEM_CONSISTENCY = ("consistency", "consistent_acc", "preserved_acc", "preserved_acc_rev")
 SCHEMA_CONSISTENCY = (

@@ -1,0 +1,237 @@
+"""Dataset roles: every role names datasets that exist, and the report, the leaderboard, the audit
+and the group YAMLs list exactly what the roles imply (a new perturbation is one catalog entry)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wsc_tasks import audit, catalog, leaderboard, report, transforms
+from wsc_tasks.catalog import CONTROL, FORMULATION, FULL, PERTURBATION, SUBSET
+
+CONFIGS = Path(__file__).resolve().parents[1] / "task_configs"
+
+
+class _Loader(yaml.SafeLoader):
+    """Reads the YAMLs as data: ``!function`` names a class, kept as its dotted name."""
+
+
+_Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+
+
+def _configs() -> dict[str, dict]:
+    """task or group name -> its YAML, for every YAML of the plugin but the shared includes."""
+    found = {}
+    for path in sorted(CONFIGS.glob("*.yaml")):
+        if path.name.startswith("_"):
+            continue
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+        found[config.get("group") or config["task"]] = config
+    return found
+
+
+CONFIGS_BY_NAME = _configs()
+GROUPS = {name: c["task"] for name, c in CONFIGS_BY_NAME.items() if "group" in c}
+TASKS = {name: c for name, c in CONFIGS_BY_NAME.items() if "group" not in c}
+
+
+def _is_pair_task(config: dict) -> bool:
+    return config.get("include") == "_consistency_task.yaml"
+
+
+def _dataset(task: str) -> str | None:
+    return (TASKS[task].get("metadata") or {}).get("dataset")
+
+
+def _root(task: str) -> str | None:
+    """The full or adversarial dataset a task's documents come from (None: WinoWhy)."""
+    dataset = _dataset(task)
+    if dataset is None:
+        return None
+    if _is_pair_task(TASKS[task]):
+        return catalog.root(catalog.PAIR_SPECS[dataset].original)
+    return catalog.root(dataset)
+
+
+def _kind(task: str) -> str | None:
+    dataset = _dataset(task)
+    if dataset is None or _is_pair_task(TASKS[task]):
+        return None
+    return catalog.role_of(dataset).kind
+
+
+# -- the roles themselves ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(catalog.SPECS))
+def test_every_role_refers_to_datasets_that_exist(name):
+    role = catalog.SPECS[name].role
+    assert role.kind in catalog.ROLE_KINDS
+    if role.kind in (FULL, catalog.ADVERSARIAL):
+        assert role.of is None
+        return
+    assert role.of in catalog.SPECS, f"{name}: role of unknown dataset {role.of!r}"
+    assert catalog.role_of(catalog.root(name)).kind in (FULL, catalog.ADVERSARIAL)
+    if role.generated:
+        assert role.change in transforms.TRANSFORMS
+    if role.kind == CONTROL:
+        assert role.change in audit.CHECKS  # the audit knows what to check
+    if role.pairs is not None:
+        assert role.kind in (PERTURBATION, CONTROL)
+        pair = catalog.PAIR_SPECS[name]
+        assert (pair.original, pair.transformed, pair.expected) == (role.of, (name,), role.pairs)
+        assert pair.problem_level == role.problem_level
+    else:
+        assert role.problem_level  # a schema-level matching means nothing without pairs
+
+
+def test_every_pair_dataset_pairs_catalog_datasets():
+    for name, pair in catalog.PAIR_SPECS.items():
+        assert pair.name == name
+        assert {pair.original, *pair.transformed} <= set(catalog.SPECS)
+        for transformed in pair.transformed:
+            assert catalog.role_of(transformed).of == pair.original
+
+
+def test_generated_dyads_have_their_base_as_origin():
+    role = catalog.role_of(
+        catalog.dyads_name("reid250", "by_key", "That SCHEMA is [true ~ false].")
+    )
+    assert (role.kind, role.of, role.change) == (FORMULATION, "reid250", "dyads")
+    assert catalog.root(catalog.dyads_name("reid250x2", "by_key", "x SCHEMA [a ~ b]")) == "reid250"
+    with pytest.raises(KeyError, match="unknown wsc_tasks dataset 'nope'"):
+        catalog.role_of("nope")
+
+
+def test_unknown_kinds_and_cycles_are_errors(monkeypatch):
+    with pytest.raises(KeyError, match="unknown dataset role 'perturbed'"):
+        catalog.datasets("perturbed")
+    spec = catalog.SPECS["wsc266"]
+    monkeypatch.setitem(
+        catalog.SPECS, "wsc266", replace(spec, role=catalog.Role(SUBSET, "wsc266_associative"))
+    )
+    with pytest.raises(
+        ValueError, match="cycle: wsc266_switched -> wsc266 -> wsc266_associative -> wsc266"
+    ):
+        catalog.root("wsc266_switched")
+
+
+# -- what reads the roles --------------------------------------------------------------------------
+
+
+def _in_order(found: tuple[str, ...], expected: tuple[str, ...]) -> bool:
+    """``expected`` all in ``found``, in that order (a later catalog entry may add more)."""
+    return tuple(n for n in found if n in expected) == expected
+
+
+def test_report_perturbations_are_the_catalogs():
+    assert report.PERTURBATIONS == tuple(catalog.datasets(PERTURBATION, of="wsc266"))
+    thesis = ("wsc266_switched", "wsc266_adjectival", "wsc266_unbalanced", "wsc266_inverted")
+    assert _in_order(report.PERTURBATIONS, thesis)  # the rows of thesis Table 4.16, in its order
+    schema_level = {n for n, s in catalog.SPECS.items() if not s.role.problem_level}
+    assert report.SCHEMA_TRANSFORMATIONS == schema_level
+    assert {"wsc266_inverted", "reid250_inverted"} <= schema_level
+
+
+def test_leaderboard_controls_are_the_catalogs():
+    controls = catalog.datasets(CONTROL)
+    generated = [n for n in controls if catalog.role_of(n).generated]
+    hand_made = [n for n in controls if not catalog.role_of(n).generated]
+    assert leaderboard.CONTROLS == (*generated, *hand_made)  # whole datasets' baselines first
+    assert _in_order(
+        leaderboard.CONTROLS,
+        (
+            "wsc273_nocands",
+            "wsc273_partsent",
+            "winogrande_nocands",
+            "winogrande_partsent",
+            "wsc266_associative_nocands",
+            "wsc266_nonassociative_nocands",
+        ),
+    )
+
+
+def test_audit_covers_every_control():
+    assert set(audit.GENERATED) | set(audit.HAND_MADE) == set(catalog.datasets(CONTROL))
+    assert _in_order(
+        audit.HAND_MADE, ("wsc266_associative_nocands", "wsc266_nonassociative_nocands")
+    )
+    assert set(audit.HAND_MADE) <= set(catalog.PAIR_SPECS)  # matched with their originals
+    for name, (source, kind) in audit.GENERATED.items():
+        assert catalog.role_of(name) == catalog.Role(CONTROL, source, kind, generated=True)
+
+
+# -- task YAMLs and groups -----------------------------------------------------------------------
+
+
+def test_every_dataset_has_its_task_and_every_task_its_dataset():
+    """The report and the leaderboard find a dataset's results under the task of its name."""
+    for task, config in TASKS.items():
+        dataset = _dataset(task)
+        if dataset is None:
+            assert config["class"] == "wsc_tasks.winowhy.WinoWhyTask"
+        elif _is_pair_task(config):
+            assert dataset in catalog.PAIR_SPECS
+            if "class" not in config:  # ConsistencyTask (not the associativity task)
+                assert task == f"{dataset}_consistency"
+        elif dataset.startswith(catalog.DYADS_PREFIX):
+            catalog.role_of(dataset)
+        else:
+            assert task == dataset
+    assert set(catalog.SPECS) <= set(TASKS)
+
+
+def test_every_task_is_in_exactly_one_group():
+    listed = [member for members in GROUPS.values() for member in members]
+    assert sorted(listed) == sorted({*TASKS, *GROUPS} - {"wsc_group"})
+
+
+def _implied_groups() -> dict[str, set[str]]:
+    """Each group's members as the roles imply them."""
+
+    def of_root(root: str) -> set[str]:
+        return {t for t in TASKS if _root(t) == root}
+
+    zeroshot = {
+        t
+        for t in TASKS
+        if _kind(t) == FORMULATION and catalog.role_of(_dataset(t)).change == "zeroshot"
+    }
+    wsc266 = of_root("wsc266")
+    perturbations = {t for t in wsc266 if _kind(t) in (PERTURBATION, CONTROL, None)}
+    suites = {
+        "wsc266": "wsc266_suite",
+        "winogrande_dev": "winogrande_suite",
+        "reid250": "reid250_suite",
+    }
+    roots = {_root(t) for t in TASKS} - {None}
+    return {
+        "wsc266_perturbations": perturbations,
+        "wsc266_suite": (wsc266 - perturbations) | {"wsc266_perturbations"},
+        "winogrande_suite": of_root("winogrande_dev") - zeroshot,
+        "reid250_suite": of_root("reid250"),
+        "zeroshot_suite": zeroshot,
+        "wsc_group": {
+            *(suites[r] for r in roots if r in suites),
+            *{t for r in roots - set(suites) for t in of_root(r)} - zeroshot,
+            "zeroshot_suite",
+            *(t for t in TASKS if _root(t) is None),  # WinoWhy
+        },
+    }
+
+
+def test_group_yamls_list_exactly_what_the_roles_imply():
+    implied = _implied_groups()
+    assert set(implied) == set(GROUPS)
+    for group, members in GROUPS.items():
+        assert len(members) == len(set(members)), group
+        assert set(members) == implied[group], group
+    assert implied["wsc266_perturbations"] >= set(report.PERTURBATIONS)
+
+
+def test_every_task_and_group_has_a_readme_row():
+    text = (CONFIGS / "README.md").read_text(encoding="utf-8")
+    assert [name for name in CONFIGS_BY_NAME if f"`{name}`" not in text] == []
