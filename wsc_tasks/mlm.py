@@ -101,89 +101,116 @@ def batch_bounds(lengths: Sequence[int], batch_size: int | None, max_tokens: int
     return bounds
 
 
-class _Request(NamedTuple):
-    """One request's masked copies (rows of ``copies``) and the log-probabilities it sums."""
+class _Plan(NamedTuple):
+    """What a list of requests needs from the model, as tensors."""
 
-    copies: torch.Tensor  # (copies, length) token ids with the mask token scattered in
-    copy: torch.Tensor  # (entries,) index of the copy each wanted log-probability comes from
-    positions: torch.Tensor  # (entries,) masked position, ascending
-    targets: torch.Tensor  # (entries,) the original token there
-    answer: list[int]  # indices into the entries of the answer tokens
-    n: int  # tokens of the sentence, special ones included
-    statement: bool
-
-
-def _build(ids: list[int], special: list[int], answer: list[int], mode: str,
-           mask: int) -> _Request:  # fmt: skip
-    """The masked copies of one request as one tensor: statement scoring repeats the ids once
-    per real token and scatters the mask along the diagonal (as pseudo-log-likelihood scorers
-    do); multi-mask scoring is one copy with every answer token masked."""
-    tokens = torch.tensor(ids, dtype=torch.long)
-    if mode == "multimask":
-        positions = torch.tensor(answer, dtype=torch.long)
-        copies = tokens.clone().unsqueeze(0)
-        copies[0, positions] = mask
-        copy = torch.zeros(len(answer), dtype=torch.long)
-        return _Request(copies, copy, positions, tokens[positions], list(range(len(answer))),
-                        len(answer), False)  # fmt: skip
-    if mode != "statement":
-        raise ValueError(f"unknown masked-LM scoring mode {mode!r}")
-    positions = torch.tensor([i for i, s in enumerate(special) if not s], dtype=torch.long)
-    copies = tokens.repeat(len(positions), 1)
-    copy = torch.arange(len(positions))
-    copies[copy, positions] = mask
-    where = {p: k for k, p in enumerate(positions.tolist())}
-    return _Request(copies, copy, positions, tokens[positions], [where[i] for i in answer],
-                    len(ids), True)  # fmt: skip
+    blocks: list[torch.Tensor]  # distinct masked inputs: a block per length, longest first
+    wanted: torch.Tensor  # (k, 3) distinct (input, position, target), sorted; inputs count
+    # through the blocks end to end
+    needed: torch.Tensor  # row of ``wanted`` of each request's log-probabilities, in order
+    requests: list[tuple[int, list[int], int, bool]]  # per request: how many log-probabilities,
+    # which of them are the answer's, n, statement scoring
 
 
-def _plan(tokenizer: Any, args: Sequence[tuple]) -> list[_Request]:
-    """Every request's copies; each distinct text is tokenized once, all in one call."""
+_PRIMES = (2_147_483_647, 2_147_483_629)  # below 2**31: no int64 overflow in _row_keys
+
+
+def _row_keys(rows: torch.Tensor) -> torch.Tensor:
+    """Two modular hashes of each row, as one int64 (collisions are checked by the caller)."""
+    gen = torch.Generator().manual_seed(rows.shape[1])
+    weights = [torch.randint(1, p, (rows.shape[1],), generator=gen) for p in _PRIMES]
+    first, second = ((rows @ w) % p for w, p in zip(weights, _PRIMES, strict=True))
+    return first * _PRIMES[1] + second
+
+
+def _distinct_rows(rows: torch.Tensor, order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct rows in order of first use (smallest ``order``) and each row's index among
+    them: hashed, checked row by row, sorted exactly by ``torch.unique`` only on a collision."""
+    for exact in (False, True):
+        if exact:
+            _, inverse = torch.unique(rows, dim=0, return_inverse=True)
+        else:
+            _, inverse = torch.unique(_row_keys(rows), return_inverse=True)
+        count = int(inverse.max()) + 1
+        first = torch.full((count,), int(order.max()) + 1).scatter_reduce_(
+            0, inverse, order, reduce="amin"
+        )
+        some_row = torch.full((count,), len(rows)).scatter_reduce_(
+            0, inverse, torch.arange(len(rows)), reduce="amin"
+        )
+        by_first = torch.argsort(first)
+        rank = torch.empty_like(by_first)
+        rank[by_first] = torch.arange(count)
+        distinct = rows[some_row[by_first]]
+        if exact or torch.equal(distinct[rank[inverse]], rows):
+            break
+    return distinct, rank[inverse]
+
+
+def _plan(tokenizer: Any, args: Sequence[tuple]) -> _Plan:
+    """The masked copies of every request, built a length at a time: statement scoring repeats
+    each sentence's ids once per position and scatters the mask along the diagonal (as
+    pseudo-log-likelihood scorers do), keeping the copies of real tokens; multi-mask scoring is
+    one copy with the answer tokens masked. Each distinct text is tokenized once, in one call."""
     texts = list(dict.fromkeys(text for text, _, _ in args))
-    encodings = tokenizer(
+    enc = tokenizer(
         texts, return_offsets_mapping=True, return_special_tokens_mask=True, truncation=True
     )
     index = {text: k for k, text in enumerate(texts)}
-    plans = []
-    for text, spans, mode in args:
+    requests, wants, groups = [], [], {}
+    for r, (text, spans, mode) in enumerate(args):
         k = index[text]
-        ids, special = encodings["input_ids"][k], encodings["special_tokens_mask"][k]
-        answer = _answer_positions(encodings["offset_mapping"][k], special, spans)
+        ids, special = enc["input_ids"][k], enc["special_tokens_mask"][k]
+        answer = _answer_positions(enc["offset_mapping"][k], special, spans)
         if not answer:
             raise ValueError(f"no token of the answer spans {spans} in {text!r}")
-        plans.append(_build(ids, special, answer, mode, tokenizer.mask_token_id))
-    return plans
-
-
-def _distinct_inputs(plans: Sequence[_Request]):
-    """The distinct masked inputs, longest first and, within a length, in order of first use;
-    and for every copy of every request, the index of its input in that order."""
-    by_length: dict[int, list[torch.Tensor]] = {}
-    first_copy: dict[int, list[int]] = {}  # global index of each block's first copy
-    count = 0
-    for plan in plans:
-        length = plan.copies.shape[1]
-        by_length.setdefault(length, []).append(plan.copies)
-        first_copy.setdefault(length, []).append(count)
-        count += len(plan.copies)
-    where = torch.empty(count, dtype=torch.long)
-    blocks, offset = [], 0
-    for length in sorted(by_length, reverse=True):
-        copies = torch.cat(by_length[length])
-        order = torch.cat([  # global copy index of each row of ``copies``
-            torch.arange(start, start + len(block))
-            for start, block in zip(first_copy[length], by_length[length], strict=True)
-        ])  # fmt: skip
-        unique, inverse = torch.unique(copies, dim=0, return_inverse=True)
-        first = torch.full((len(unique),), count, dtype=torch.long)
-        first.scatter_reduce_(0, inverse, order, reduce="amin")
-        by_first = torch.argsort(first)
-        rank = torch.empty_like(by_first)
-        rank[by_first] = torch.arange(len(by_first))
-        where[order] = rank[inverse] + offset
-        blocks.append(unique[by_first])
-        offset += len(unique)
-    return blocks, where
+        if mode == "statement":
+            real = [i for i, s in enumerate(special) if not s]
+            rank = {p: j for j, p in enumerate(real)}
+            requests.append((len(real), [rank[i] for i in answer], len(ids), True))
+            wants.append([not s for s in special])
+        elif mode == "multimask":
+            requests.append((len(answer), list(range(len(answer))), len(answer), False))
+            wants.append([i in answer for i in range(len(ids))])
+        else:
+            raise ValueError(f"unknown masked-LM scoring mode {mode!r}")
+        groups.setdefault(len(ids), []).append((r, k))
+    mask, width = tokenizer.mask_token_id, max(groups) + 1
+    blocks, entries, offset = [], [], 0
+    for length in sorted(groups, reverse=True):
+        req = torch.tensor([r for r, _ in groups[length]])
+        ids = torch.tensor([enc["input_ids"][k] for _, k in groups[length]]).view(-1, length)
+        want = torch.tensor([wants[r] for r, _ in groups[length]]).view(-1, length)
+        statement = torch.tensor([requests[r][3] for r, _ in groups[length]])
+        diagonal = torch.arange(length)
+        one, many = req[statement], req[~statement]  # statement / multi-mask requests
+        keep, answer = want[statement], want[~statement]
+        single = ids[statement].unsqueeze(1).repeat(1, length, 1)
+        single[:, diagonal, diagonal] = mask
+        multi = ids[~statement].clone()
+        multi[answer] = mask
+        copies = torch.cat([single[keep], multi])
+        order = torch.cat([(one.unsqueeze(1) * width + diagonal)[keep], many * width])
+        distinct, which = _distinct_rows(copies, order)
+        singles = int(keep.sum())
+        row, position = answer.nonzero(as_tuple=True)
+        entries.append(torch.stack([
+            torch.cat([one.unsqueeze(1).expand(-1, length)[keep], many[row]]),
+            offset + torch.cat([which[:singles], which[singles + row]]),
+            torch.cat([diagonal.expand(len(one), -1)[keep], position]),
+            torch.cat([ids[statement][keep], ids[~statement][row, position]]),
+        ]))  # fmt: skip
+        blocks.append(distinct)
+        offset += len(distinct)
+    req, inputs, positions, targets = torch.cat(entries, dim=1)
+    in_order = torch.argsort(req * width + positions)  # requests in order, positions ascending
+    vocabulary = int(targets.max()) + 1
+    keys, needed = torch.unique(
+        ((inputs * width + positions) * vocabulary + targets)[in_order], return_inverse=True
+    )  # sorted: by input, then position, then target
+    wanted = torch.stack([keys // (width * vocabulary), keys // vocabulary % width,
+                          keys % vocabulary], dim=1)  # fmt: skip
+    return _Plan(blocks, wanted, needed, requests)
 
 
 def _padded(blocks: Sequence[torch.Tensor], start: int, end: int, pad_id: int):
@@ -253,30 +280,19 @@ def score_requests(model: Any, tokenizer: Any, args: Sequence[tuple], batch_size
     it (two sentences that differ in one token are the same input once that token is masked),
     and each distinct (input, position, target) log-probability is picked once.
     """
-    plans = _plan(tokenizer, args)
-    if not plans:
+    if not args:
         return []
-    blocks, where = _distinct_inputs(plans)
-    offsets = torch.tensor([0] + [len(plan.copies) for plan in plans]).cumsum(0)
-    inputs = torch.cat([where[offsets[k] + plan.copy] for k, plan in enumerate(plans)])
-    positions = torch.cat([plan.positions for plan in plans])
-    targets = torch.cat([plan.targets for plan in plans])
-    width, vocabulary = int(positions.max()) + 1, int(targets.max()) + 1
-    keys, needed = torch.unique(
-        (inputs * width + positions) * vocabulary + targets, return_inverse=True
-    )  # sorted: by input, then position, then target
-    wanted = torch.stack([keys // (width * vocabulary), keys // vocabulary % width,
-                          keys % vocabulary], dim=1)  # fmt: skip
-    logprobs = run_batches(model, tokenizer.pad_token_id, blocks, wanted, batch_size,
-                           max_tokens, device)[needed].tolist()  # fmt: skip
+    plan = _plan(tokenizer, args)
+    logprobs = run_batches(model, tokenizer.pad_token_id, plan.blocks, plan.wanted, batch_size,
+                           max_tokens, device)[plan.needed].tolist()  # fmt: skip
     results, start = [], 0
-    for plan in plans:
-        values = logprobs[start : start + len(plan.positions)]
-        start += len(plan.positions)
-        answer_total = sum(values[k] for k in plan.answer)
+    for count, answer, n, statement in plan.requests:
+        values = logprobs[start : start + count]
+        start += count
+        answer_total = sum(values[k] for k in answer)
         # statement: special tokens are not masked (log-probability 0) but count in n (eq. 3.23)
-        total = sum(values) if plan.statement else answer_total
-        results.append(MaskedScore(total, plan.n, answer_total, len(plan.answer)))
+        total = sum(values) if statement else answer_total
+        results.append(MaskedScore(total, n, answer_total, len(answer)))
     return results
 
 
