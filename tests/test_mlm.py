@@ -177,3 +177,87 @@ def test_registering_hf_mlm_keeps_lm_evals_own_models():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["HFLM", "MaskedLM"]
+
+
+@pytest.fixture(scope="module")
+def tiny_bert_dir(tmp_path_factory):
+    """A 1-layer random BERT with a WordPiece vocabulary trained on WSC266 ([CLS] … [SEP])."""
+    from tokenizers import BertWordPieceTokenizer, processors
+    from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
+
+    sentences = [p.fill(i) for s in catalog.load(TASK) for p in s.problems for i in (0, 1)]
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    core = BertWordPieceTokenizer(lowercase=True)
+    core.train_from_iterator(sentences, vocab_size=600, special_tokens=specials)
+    core = core._tokenizer
+    core.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
+        mask_token="[MASK]", unk_token="[UNK]",
+    )  # fmt: skip
+    torch.manual_seed(5)
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=256, pad_token_id=0,
+    )  # fmt: skip
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    BertForMaskedLM(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_batch_bounds_by_rows_and_tokens():
+    lengths = [5, 5, 4, 3, 3, 2]
+    assert mlm.batch_bounds(lengths, 3, 12) == [(0, 2), (2, 5), (5, 6)]
+    assert mlm.batch_bounds(lengths, 2, 1000) == [(0, 2), (2, 4), (4, 6)]
+    assert mlm.batch_bounds(lengths, None, 1000) == [(0, 6)]
+    assert mlm.batch_bounds(lengths, None, 1) == [(k, k + 1) for k in range(6)]  # never empty
+    assert mlm.batch_bounds([], 4, 100) == []
+
+
+@pytest.mark.parametrize("which", ["roberta", "bert"])
+def test_tensor_copies_equal_per_copy_reference(which, tiny_roberta_dir, tiny_bert_dir, data_dir):
+    """The tensor-built copies score as the per-copy tuples of ``plan_jobs`` do: bit for bit
+    with the same batches, and to float32 rounding when the token budget splits them otherwise
+    (a row's arithmetic may then differ in the last bits with the batch's shape)."""
+    from wsc_tasks.bench import per_copy_scores
+
+    folder = tiny_roberta_dir if which == "roberta" else tiny_bert_dir
+    lm = mlm.MaskedLM(pretrained=str(folder), device="cpu")
+    model, tok = lm.model, lm.tokenizer
+    problems = [p for s in catalog.load(TASK)[:3] for p in s.problems]
+    args = [(p.fill(i), scoring.answer_spans(p, i), mode)
+            for p in problems for i in (0, 1) for mode in ("statement", "multimask")]  # fmt: skip
+    args += args[:3]  # the same request twice: its copies are computed once
+    reference = per_copy_scores(model, tok, args, 16, "cpu")
+    assert mlm.score_requests(model, tok, args, 16, "cpu", 10**9) == reference
+    distinct = {m for a in args for m, _ in mlm.plan_jobs(tok, *a)[2]}
+    longest = max(len(m) for m in distinct)
+    shapes = []
+    hook = model.base_model.register_forward_hook(
+        lambda module, a, kw, out: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True
+    )
+    for batch_size, budget in [(None, longest), (None, 3 * longest + 1), (5, 10**9), (None, 1)]:
+        shapes.clear()
+        ours = mlm.score_requests(model, tok, args, batch_size, "cpu", budget)
+        assert sum(rows for rows, _ in shapes) == len(distinct)
+        assert all(rows == 1 or rows * width <= budget for rows, width in shapes)
+        assert all(rows <= (batch_size or rows) for rows, _ in shapes)
+        for x, y in zip(ours, reference, strict=True):
+            assert (x.n, x.answer_n) == (y.n, y.answer_n)
+            assert x.total == pytest.approx(y.total, abs=1e-5)
+            assert x.answer_total == pytest.approx(y.answer_total, abs=1e-5)
+    hook.remove()
+
+
+def test_batch_size_auto_leaves_rows_to_the_token_budget(tiny_roberta_dir):
+    lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size="auto",
+                      max_batch_tokens="500")  # fmt: skip
+    assert (lm.batch_size, lm.max_batch_tokens) == (None, 500)
+    lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size="auto:4",
+                      max_batch_size=64)  # fmt: skip
+    assert (lm.batch_size, lm.max_batch_tokens) == (64, mlm.DEFAULT_MAX_BATCH_TOKENS)
+    lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=8)
+    assert (lm.batch_size, lm.max_batch_tokens) == (8, mlm.DEFAULT_MAX_BATCH_TOKENS)

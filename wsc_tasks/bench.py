@@ -10,12 +10,14 @@ processing, aggregation (lm-eval's, with the bootstrap errors) and printing; the
 model loading, writing files, lm-eval's bookkeeping) is "other". It also prints the requests, the
 distinct requests, the token positions through the model and the ratio of wall time to model time.
 
-``bench-mlm``: throughput of batched masked-LM statement scoring against a loop.
+``bench-mlm``: throughput of batched masked-LM statement scoring, before and after in one run.
 
-Statement scoring masks every token of a sentence in turn. The loop scores one sentence at a time
-with one forward pass per masked copy (the straightforward implementation); ``hf-mlm`` batches the
-masked copies of all sentences together, sorted by length, computing identical copies once. Both
-score the same WSC266 sentences with the same model; the scores are checked equal.
+Statement scoring masks every token of a sentence in turn. ``hf-mlm`` builds the masked copies of
+all sentences as tensors, computes identical copies once and batches them by tokens, longest
+first; the reference it replaced (``per_copy_scores``: one Python tuple per copy) and, unless
+``--no-loop``, a loop with one forward pass per copy score the same WSC266 sentences with the same
+model, as can minicons' ``MaskedLMScorer`` (``--minicons N``, if installed). It prints sentences/s,
+wall time over the time inside the model's forward calls, and the largest score differences.
 """
 
 from __future__ import annotations
@@ -66,43 +68,145 @@ def small_random_roberta(folder: Path, sentences: list[str], layers: int, width:
     tokenizer.save_pretrained(folder)
 
 
+def per_copy_scores(model: Any, tokenizer: Any, args: list[tuple], batch_size: int,
+                    device: Any) -> list[mlm.MaskedScore]:  # fmt: skip
+    """The reference ``hf-mlm`` scoring before masked copies were tensors (kept to check and
+    time against): one Python tuple per masked copy from ``mlm.plan_jobs``, a dict of distinct
+    copies, ``batch_size`` copies per pass, longest first."""
+    plans, needs = [], {}
+    for text, spans, mode in args:
+        ids, answer, jobs = mlm.plan_jobs(tokenizer, text, spans, mode)
+        plans.append((ids, answer, jobs, mode))
+        for masked, positions in jobs:
+            needs.setdefault(masked, set()).update((p, ids[p]) for p in positions)
+    inputs = sorted(needs, key=len, reverse=True)
+    logprobs = {}
+    for start in range(0, len(inputs), batch_size):
+        batch = inputs[start : start + batch_size]
+        ids = torch.full((len(batch), len(batch[0])), tokenizer.pad_token_id, dtype=torch.long)
+        attention = torch.zeros_like(ids)
+        for row, seq in enumerate(batch):
+            ids[row, : len(seq)] = torch.tensor(seq)
+            attention[row, : len(seq)] = 1
+        wanted = [sorted(needs[seq]) for seq in batch]
+        rows = torch.tensor([r for r, w in enumerate(wanted) for _ in w])
+        positions = torch.tensor([p for w in wanted for p, _ in w])
+        targets = torch.tensor([t for w in wanted for _, t in w])
+        with torch.inference_mode():
+            logits = mlm._masked_logits(model, ids.to(device), attention.to(device), rows,
+                                        positions)  # fmt: skip
+            picked = torch.log_softmax(logits.float(), dim=-1)
+            picked = picked[torch.arange(len(targets)), targets.to(picked.device)].tolist()
+        values = iter(picked)
+        for seq, needed in zip(batch, wanted, strict=True):
+            for position, target in needed:
+                logprobs[(seq, position, target)] = next(values)
+    results = []
+    for ids, answer, jobs, mode in plans:
+        per_position = {
+            p: logprobs[(masked, p, ids[p])] for masked, positions in jobs for p in positions
+        }
+        answer_total = sum(per_position[i] for i in answer)
+        if mode == "multimask":
+            total, n = answer_total, len(answer)
+        else:
+            total, n = sum(per_position.values()), len(ids)
+        results.append(mlm.MaskedScore(total, n, answer_total, len(answer)))
+    return results
+
+
+def _timed(timer: PhaseTimer, score: Callable[[], list[Any]]) -> tuple[list[Any], float, float]:
+    """Scores, wall seconds and seconds inside the model's forward calls."""
+    before = timer.seconds["model forward"]
+    start = time.perf_counter()
+    scores = score()
+    wall = time.perf_counter() - start
+    return scores, wall, timer.seconds["model forward"] - before
+
+
+def _minicons(folder: str, requests: list[tuple], batch_size: int) -> tuple[list[float], float]:
+    """minicons' pseudo-log-likelihood (``MaskedLMScorer``, PLL_metric original) of each
+    sentence, and the seconds it took; [] when minicons is not installed."""
+    try:
+        from minicons import scorer
+    except ImportError:
+        return [], 0.0
+    model = scorer.MaskedLMScorer(folder, device="cpu")
+    if not hasattr(model.tokenizer, "batch_encode_plus"):  # minicons 0.3 on transformers 5
+        model.tokenizer.batch_encode_plus = model.tokenizer.__call__
+    texts = [text for text, _, _ in requests]
+    model.sequence_score(texts[:2], reduction=lambda x: x.sum(0).item())
+    start = time.perf_counter()
+    out = []
+    for k in range(0, len(texts), batch_size):
+        out += model.sequence_score(texts[k : k + batch_size], reduction=lambda x: x.sum(0).item())
+    return out, time.perf_counter() - start
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="wsc-tasks bench-mlm", description=__doc__)
     parser.add_argument("--model", help="a local or Hub masked LM (default: a small random one)")
     parser.add_argument("--sentences", type=int, default=64, help="WSC266 sentences to score")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=64, help="masked copies per pass")
+    parser.add_argument("--max-batch-tokens", type=int, default=mlm.DEFAULT_MAX_BATCH_TOKENS,
+                        help="tensor-built copies: padded token positions per pass")  # fmt: skip
     parser.add_argument("--layers", type=int, default=2, help="random model: layers (BERT-tiny: 2)")
     parser.add_argument("--width", type=int, default=128, help="random model: hidden size (128)")
+    parser.add_argument("--no-loop", action="store_true", help="skip the one-at-a-time loop")
+    parser.add_argument("--minicons", type=int, default=0, metavar="SENTENCES",
+                        help="also time minicons' MaskedLMScorer (if installed) on the same "
+                        "model, this many sentences per call")  # fmt: skip
     args = parser.parse_args(argv)
     problems = [p for s in catalog.load("wsc266") for p in s.problems]
     requests = [
         (p.fill(i), scoring.answer_spans(p, i), "statement") for p in problems for i in (0, 1)
     ][: args.sentences]
+    timer = PhaseTimer()
+    timer.wrap(mlm, "_masked_logits", "model forward")
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.model
         if folder is None:
             folder = tmp
             small_random_roberta(Path(tmp), [r[0] for r in requests], args.layers, args.width)
         lm = mlm.MaskedLM(pretrained=folder, device="cpu", batch_size=args.batch_size)
-        mlm.score_requests(lm.model, lm.tokenizer, requests[:2], args.batch_size, lm.device)
-        start = time.perf_counter()
-        batched = mlm.score_requests(lm.model, lm.tokenizer, requests, args.batch_size, lm.device)
-        batched_s = time.perf_counter() - start
-        start = time.perf_counter()
-        looped = [
-            mlm.score_requests(lm.model, lm.tokenizer, [r], 1, lm.device)[0] for r in requests
-        ]
-        loop_s = time.perf_counter() - start
-    worst = max(abs(a.total - b.total) for a, b in zip(batched, looped, strict=True))
+        model, tok, device, size = lm.model, lm.tokenizer, lm.device, args.batch_size
+        mlm.score_requests(model, tok, requests[:2], size, device)  # warm-up
+        before = _timed(timer, lambda: per_copy_scores(model, tok, requests, size, device))
+        after = _timed(timer, lambda: mlm.score_requests(model, tok, requests, size, device,
+                                                         args.max_batch_tokens))  # fmt: skip
+        rows.append(("per-copy Python tuples, batched (before)", *before))
+        rows.append((f"tensor-built copies, token budget {args.max_batch_tokens} (after)", *after))
+        if not args.no_loop:
+            loop = _timed(timer, lambda: [
+                mlm.score_requests(model, tok, [r], 1, device)[0] for r in requests
+            ])  # fmt: skip
+            rows.insert(0, ("one sentence at a time, one copy per pass", *loop))
+        theirs, theirs_s = [], 0.0
+        if args.minicons:
+            theirs, theirs_s = _minicons(folder, requests, args.minicons)
     n = len(requests)
     name = args.model or f"random RoBERTa, {args.layers} layers, width {args.width}"
-    copies = sum(r.n - 2 for r in batched)
-    print(
-        f"model: {name}; {n} sentences, {copies} masked copies; {torch.get_num_threads()} threads"
-    )
-    print(f"one sentence at a time, one copy per pass: {n / loop_s:8.1f} sentences/s")
-    print(f"hf-mlm batched (batch {args.batch_size}):          {n / batched_s:8.1f} sentences/s")
-    print(f"speed-up: {loop_s / batched_s:.1f}x   (largest score difference {worst:.1e})")
+    copies = sum(r.n - 2 for r in after[0])
+    print(f"model: {name}; {n} sentences, {copies} masked copies; float32, "
+          f"{torch.get_num_threads()} threads, batch {size} copies")  # fmt: skip
+    print(f"  {'':62s} {'sentences/s':>11s}  {'wall/forward':>12s}  {'outside forward':>15s}")
+    for label, _, wall, forward in rows:
+        ratio = f"{wall / forward:12.2f}" if forward else f"{'-':>12s}"
+        outside = f"{(wall - forward) / n * 1000:8.2f} ms/sentence"
+        print(f"  {label:62s} {n / wall:11.1f}  {ratio}  {outside}")
+    if theirs:
+        label = f"minicons MaskedLMScorer, {args.minicons} sentences per call"
+        print(f"  {label:62s} {n / theirs_s:11.1f}")
+    print(f"after / before: {before[1] / after[1]:.2f}x sentences/s")
+    for label, scores, _, _ in rows:
+        if scores is after[0]:
+            continue
+        worst = max(abs(a.total - b.total) for a, b in zip(after[0], scores, strict=True))
+        print(f"  largest |after - {label.split(',')[0]}| statement score: {worst:.1e}")
+    if theirs:
+        worst = max(abs(a.total - b) for a, b in zip(after[0], theirs, strict=True))
+        print(f"  largest |after - minicons| statement score: {worst:.1e}")
     return 0
 
 
