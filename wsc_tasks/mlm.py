@@ -23,10 +23,6 @@ from lm_eval.api.registry import register_model
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-ACTIVE = (
-    False  # set once an hf-mlm model exists in this process; tasks check it (model comes first)
-)
-
 Span = tuple[int, int]
 
 
@@ -167,7 +163,6 @@ class MaskedLM(LM):
         from accelerate import Accelerator
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-        global ACTIVE
         accelerator = Accelerator()
         if accelerator.num_processes > 1:
             self.accelerator = accelerator
@@ -188,7 +183,6 @@ class MaskedLM(LM):
         self.batch_size = 32 if str(batch_size).startswith("auto") else int(batch_size)
         if kwargs:
             log.warning(f"hf-mlm: ignoring model arguments {sorted(kwargs)}")
-        ACTIVE = True
 
     def mlm_score(self, requests: list[Any]) -> list[MaskedScore]:
         return score_requests(
