@@ -132,9 +132,10 @@ def get_methods(names: Sequence[str], family: str = "causal") -> list[ScoringMet
 
 
 def family_of_config(config: Any) -> Family:
-    """The first family whose test recognises the config, else the default family."""
+    """The first family whose test recognises the config, else (or with no config) the default
+    family."""
     for family in FAMILIES.values():
-        if family.detects is not None and family.detects(config):
+        if config is not None and family.detects is not None and family.detects(config):
             return family
     return next(f for f in FAMILIES.values() if f.detects is None)
 
