@@ -325,10 +325,9 @@ def _check_task(task, tokens: TokenCounter, limit: int | None = None) -> int:
     "arch, tok_name, family", BY_TOKENIZER, ids=[f"{t}-{f}" for _, t, f in BY_TOKENIZER]
 )
 def test_every_wsc_group_request_means_its_tokens(
-    arch, tok_name, family, model_dir, tokenizers, monkeypatch, data_dir
+    arch, tok_name, family, model_dir, tokenizers, data_dir
 ):
     folder = model_dir(arch, tok_name)
-    monkeypatch.setattr(mlm, "ACTIVE", family == "masked")
     manager = _manager(folder)
     tasks = _leaf_tasks(get_task_dict(["wsc_group"], manager))
     assert len(tasks) >= 40

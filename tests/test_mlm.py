@@ -8,7 +8,7 @@ import torch
 from conftest import assert_same_metrics, run_dp_eval
 from lm_eval.tasks import TaskManager
 
-from wsc_tasks import catalog, mlm, scoring
+from wsc_tasks import catalog, families, mlm, scoring
 from wsc_tasks.bench import roberta_tokenizer
 from wsc_tasks.cli import include_path
 from wsc_tasks.problems import Schema
@@ -101,7 +101,7 @@ def test_every_masked_method_by_hand(tiny_roberta_dir, data_dir):
         model=lm, tasks=[TASK], task_manager=manager, samples={TASK: [0, 1, 2]}, log_samples=True
     )
     hook.remove()
-    methods = scoring.FAMILIES["masked"]
+    methods = families.FAMILIES["masked"].methods
     right, problems = dict.fromkeys(methods, 0), 0
     for sample in out["samples"][TASK]:
         results = {
@@ -145,13 +145,18 @@ def test_batched_scores_equal_one_at_a_time(tiny_roberta_dir, data_dir):
         assert x.answer_total == pytest.approx(y.answer_total, abs=1e-4)
 
 
-def test_masked_model_through_hf_is_refused(tiny_roberta_dir, data_dir, monkeypatch):
-    monkeypatch.setattr(mlm, "ACTIVE", False)
+def test_masked_model_through_hf_is_refused(tiny_roberta_dir, data_dir):
+    """The refusal comes when lm-eval hands the masked requests to a model that does not serve
+    them (``families.refuse_unserved_requests``), whichever was built first."""
+    from lm_eval.models.huggingface import HFLM
+
     manager = TaskManager(
         include_path=str(include_path()), metadata={"pretrained": str(tiny_roberta_dir)}
     )
+    tasks = manager.load([TASK])  # before the model: the order does not matter
+    hf = HFLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=8)
     with pytest.raises(scoring.ScoringError, match=r"task wsc266: .*masked.*--model hf-mlm"):
-        manager.load([TASK])
+        lm_eval.evaluate(hf, tasks, limit=1, bootstrap_iters=0)
 
 
 def test_two_processes_give_the_same_metrics_as_one(tiny_roberta_dir, tmp_path, data_dir):

@@ -10,7 +10,7 @@ from lm_eval.tasks import TaskManager
 from test_mlm import _hand, tiny_roberta_dir  # noqa: F401 - fixture
 from test_scoring import _sum_lp, _t5_hand, save_tiny_t5
 
-from wsc_tasks import catalog, mlm, scoring
+from wsc_tasks import catalog, families, mlm, scoring
 from wsc_tasks.cli import include_path
 from wsc_tasks.problems import Schema, count
 from wsc_tasks.tokens import TokenCounter
@@ -158,7 +158,7 @@ def test_two_blanks_causal_by_hand(tiny_gpt2_dir, data_dir):
     lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=8)
     setup = scoring.Setup(TokenCounter(lm.tokenizer), "webtext", 1)
     hand = lambda problem, i: _causal_hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
-    out = _run(lm, tiny_gpt2_dir, scoring.FAMILIES["causal"], hand, setup=setup)
+    out = _run(lm, tiny_gpt2_dir, families.FAMILIES["causal"].methods, hand, setup=setup)
     assert out["results"][TWO_BLANKS]["acc,none"] == out["results"][TWO_BLANKS]["acc_smart,none"]
 
 
@@ -178,7 +178,7 @@ def test_two_blanks_t5_by_hand(tiny_t5_reid_dir):
     lm = HFLM(pretrained=str(tiny_t5_reid_dir), device="cpu", batch_size=8)
     setup = scoring.Setup(TokenCounter(lm.tokenizer), "bos", 1)
     hand = lambda problem, i: _t5_hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
-    out = _run(lm, tiny_t5_reid_dir, scoring.FAMILIES["seq2seq"], hand, setup=setup)
+    out = _run(lm, tiny_t5_reid_dir, families.FAMILIES["seq2seq"].methods, hand, setup=setup)
     sample = out["samples"][TWO_BLANKS][0]
     assert any("<extra_id_1>" in a[0] and "<extra_id_2>" in a[1] for a in sample["arguments"])
 
@@ -186,4 +186,5 @@ def test_two_blanks_t5_by_hand(tiny_t5_reid_dir):
 def test_two_blanks_masked_by_hand(tiny_roberta_dir):  # noqa: F811 - the imported fixture
     lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
     hand = lambda problem, i: _hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
-    _run(lm, tiny_roberta_dir, scoring.FAMILIES["masked"], hand, "mlm_score", scoring.Setup())
+    methods = families.FAMILIES["masked"].methods
+    _run(lm, tiny_roberta_dir, methods, hand, "mlm_score", scoring.Setup())

@@ -15,7 +15,7 @@ import torch
 from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
 
-from wsc_tasks import catalog, scoring
+from wsc_tasks import catalog, families, scoring
 from wsc_tasks.cli import include_path
 from wsc_tasks.problems import Schema
 from wsc_tasks.tokens import TokenCounter
@@ -254,7 +254,7 @@ def test_every_t5_method_by_hand(tiny_t5_dir, data_dir):
         model=lm, tasks=[TASK], task_manager=manager, samples={TASK: [0, 1, 2, 3]}, log_samples=True
     )
     setup = scoring.Setup(counter, "bos", 1)
-    methods = scoring.FAMILIES["seq2seq"]
+    methods = families.FAMILIES["seq2seq"].methods
     right, problems = dict.fromkeys(methods, 0), 0
     for sample in out["samples"][TASK]:
         results = {

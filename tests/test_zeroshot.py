@@ -15,7 +15,7 @@ from test_lm_eval import _recompute
 from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
 from test_scoring import tiny_t5_dir  # noqa: F401  (fixture)
 
-from wsc_tasks import catalog, mlm, scoring
+from wsc_tasks import catalog, families, mlm, scoring
 from wsc_tasks.cli import include_path
 from wsc_tasks.problems import Problem, Schema, count
 from wsc_tasks.zeroshot import zero_shot_pair, zero_shot_schemas
@@ -216,7 +216,7 @@ def test_masked_lm_one_mask_for_one_token_key_words(tiny_roberta_dir, data_dir):
         samples={task: list(range(12))},
         log_samples=True,
     )
-    method = scoring.FAMILIES["masked"]["multi_mask"]
+    method = families.FAMILIES["masked"].methods["multi_mask"]
     single = right = total = 0
     for sample in out["samples"][task]:
         results = {

@@ -25,10 +25,6 @@ from lm_eval.api.registry import register_model
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-ACTIVE = (
-    False  # set once an hf-mlm model exists in this process; tasks check it (model comes first)
-)
-
 Span = tuple[int, int]
 
 
@@ -316,7 +312,6 @@ class MaskedLM(LM):
         from accelerate import Accelerator
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-        global ACTIVE
         accelerator = Accelerator()
         if accelerator.num_processes > 1:
             self.accelerator = accelerator
@@ -343,7 +338,6 @@ class MaskedLM(LM):
         self.max_batch_tokens = int(max_batch_tokens)
         if kwargs:
             log.warning(f"hf-mlm: ignoring model arguments {sorted(kwargs)}")
-        ACTIVE = True
 
     def mlm_score(self, requests: list[Any]) -> list[MaskedScore]:
         return score_requests(

@@ -568,28 +568,62 @@ def _masked_methods() -> list[ScoringMethod]:
     return methods
 
 
-# Method names are per family (a causal and a T5 method may share a name, e.g. ``loss``).
-FAMILIES: dict[str, dict[str, ScoringMethod]] = {
-    "causal": {m.name: m for m in _causal_methods()},
-    "seq2seq": {m.name: m for m in _t5_methods()},
-    "masked": {m.name: m for m in _masked_methods()},
-}
-FAMILY_METHODS: dict[str, list[str]] = {f: list(methods) for f, methods in FAMILIES.items()}
-METHODS = FAMILIES["causal"]
-# Thesis standard setup: causal smart at limit 1; T5 mean with prefix on Winograd data (§4.5.3).
-HEADLINE: dict[str, str] = {
-    "causal": "smart",
-    "seq2seq": "masked_prefix_mean",
-    "masked": "statement_mean",  # the thesis's best for RoBERTa (Table 4.7)
-}
+# Each family's methods by name (names are per family: a causal and a T5 method may share one,
+# e.g. ``loss``); which family uses which, with its headline, is ``wsc_tasks.families``.
+CAUSAL_METHODS: dict[str, ScoringMethod] = {m.name: m for m in _causal_methods()}
+SEQ2SEQ_METHODS: dict[str, ScoringMethod] = {m.name: m for m in _t5_methods()}
+MASKED_METHODS: dict[str, ScoringMethod] = {m.name: m for m in _masked_methods()}
+METHODS = CAUSAL_METHODS
 
 
-def get_methods(names: Sequence[str], family: str = "causal") -> list[ScoringMethod]:
-    available = FAMILIES.get(family, {})
-    unknown = [n for n in names if n not in available]
-    if unknown:
-        raise ScoringError(
-            f"scoring method(s) {unknown} not available for {family} models; "
-            f"available: {', '.join(available) or 'none'}"
-        )
-    return [available[n] for n in names]
+@dataclass(frozen=True)
+class Continuation:
+    """How a family scores a free text after a context (WinoWhy's reasons): the request, and
+    the log-likelihood and the number of tokens the model predicted (0: not counted) of its
+    result. Causal: lm-eval ``loglikelihood(context, " " + text)``, counted as lm-eval splits
+    it; the other families below."""
+
+    def request(self, context: str, text: str, tokens: TokenCounter | None) -> Request:
+        return ("loglikelihood", (context, " " + text))
+
+    def validate(self, tokens: TokenCounter | None) -> None:
+        """Raise ``ScoringError`` before any model work if the tokenizer cannot serve it."""
+
+    def total(
+        self, request: Request, result: Any, tokens: TokenCounter | None
+    ) -> tuple[float, int]:
+        return float(result[0]), tokens.n_continuation(*request[1]) if tokens is not None else 0
+
+
+@dataclass(frozen=True)
+class T5Continuation(Continuation):
+    """The text as the span of a sentinel: ``context <extra_id_0>`` →
+    ``<extra_id_0> text <extra_id_1>`` (thesis §3.1.3); counted: the target's tokens."""
+
+    def request(self, context: str, text: str, tokens: TokenCounter | None) -> Request:
+        return ("loglikelihood", (f"{context} {sentinel(0)}", t5_target((text,), None, tokens)))
+
+    def validate(self, tokens: TokenCounter | None) -> None:
+        if tokens is not None:
+            sentinel_ids(tokens, 2)
+
+    def total(
+        self, request: Request, result: Any, tokens: TokenCounter | None
+    ) -> tuple[float, int]:
+        n = len(tokens.encode(request[1][1], False)) if tokens is not None else 0
+        return float(result[0]), n
+
+
+@dataclass(frozen=True)
+class MaskedContinuation(Continuation):
+    """The pseudo-log-likelihood of the text's tokens, each masked in turn with the rest visible
+    (``hf-mlm``, answer scoring, eq. 3.24); the model counts the tokens itself."""
+
+    def request(self, context: str, text: str, tokens: TokenCounter | None) -> Request:
+        start = len(context) + 1
+        return ("mlm_score", (f"{context} {text}", ((start, start + len(text)),), "statement"))
+
+    def total(
+        self, request: Request, result: Any, tokens: TokenCounter | None
+    ) -> tuple[float, int]:
+        return float(result.answer_total), int(result.answer_n)

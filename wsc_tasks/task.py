@@ -29,7 +29,7 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import associativity, catalog, flags, lm_eval_fixes, lm_eval_stderr, mlm
+from . import associativity, catalog, families, flags, lm_eval_fixes, lm_eval_stderr
 from .consistency import (
     PROBLEM_TRANSFORMATION_METRICS,
     SCHEMA_TRANSFORMATION_METRICS,
@@ -48,18 +48,13 @@ from .metrics import (
 )
 from .problems import Problem, Schema
 from .scoring import (
-    FAMILY_METHODS,
-    HEADLINE,
     Request,
     ScoringError,
     ScoringMethod,
     Setup,
-    get_methods,
-    is_gpt2_tokenizer,
     n_shifted_splits,
     shifted_splits,
 )
-from .tokens import TokenCounter, counter_from_metadata, gguf_parsed_once
 
 lm_eval_fixes.apply()  # our tasks send one sentence split at two places; see that module
 lm_eval_stderr.apply()  # lm-eval's stderr column for our metrics: a bootstrap over schemas
@@ -98,53 +93,12 @@ def _our_groups() -> frozenset[str]:
 logging.getLogger("lm_eval.api.group").addFilter(_ExpectedGroupGaps())
 
 PER_METHOD = {"acc": problem_accuracy, "schema_acc": schema_accuracy}
-TOKEN_FREE = {
-    "causal": "partial",
-    "seq2seq": "masked_prefix_noeos",
-    "masked": "statement_mean",
-}  # methods that count no token
 TOKEN_METRICS = {
     "acc_equal_len": problem_accuracy,
     "schema_acc_equal_len": schema_accuracy,
     "share_equal_len": share,
     "share_blank_at_end": share,
 }
-# Scoring-method consistency (thesis Tables 4.6, 4.10, 4.14): the second method of each pair seen
-# as a transformation of the first, reported as ``<consistency metric>_<first>_to_<second>``.
-METHOD_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
-    "causal": (("full", "partial"), ("partial", "smart")),
-    "masked": (("multi_mask_mean", "statement_mean"),),
-    "seq2seq": (("loss_prefix", "masked_prefix_mean"),),
-}
-MASKED_TYPES = {"bert", "roberta", "xlm-roberta", "albert", "deberta", "deberta-v2", "distilbert",
-                "electra", "camembert", "mpnet", "modernbert"}  # fmt: skip
-
-
-@lru_cache(maxsize=8)
-def _model_family(pretrained: str, gguf_file: str | None, trust: bool) -> str:
-    from transformers import AutoConfig
-
-    kwargs: dict[str, Any] = {"trust_remote_code": trust}
-    if gguf_file:
-        kwargs["gguf_file"] = gguf_file
-    with gguf_parsed_once():  # the tokenizer is read from the same file
-        config = AutoConfig.from_pretrained(pretrained, **kwargs)
-    if getattr(config, "is_encoder_decoder", False):
-        return "seq2seq"
-    architectures = " ".join(getattr(config, "architectures", None) or [])
-    if config.model_type in MASKED_TYPES or "MaskedLM" in architectures:
-        return "masked"
-    return "causal"
-
-
-def model_family(metadata: dict[str, Any]) -> str:
-    """causal, seq2seq or masked, from the model named in the metadata (causal if none)."""
-    pretrained = metadata.get("pretrained")
-    if not isinstance(pretrained, str):
-        return "causal"
-    return _model_family(
-        pretrained, metadata.get("gguf_file"), bool(metadata.get("trust_remote_code", False))
-    )
 
 
 def request_task_config(config: dict[str, Any] | None) -> dict[str, Any]:
@@ -179,10 +133,13 @@ def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
         fail("scoring", 'allowed: "all", "name,name", or a list of scoring-method names')
     headline = meta.get("headline")
     by_family = isinstance(headline, dict) and all(
-        family in FAMILY_METHODS and isinstance(method, str) for family, method in headline.items()
+        family in families.FAMILIES and isinstance(method, str)
+        for family, method in headline.items()
     )
     if not (headline is None or isinstance(headline, str) or by_family):
-        fail("headline", f"allowed: a method name or a mapping {'|'.join(FAMILY_METHODS)} → name")
+        fail(
+            "headline", f"allowed: a method name or a mapping {'|'.join(families.FAMILIES)} → name"
+        )
     for key in ("tokenizer", "pretrained"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
             fail(key, "allowed: a Hub id or a local path")
@@ -242,63 +199,19 @@ class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
         return self.config.metadata or {}
 
     def _plan(self) -> tuple[Setup, list[ScoringMethod]]:
-        """Family, tokenizer and methods, settled before any model work; errors name the task."""
+        """Family, tokenizer and methods (``families.plan``), settled before any model work."""
         task, meta = self.config.task, self._meta
-        family = model_family(meta)
-        if family == "masked" and not mlm.ACTIVE:
-            raise ScoringError(
-                f"task {task}: the model is a masked language model; lm-eval's hf model cannot "
-                "score it: run it as --model hf-mlm (wsc-tasks run --model hf-mlm --model_args "
-                "pretrained=...)"
-            )
-        try:
-            tokens: TokenCounter | None = counter_from_metadata(meta)
-        except Exception as error:  # noqa: BLE001 - any loading failure gets the same advice
-            name = meta.get("tokenizer") or meta.get("pretrained")
-            raise ScoringError(
-                f"task {task}: could not load the tokenizer of {name!r} "
-                f'to count tokens ({error}); pass --metadata \'{{"tokenizer": "<name or path>"}}\''
-            ) from error
-        requested = meta.get("scoring", "all")
-        if requested == "all":
-            names = FAMILY_METHODS[family] if tokens else [TOKEN_FREE[family]]
-            if tokens is None:
-                log.warning(
-                    f"wsc_tasks: {task}: no tokenizer in the task metadata (model object passed "
-                    f"from Python?): only {TOKEN_FREE[family]} scoring; pass metadata "
-                    "{'tokenizer': ...} for every method"
-                )
-        else:
-            names = (
-                [n.strip() for n in requested.split(",")]
-                if isinstance(requested, str)
-                else list(requested)
-            )
-        headline = meta.get("headline")
-        if isinstance(headline, dict):  # per family, e.g. {seq2seq: masked_mean} (thesis §4.5.4)
-            headline = headline.get(family) if tokens is not None else None
-        headline = headline or (HEADLINE[family] if tokens else TOKEN_FREE[family])
-        names = [headline, *(n for n in names if n != headline)]  # headline first, once
-        try:
-            methods = get_methods(names, family)
-            prior = "webtext" if tokens is not None and is_gpt2_tokenizer(tokens) else "bos"
-            setup = Setup(tokens, prior, int(meta.get("smart_limit", 1)))
-            if tokens is not None and family == "seq2seq":
-                tokens.seq2seq = True  # lm-eval encodes an encoder-decoder's context alone
-            for method in methods:
-                method.validate(setup)
-        except ScoringError as error:
-            raise ScoringError(f"task {task}, {family} model: {error}") from error
-        self.config.metadata = {**meta, "first_token_prior": prior, "headline": headline}
-        self.family = family
-        self.method_pairs = [
-            pair for pair in METHOD_PAIRS[family] if all(name in names for name in pair)
-        ]
+        plan = families.plan(task, meta)
+        prior = plan.setup.prior
+        self.config.metadata = {**meta, "first_token_prior": prior, "headline": plan.headline}
+        self.family = plan.family.name
+        self.family_record = plan.family
+        self.method_pairs = list(plan.method_pairs)
         log.info(
-            f"wsc_tasks: {task}: {family} model, headline {headline}, methods "
-            f"{', '.join(names)}; first-token prior {prior}"
+            f"wsc_tasks: {task}: {self.family} model, headline {plan.headline}, methods "
+            f"{', '.join(m.name for m in plan.methods)}; first-token prior {prior}"
         )
-        return setup, methods
+        return plan.setup, list(plan.methods)
 
     # -- data -----------------------------------------------------------------------------------
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -442,8 +355,8 @@ class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
 
     @property
     def _counts_splits(self) -> bool:
-        """Causal methods that split sentences after their first token(s) are active."""
-        return self.family == "causal" and any(m.needs_tokens for m in self.methods)
+        """Methods that may split sentences after their first token(s) are active (causal)."""
+        return self.family_record.shifted_splits and any(m.needs_tokens for m in self.methods)
 
 
 class ConsistencyTask(SchemaTask):

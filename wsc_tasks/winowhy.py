@@ -43,7 +43,7 @@ import numpy as np
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import data, flags, lm_eval_fixes, mlm, stats
+from . import data, families, flags, lm_eval_fixes, stats
 from .knowledge import CATEGORIES, wsc273_categories
 from .plausibility_metrics import (
     ReasonSet,
@@ -53,9 +53,9 @@ from .plausibility_metrics import (
     majority_baseline,
     roc_auc,
 )
-from .scoring import ScoringError, sentinel, sentinel_ids, t5_target
-from .task import metric_choice, model_family, request_task_config, select_metrics
-from .tokens import TokenCounter, counter_from_metadata
+from .scoring import ScoringError
+from .task import metric_choice, request_task_config, select_metrics
+from .tokens import TokenCounter
 
 lm_eval_fixes.apply()
 
@@ -172,15 +172,9 @@ def to_doc(question: WhyQuestion) -> dict[str, Any]:
 def reason_request(
     family: str, context: str, reason: str, tokens: TokenCounter | None = None
 ) -> tuple[str, tuple[Any, ...]]:
-    """The lm-eval request whose result scores ``reason`` after ``context``."""
-    if family == "causal":
-        return ("loglikelihood", (context, " " + reason))
-    if family == "seq2seq":  # target spelled so that it is sentinel, reason, sentinel (scoring)
-        return ("loglikelihood", (f"{context} {sentinel(0)}", t5_target((reason,), None, tokens)))
-    if family == "masked":
-        start = len(context) + 1
-        return ("mlm_score", (f"{context} {reason}", ((start, start + len(reason)),), "statement"))
-    raise ScoringError(f"no WinoWhy scoring for {family} models")
+    """The lm-eval request whose result scores ``reason`` after ``context`` (the family's
+    ``continuation``, ``wsc_tasks.families``)."""
+    return families.get(family).continuation.request(context, reason, tokens)
 
 
 def reason_scores(
@@ -192,15 +186,7 @@ def reason_scores(
     The per-token count is what the model predicted: causal, the continuation's tokens as lm-eval
     splits them; seq2seq, the target's (reason and its two sentinels); masked, the reason's.
     """
-    if family == "masked":
-        total, n = float(result.answer_total), int(result.answer_n)
-    else:
-        total = float(result[0])
-        n = 0
-        if tokens is not None and family == "seq2seq":
-            n = len(tokens.encode(request[1][1], False))
-        elif tokens is not None:
-            n = tokens.n_continuation(*request[1])
+    total, n = families.get(family).continuation.total(request, result, tokens)
     scores = {"sum": total, "per_byte": total / max(len(reason.encode("utf-8")), 1)}
     if n:
         scores["mean"] = total / n
@@ -346,35 +332,16 @@ class WinoWhyTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
         metric_choice(str(config.get("task")), config.get("metadata") or {})
         super().__init__(config=config, **kwargs)
         self.family, self.tokens, self.headline = self._plan()
-        counted = self.family == "masked" or self.tokens is not None
+        counted = families.get(self.family).model_counts_tokens or self.tokens is not None
         self.scores = SCORES if counted else tuple(s for s in SCORES if s != "mean")
         self._aggregations = make_aggregations(self.headline, self.scores)
 
     def _plan(self) -> tuple[str, TokenCounter | None, str]:
+        """Family and tokenizer (``families.plan``) and the headline score."""
         task, meta = self.config.task, self.config.metadata or {}
-        family = model_family(meta)
-        if family == "masked" and not mlm.ACTIVE:
-            raise ScoringError(
-                f"task {task}: the model is a masked language model: run it as --model hf-mlm "
-                "(wsc-tasks run --model hf-mlm --model_args pretrained=...)"
-            )
-        tokens = None
-        if family != "masked":
-            try:
-                tokens = counter_from_metadata(meta)
-            except Exception as error:  # noqa: BLE001 - any loading failure gets the same advice
-                name = meta.get("tokenizer") or meta.get("pretrained")
-                raise ScoringError(
-                    f"task {task}: could not load the tokenizer of {name!r} ({error}); pass "
-                    '--metadata \'{"tokenizer": "<name or path>"}\''
-                ) from error
-        if tokens is not None and family == "seq2seq":
-            tokens.seq2seq = True  # lm-eval encodes an encoder-decoder's context alone
-            try:
-                sentinel_ids(tokens, 2)
-            except ScoringError as error:
-                raise ScoringError(f"task {task}, seq2seq model: {error}") from error
-        has_counts = family == "masked" or tokens is not None
+        plan = families.plan(task, meta, continuation=True)
+        family, tokens = plan.family.name, plan.tokens
+        has_counts = plan.family.model_counts_tokens or tokens is not None
         headline = meta.get("reason_score") or ("mean" if has_counts else "per_byte")
         if headline not in SCORES:
             raise ScoringError(f"task {task}: reason_score {headline!r} is not one of {SCORES}")

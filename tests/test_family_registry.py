@@ -1,0 +1,126 @@
+"""The model-family registry (``wsc_tasks.families``): every record is complete and consistent,
+detection, planning without a tokenizer, and the refusal of requests a model does not serve."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from lm_eval.api.instance import Instance
+from lm_eval.api.model import LM
+from lm_eval.api.registry import get_model
+from transformers import BertConfig, GPT2Config, PretrainedConfig, RobertaConfig, T5Config
+
+from wsc_tasks import chance, families, mlm, scoring
+from wsc_tasks.problems import Problem
+from wsc_tasks.task import check_metadata
+
+PROBLEM = Problem(
+    uid="p",
+    segments=("The trophy doesn't fit into the suitcase because ", " is too large."),
+    options=(("the trophy",), ("the suitcase",)),
+    label=0,
+)
+
+
+@pytest.mark.parametrize("family", families.FAMILIES.values(), ids=list(families.FAMILIES))
+def test_every_family_record_is_consistent(family):
+    assert families.FAMILIES[family.name] is family
+    assert family.methods
+    for name, method in family.methods.items():
+        assert isinstance(method, scoring.ScoringMethod) and method.name == name
+    assert family.headline in family.methods
+    assert family.token_free in family.methods
+    assert not family.methods[family.token_free].needs_tokens  # runs without a tokenizer
+    for first, second in family.method_pairs:
+        assert first != second and {first, second} <= set(family.methods)
+    # what the token-free method and the continuation send is the family's request type
+    for per_option in family.methods[family.token_free].requests(PROBLEM, scoring.Setup()):
+        assert {kind for kind, _ in per_option} == {family.request_type}
+    kind, _ = family.continuation.request("Why?", "Because.", None)
+    assert kind == family.request_type
+
+
+def test_one_default_family_and_headline_mapping_names_every_family():
+    assert [f.name for f in families.FAMILIES.values() if f.detects is None] == ["causal"]
+    with pytest.raises(scoring.ScoringError, match=r"mapping causal\|seq2seq\|masked → name"):
+        check_metadata("t", {"dataset": "wsc266", "headline": {"bert": "x"}}, {"wsc266": None})
+
+
+def test_the_model_named_by_each_family_serves_its_request_type():
+    for family in families.FAMILIES.values():
+        model = get_model(family.model)
+        assert getattr(model, family.request_type) is not getattr(LM, family.request_type, None)
+    assert "mlm_score" in vars(mlm.MaskedLM)
+
+
+@pytest.mark.parametrize(
+    "config, family",
+    [
+        (None, "causal"),
+        (GPT2Config(), "causal"),
+        (T5Config(), "seq2seq"),
+        (RobertaConfig(), "masked"),
+        (BertConfig(), "masked"),
+        (PretrainedConfig(architectures=["FooForMaskedLM"]), "masked"),
+        (PretrainedConfig(architectures=["FooForCausalLM"]), "causal"),
+    ],
+)
+def test_detection_from_the_config(config, family):
+    assert families.family_of_config(config).name == family
+
+
+def test_detection_from_the_metadata(tmp_path):
+    RobertaConfig(vocab_size=10).save_pretrained(tmp_path)
+    assert families.detect({"pretrained": str(tmp_path)}).name == "masked"
+    assert families.detect({}).name == "causal"
+
+
+def test_plan_without_tokenizer_uses_the_token_free_method(caplog):
+    with caplog.at_level(logging.WARNING, logger="lm_eval.wsc_tasks"):
+        plan = families.plan("t", {"headline": {"causal": "full"}})
+    assert (plan.family.name, plan.headline, plan.tokens) == ("causal", "partial", None)
+    assert [m.name for m in plan.methods] == ["partial"] and plan.method_pairs == ()
+    assert "only partial scoring" in caplog.text
+    plan = families.plan("t", {"scoring": "partial", "headline": "partial"}, continuation=True)
+    assert (plan.family.name, plan.methods, plan.tokens) == ("causal", (), None)
+
+
+def test_plan_refuses_a_method_of_another_family():
+    with pytest.raises(scoring.ScoringError, match=r"task t, causal model: .*statement.*causal"):
+        families.plan("t", {"scoring": ["partial", "statement"]})
+
+
+def test_continuation_task_of_a_masked_model_loads_no_tokenizer(tmp_path, monkeypatch):
+    RobertaConfig(vocab_size=10).save_pretrained(tmp_path)
+    loaded = []
+    monkeypatch.setattr(families, "counter_from_metadata", lambda meta: loaded.append(meta))
+    plan = families.plan("t", {"pretrained": str(tmp_path)}, continuation=True)
+    assert (plan.family.name, plan.tokens, loaded) == ("masked", None, [])
+    families.plan("t", {"pretrained": str(tmp_path)})  # schema tasks count tokens
+    assert loaded == [{"pretrained": str(tmp_path)}]
+
+
+def test_a_tokenizer_that_cannot_load_is_one_error_naming_the_task(monkeypatch):
+    def fail(meta):
+        raise OSError("no such file")
+
+    monkeypatch.setattr(families, "counter_from_metadata", fail)
+    with pytest.raises(scoring.ScoringError, match="task t: could not load the tokenizer of 'x'"):
+        families.plan("t", {"tokenizer": "x"}, continuation=True)
+
+
+def test_a_model_without_the_request_type_refuses_it():
+    request = Instance(
+        request_type="mlm_score",
+        doc={},
+        arguments=("a b", ((0, 1),), "statement"),
+        idx=0,
+        metadata=("wsc266", 0, 1),
+    )
+    with pytest.raises(
+        scoring.ScoringError,
+        match=r"^task wsc266: the model is a masked language model; ChanceLM does not serve its "
+        r"mlm_score requests: run it as --model hf-mlm",
+    ):
+        chance.ChanceLM().mlm_score([request])
