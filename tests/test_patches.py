@@ -7,7 +7,7 @@ import pytest
 from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 
-from wsc_tasks import lm_eval_fixes
+from wsc_tasks import patches
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ def _lls(lm, pairs):
 
 
 def test_shared_sentence_split_twice_scores_as_alone(tiny_gpt2_dir):
-    lm_eval_fixes.apply()
+    patches.apply()
     lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=1)
     alone = _lls(lm, SHORT)
     mixed = _lls(lm, SHORT + LONG)
@@ -36,13 +36,13 @@ def test_shared_sentence_split_twice_scores_as_alone(tiny_gpt2_dir):
 
 
 def test_apply_is_idempotent():
-    lm_eval_fixes.apply()
-    assert lm_eval_fixes.apply() is False
+    patches.apply()
+    assert patches.apply() is False
 
 
 def test_distinct_keeps_first_seen_order():
     requests = [Instance("loglikelihood", {}, p, 0) for p in [*SHORT, SHORT[0], *LONG, SHORT[1]]]
-    unique, where = lm_eval_fixes.distinct(requests)
+    unique, where = patches.distinct(requests)
     assert [r.args for r in unique] == [*SHORT, *LONG]
     assert where == [0, 1, 0, 2, 3, 1]
 
@@ -55,7 +55,7 @@ def test_each_distinct_request_sent_once_and_results_fanned_out():
         return [(float(len(r.args[1])), False) for r in requests]
 
     pairs = [*SHORT, *SHORT, LONG[0]]
-    results = lm_eval_fixes.deduplicated(loglikelihood)(
+    results = patches.deduplicated(loglikelihood)(
         [Instance("loglikelihood", {}, p, 0) for p in pairs]
     )
     assert sent == [[*SHORT, LONG[0]]]
@@ -63,13 +63,13 @@ def test_each_distinct_request_sent_once_and_results_fanned_out():
 
 
 def test_deduplicated_batch_tokenized_requests_score_as_lm_eval(tiny_gpt2_dir):
-    lm_eval_fixes.apply()
+    patches.apply()
     pairs = [*SHORT, *LONG, SHORT[0], ("Frank felt vindicated ", "when his rival Bill won.")]
     requests = [Instance("loglikelihood", {}, p, 0) for p in pairs]
     plain = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=2)
     expected = [r[0] for r in plain.loglikelihood(requests)]  # each text encoded on its own
     lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=2)
-    found = [r[0] for r in lm_eval_fixes.deduplicated(lm.loglikelihood)(requests)]
+    found = [r[0] for r in patches.deduplicated(lm.loglikelihood)(requests)]
     assert found == expected
     memo = lm._wsc_tasks_token_memo
     assert ("Frank felt vindicated", None) in memo  # the trailing space moved, as lm-eval does
