@@ -107,6 +107,12 @@ def test_a_version_outside_the_range_names_each_patch():
         assert "slice_cache_hits" in lines[0] and "wsc_tasks/patches.py" in lines[0]
 
 
+def test_an_lm_eval_outside_the_ranges_warns(monkeypatch):
+    monkeypatch.setattr(patches, "installed_lm_eval", lambda: "0.5.1")
+    with pytest.warns(UserWarning, match="lm-eval 0.5.1 is installed"):
+        patches.check_lm_eval_version()
+
+
 def test_every_patch_of_apply_is_marked_and_applied_once():
     from lm_eval import evaluator, evaluator_utils
     from lm_eval.api import metrics as lm_metrics
