@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from wsc_tasks import consistency, lm_eval_stderr, metrics, ratios, stats
+from wsc_tasks import consistency, lm_eval_stderr, metrics, patches, ratios, stats
 from wsc_tasks.chance import ChanceLM, random_score
 
 
@@ -172,8 +172,8 @@ def test_stderr_patch_answers_for_our_aggregations_only():
     from lm_eval import evaluator_utils
     from lm_eval.api.metrics import mean
 
-    lm_eval_stderr.apply()
-    lm_eval_stderr.apply()  # idempotent
+    patches.apply()
+    patches.apply()  # idempotent
     lookup = evaluator_utils.stderr_for_metric
     assert lookup(metrics.problem_accuracy, 100000) is not None
     assert lookup(metrics.problem_accuracy, 0) is None
@@ -212,7 +212,7 @@ def test_chance_model_end_to_end(tmp_path, data_dir):
 
     from wsc_tasks.cli import include_path
 
-    lm_eval_stderr.apply()
+    patches.apply()
     manager = TaskManager(include_path=str(include_path()))
     out = lm_eval.simple_evaluate(
         model="wsc-chance",

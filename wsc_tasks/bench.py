@@ -271,7 +271,7 @@ def instrument(timer: PhaseTimer) -> None:
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
-    from . import categorized, chance, lm_eval_fixes, task, tokens, winowhy, zeroshot  # noqa: F401
+    from . import categorized, chance, patches, task, tokens, winowhy, zeroshot  # noqa: F401
 
     timer.wrap(TaskManager, "__init__", "task building")
     timer.wrap(TaskManager, "load", "task building")
@@ -285,13 +285,13 @@ def instrument(timer: PhaseTimer) -> None:
     for name in ("tok_encode", "tok_batch_encode"):
         timer.wrap(HFLM, name, "tokenization")
     timer.wrap(TemplateLM, "_encode_pair", "tokenization")
-    timer.wrap(lm_eval_fixes, "_encode_in_one_batch", "tokenization")
+    timer.wrap(patches, "_encode_in_one_batch", "tokenization")
     timer.wrap(HFLM, "_model_call", "model forward")
     timer.wrap(chance.ChanceLM, "loglikelihood", "model forward")
     timer.wrap(mlm, "_masked_logits", "model forward")
     timer.wrap(evaluator, "_process_results", "aggregation")
     timer.wrap(lm_utils, "make_table", "printing")
-    _count_requests(timer, lm_eval_fixes)
+    _count_requests(timer, patches)
     _count_tokens(timer, HFLM, mlm)
 
 

@@ -8,12 +8,10 @@ the embedded default model (SmolLM2-135M-Instruct, shipped as GGUF by ``llm-smol
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.resources
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 DEFAULT_TASKS = "wsc_group"
@@ -157,27 +155,6 @@ def _cuda_available() -> bool:
         return False
 
 
-def _accept_several_include_paths() -> None:
-    """Let ``--include_path a:b`` name several folders, as lm-eval's own ``ls`` help shows.
-
-    lm-eval's ``TaskManager`` takes a list but its ``run`` flag passes one string; this process
-    splits it on the path separator so the user's folder and this package's can be combined.
-    """
-    from lm_eval.tasks import manager
-
-    original = manager.TaskManager.__init__
-    if getattr(original, "_wsc_tasks_split", False):
-        return
-
-    def init(self: object, *args: object, include_path: object = None, **kwargs: object) -> None:
-        if isinstance(include_path, str) and os.pathsep in include_path:
-            include_path = [p for p in include_path.split(os.pathsep) if p]
-        original(self, *args, include_path=include_path, **kwargs)
-
-    init._wsc_tasks_split = True  # type: ignore[attr-defined]
-    manager.TaskManager.__init__ = init  # type: ignore[method-assign]
-
-
 def our_task_names() -> set[str]:
     """Every task and group name this package's YAMLs define."""
     names = set()
@@ -189,49 +166,30 @@ def our_task_names() -> set[str]:
     return names
 
 
-@contextlib.contextmanager
-def _index_only_our_tasks(argv: list[str]) -> Iterator[None]:
-    """While the run lasts, if every task asked for is ours, lm-eval indexes only our folder.
-
-    lm-eval's ``TaskManager`` reads the YAMLs of its thousands of tasks before it loads any
-    (about 14 s of CPU); a run of this package's tasks needs none of them.
-    """
-    from lm_eval.tasks import manager
-
+def _only_our_tasks(argv: list[str]) -> bool:
+    """Whether every task ``--tasks`` asks for is this package's (so lm-eval's own index of its
+    thousands of task YAMLs, about 14 s of CPU, is not needed)."""
     tasks = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--tasks"), None)
     tasks = tasks or next((a.split("=", 1)[1] for a in argv if a.startswith("--tasks=")), "")
     asked = {name.strip() for name in tasks.split(",") if name.strip()}
-    if not asked or not asked <= our_task_names():
-        yield
-        return
-    original = manager.TaskManager.__init__
-
-    def init(self: object, *args: object, **kwargs: object) -> None:
-        kwargs.setdefault("include_defaults", False)
-        original(self, *args, **kwargs)
-
-    manager.TaskManager.__init__ = init  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        manager.TaskManager.__init__ = original  # type: ignore[method-assign]
+    return bool(asked) and asked <= our_task_names()
 
 
 def _run(passthrough: list[str]) -> int:
     from lm_eval.__main__ import cli_evaluate
 
-    from . import chance, mlm  # noqa: F401  register --model hf-mlm and wsc-chance
+    from . import chance, mlm, patches  # noqa: F401  register --model hf-mlm and wsc-chance
     from .paths import scrub
 
-    _accept_several_include_paths()
+    patches.accept_several_include_paths()
     argv, target = labelled_output(lm_eval_argv(passthrough))
     before = _written(target)
     print("wsc-tasks: lm_eval run " + " ".join(argv), file=sys.stderr)
     sys.argv = ["lm_eval", "run", *argv]
-    if _has(passthrough, "--include_path"):  # the user's own folder may name lm-eval's tasks
-        cli_evaluate()
+    if _has(passthrough, "--include_path") or not _only_our_tasks(argv):  # the user's own
+        cli_evaluate()  # folder may name lm-eval's tasks
     else:
-        with _index_only_our_tasks(argv):
+        with patches.without_lm_eval_tasks():
             cli_evaluate()
     if os.environ.get("RANK", "0") == "0":  # only the first process writes files
         folders = {str(include_path()): "<wsc_tasks.task_configs>", _lm_eval_folder(): "<lm_eval>"}

@@ -28,7 +28,6 @@ log = logging.getLogger(f"lm_eval.{__name__}")
 
 MAX_ITERS = 1000  # lm-eval's default of 100000 would cost minutes per task for a second digit
 SEED = 1234  # lm-eval's own numpy seed, for the look of it; any fixed value will do
-_MARK = "_wsc_tasks_schema_stderr"
 
 
 def is_ours(aggregation: Callable[..., Any]) -> bool:
@@ -56,28 +55,3 @@ def schema_stderr(aggregation: Callable[..., Any], items: Sequence[Any], iters: 
     reps = stats.replicates(values, aggregation, stats.resample_indexes(len(values), iters, SEED))
     finite = reps[~np.isnan(reps)]
     return float(np.std(finite, ddof=1)) if len(finite) > 1 else float("nan")
-
-
-def apply() -> bool:
-    """Patch lm-eval's ``stderr_for_metric`` lookup once per process; True if patched now."""
-    from lm_eval import evaluator_utils
-    from lm_eval.api import metrics as lm_metrics
-
-    original = evaluator_utils.stderr_for_metric
-    if getattr(original, _MARK, False):
-        return False
-
-    def stderr_for_metric(metric: Callable[..., Any], bootstrap_iters: int) -> Any:
-        if not is_ours(metric):
-            return original(metric, bootstrap_iters)
-        if bootstrap_iters <= 0 or is_count(metric):
-            return None
-        iters = min(bootstrap_iters, MAX_ITERS)
-        return lambda items: schema_stderr(metric, items, iters)
-
-    setattr(stderr_for_metric, _MARK, True)
-    stderr_for_metric.__doc__ = original.__doc__
-    evaluator_utils.stderr_for_metric = stderr_for_metric
-    lm_metrics.stderr_for_metric = stderr_for_metric
-    log.debug("wsc_tasks: lm-eval's stderr for wsc_tasks metrics is now a schema bootstrap")
-    return True

@@ -22,14 +22,14 @@ recomputes the rest from the samples.
 from __future__ import annotations
 
 import logging
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
 import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import associativity, catalog, families, flags, lm_eval_fixes, lm_eval_stderr
+from . import associativity, catalog, families, flags, patches
 from .consistency import (
     PROBLEM_TRANSFORMATION_METRICS,
     SCHEMA_TRANSFORMATION_METRICS,
@@ -56,41 +56,9 @@ from .scoring import (
     shifted_splits,
 )
 
-lm_eval_fixes.apply()  # our tasks send one sentence split at two places; see that module
-lm_eval_stderr.apply()  # lm-eval's stderr column for our metrics: a bootstrap over schemas
+patches.apply()  # lm-eval as our tasks need it (logits cache, stderr, …); see that module
 
 log = logging.getLogger(f"lm_eval.{__name__}")
-
-
-class _ExpectedGroupGaps(logging.Filter):
-    """Our groups mix tasks that report accuracies with consistency tasks that report pair
-    metrics; each group row averages a metric over the tasks that have it, by design
-    (task_configs/README.md), so lm-eval's per-group "metric missing" warning is dropped for them.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not (
-            message.startswith("Group '")
-            and "' is missing in " in message
-            and message.split("'")[1] in _our_groups()
-        )
-
-
-@lru_cache(maxsize=1)
-def _our_groups() -> frozenset[str]:
-    from importlib.resources import files
-
-    import yaml
-
-    names = set()
-    for path in files("wsc_tasks.task_configs").iterdir():
-        if path.name.endswith(".yaml") and "\ngroup:" in "\n" + path.read_text():
-            names.add(yaml.safe_load(path.read_text())["group"])
-    return frozenset(names)
-
-
-logging.getLogger("lm_eval.api.group").addFilter(_ExpectedGroupGaps())
 
 PER_METHOD = {"acc": problem_accuracy, "schema_acc": schema_accuracy}
 TOKEN_METRICS = {
@@ -165,7 +133,7 @@ def select_metrics(
     """``functions`` restricted to the names in ``headline`` unless ``metrics`` is ``all``.
 
     The other metrics' per-document values are still returned by ``process_results`` and logged;
-    ``lm_eval_fixes`` keeps lm-eval from aggregating what ``aggregation()`` does not list.
+    ``patches`` keeps lm-eval from aggregating what ``aggregation()`` does not list.
     """
     if metric_choice(task, metadata) == "all":
         return functions

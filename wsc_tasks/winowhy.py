@@ -43,7 +43,7 @@ import numpy as np
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import data, families, flags, lm_eval_fixes, stats
+from . import data, families, flags, patches, stats
 from .knowledge import CATEGORIES, wsc273_categories
 from .plausibility_metrics import (
     ReasonSet,
@@ -57,7 +57,7 @@ from .scoring import ScoringError
 from .task import metric_choice, request_task_config, select_metrics
 from .tokens import TokenCounter
 
-lm_eval_fixes.apply()
+patches.apply()
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 

@@ -1,0 +1,337 @@
+"""The lm-eval patches of ``wsc_tasks.patches``: what each fixes, and that the installed lm-eval,
+unpatched (``patches.original``), still behaves as its section says. A test named
+``test_lm_eval_still_*`` that fails means lm-eval changed there: the patch can probably go."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from types import SimpleNamespace
+
+import pytest
+from lm_eval.api.instance import Instance
+from lm_eval.models.huggingface import HFLM
+
+from wsc_tasks import metrics, patches
+
+slow = pytest.mark.slow
+
+SHORT = [  # partial scoring of a Winograd problem: context up to the answer
+    ("Frank felt vindicated when his rival Bill revealed that Frank", " was the winner."),
+    ("Frank felt vindicated when his rival Bill revealed that Bill", " was the winner."),
+]
+LONG = [  # the same two sentences, split after the key word (inverted problem)
+    ("Frank felt vindicated", " when his rival Bill revealed that Frank was the winner."),
+    ("Frank felt vindicated", " when his rival Bill revealed that Bill was the winner."),
+]
+
+
+def _lls(lm, pairs):
+    return [r[0] for r in lm.loglikelihood([Instance("loglikelihood", {}, p, 0) for p in pairs])]
+
+
+@slow
+def test_shared_sentence_split_twice_scores_as_alone(tiny_gpt2_dir):
+    patches.apply()
+    lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=1)
+    alone = _lls(lm, SHORT)
+    mixed = _lls(lm, SHORT + LONG)
+    assert mixed[:2] == alone
+    assert mixed[2:] == _lls(lm, LONG)
+    assert alone[0] != alone[1]
+
+
+def test_apply_is_idempotent():
+    patches.apply()
+    assert patches.apply() is False
+
+
+def test_distinct_keeps_first_seen_order():
+    requests = [Instance("loglikelihood", {}, p, 0) for p in [*SHORT, SHORT[0], *LONG, SHORT[1]]]
+    unique, where = patches.distinct(requests)
+    assert [r.args for r in unique] == [*SHORT, *LONG]
+    assert where == [0, 1, 0, 2, 3, 1]
+
+
+def test_each_distinct_request_sent_once_and_results_fanned_out():
+    sent = []
+
+    def loglikelihood(requests):
+        sent.append([r.args for r in requests])
+        return [(float(len(r.args[1])), False) for r in requests]
+
+    pairs = [*SHORT, *SHORT, LONG[0]]
+    results = patches.deduplicated(loglikelihood)(
+        [Instance("loglikelihood", {}, p, 0) for p in pairs]
+    )
+    assert sent == [[*SHORT, LONG[0]]]
+    assert results == [(float(len(c)), False) for _, c in pairs]
+
+
+@slow
+def test_deduplicated_batch_tokenized_requests_score_as_lm_eval(tiny_gpt2_dir):
+    patches.apply()
+    pairs = [*SHORT, *LONG, SHORT[0], ("Frank felt vindicated ", "when his rival Bill won.")]
+    requests = [Instance("loglikelihood", {}, p, 0) for p in pairs]
+    plain = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=2)
+    expected = [r[0] for r in plain.loglikelihood(requests)]  # each text encoded on its own
+    lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=2)
+    found = [r[0] for r in patches.deduplicated(lm.loglikelihood)(requests)]
+    assert found == expected
+    memo = lm._wsc_tasks_token_memo
+    assert ("Frank felt vindicated", None) in memo  # the trailing space moved, as lm-eval does
+    assert all(ids == lm.tokenizer.encode(text) for (text, _), ids in memo.items())
+
+
+def _gone(name: str) -> str:
+    return (
+        f"lm-eval {patches.installed_lm_eval()} no longer behaves as section {name} of "
+        "wsc_tasks/patches.py says: check whether the patch is still needed, and delete it "
+        "(with this test) if not"
+    )
+
+
+# -- versions --------------------------------------------------------------------------------------
+def test_every_patch_declares_the_installed_lm_eval():
+    assert patches.version_warnings(patches.installed_lm_eval()) == [], (
+        "lm-eval is outside a patch's declared range: run this file, then adjust the ranges"
+    )
+
+
+def test_a_version_outside_the_range_names_each_patch():
+    assert patches.version_warnings("0.4.13") == []
+    for version in ("0.4.12", "0.5.0", "1.0"):
+        lines = patches.version_warnings(version)
+        assert len(lines) == len(patches.PATCHES)
+        assert all(f"lm-eval {version} is installed" in line for line in lines)
+        assert "slice_cache_hits" in lines[0] and "wsc_tasks/patches.py" in lines[0]
+
+
+def test_an_lm_eval_outside_the_ranges_warns(monkeypatch):
+    monkeypatch.setattr(patches, "installed_lm_eval", lambda: "0.5.1")
+    with pytest.warns(UserWarning, match="lm-eval 0.5.1 is installed"):
+        patches.check_lm_eval_version()
+
+
+def test_every_patch_of_apply_is_marked_and_applied_once():
+    from lm_eval import evaluator, evaluator_utils
+    from lm_eval.api import metrics as lm_metrics
+    from lm_eval.models.utils import Collator
+
+    patches.apply()
+    assert patches.apply() is False
+    for owner, name in [
+        (Collator, "get_cache"), (evaluator_utils, "_compute_task_aggregations"),
+        (evaluator, "evaluate"), (HFLM, "tok_encode"), (evaluator_utils, "stderr_for_metric"),
+    ]:  # fmt: skip
+        patched = getattr(owner, name)
+        assert getattr(patched, patches._MARK)
+        assert not getattr(patches.original(owner, name), patches._MARK, False)
+    assert lm_metrics.stderr_for_metric is evaluator_utils.stderr_for_metric
+    filters = logging.getLogger(patches.GROUP_LOGGER).filters
+    assert sum(isinstance(f, patches.ExpectedGroupGaps) for f in filters) == 1
+
+
+# -- 1. slice_cache_hits ---------------------------------------------------------------------------
+@slow
+def test_lm_eval_still_scores_a_shorter_cache_hit_wrongly(tiny_gpt2_dir, monkeypatch):
+    from lm_eval.models.utils import Collator
+
+    patches.apply()
+    monkeypatch.setattr(Collator, "get_cache", patches.original(Collator, "get_cache"))
+    lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=1)
+    alone = _lls(lm, SHORT)
+    assert _lls(lm, SHORT + LONG)[:2] != alone, _gone("1. slice_cache_hits")
+
+
+# -- 2. aggregate_listed_metrics_only --------------------------------------------------------------
+RAW = {("acc", "none"): [1.0, 0.0], ("acc_logged_only", "none"): [1.0, 1.0]}
+
+
+def _task(module: str) -> object:
+    from lm_eval.api.metrics import mean
+
+    cls = type("Task", (), {"__module__": module, "task_name": "t"})
+    cls.aggregation = lambda self: {"acc": mean}
+    return cls()
+
+
+def test_lm_eval_still_aggregates_every_logged_metric():
+    from lm_eval import evaluator_utils
+
+    compute = patches.original(evaluator_utils, "_compute_task_aggregations")
+    aggregated, _ = compute(_task("elsewhere"), RAW, bootstrap_iters=0)
+    assert "acc_logged_only,none" in aggregated, _gone("2. aggregate_listed_metrics_only")
+
+
+def test_our_tasks_aggregate_only_what_they_list():
+    from lm_eval import evaluator_utils
+
+    patches.apply()
+    compute = evaluator_utils._compute_task_aggregations
+    ours, _ = compute(_task("wsc_tasks.task"), RAW, bootstrap_iters=0)
+    assert ours == {"acc,none": 0.5, "acc_stderr,none": "N/A"}
+    theirs, _ = compute(_task("elsewhere"), RAW, bootstrap_iters=0)
+    assert theirs["acc_logged_only,none"] == 1.0
+
+
+# -- 3. send_distinct_requests and 4. remember_tokens ----------------------------------------------
+def test_lm_eval_still_sends_and_tokenizes_every_duplicate():
+    from lm_eval.api.model import TemplateLM
+
+    class Recorder(TemplateLM):
+        eot_token_id = 0
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoded: list[str] = []
+            self.sent: list[object] = []
+
+        def tok_encode(self, string: str, **kwargs: object) -> list[int]:
+            self.encoded.append(string)
+            return [ord(c) for c in string]
+
+        def _loglikelihood_tokens(self, requests, **kwargs):
+            self.sent.extend(requests)
+            return [(0.0, False)] * len(requests)
+
+        def loglikelihood_rolling(self, requests, **kwargs):
+            raise NotImplementedError
+
+        def generate_until(self, requests, **kwargs):
+            raise NotImplementedError
+
+    lm = Recorder()
+    lm.loglikelihood([Instance("loglikelihood", {}, SHORT[0], 0) for _ in range(3)])
+    assert len(lm.sent) == 3, _gone("3. send_distinct_requests")
+    assert len(lm.encoded) == 6, _gone("4. remember_tokens (two tokenizer calls a request)")
+
+
+def test_lm_eval_still_encodes_a_text_again_on_every_call():
+    calls = []
+    tokenizer = SimpleNamespace(
+        encode=lambda text, **kwargs: calls.append(text) or [1, 2], decode=lambda ids: "<bos>"
+    )
+    lm = SimpleNamespace(tokenizer=tokenizer, add_bos_token=False, prefix_token_id=0)
+    patches.apply()
+    tok_encode = patches.original(HFLM, "tok_encode")
+    assert tok_encode(lm, "same text") == tok_encode(lm, "same text") == [1, 2]
+    assert calls == ["same text", "same text"], _gone("4. remember_tokens")
+    assert HFLM.tok_encode(lm, "same text") == HFLM.tok_encode(lm, "same text") == [1, 2]
+    assert len(calls) == 3  # remembered
+
+
+# -- 5. schema_stderr ------------------------------------------------------------------------------
+def test_lm_eval_still_has_no_stderr_for_our_aggregations():
+    from lm_eval import evaluator_utils
+
+    patches.apply()
+    lookup = patches.original(evaluator_utils, "stderr_for_metric")
+    assert lookup(metrics.schema_accuracy, 1000) is None, _gone("5. schema_stderr")
+    assert evaluator_utils.stderr_for_metric(metrics.schema_accuracy, 1000) is not None
+
+
+# -- 6. drop_expected_group_gaps -------------------------------------------------------------------
+def _group_gap_records(group_name: str, monkeypatch) -> list[logging.LogRecord]:
+    """lm-eval's own ``Group.aggregate`` on two tasks, one without the group's metric, with our
+    filter taken off its logger; the records it logged."""
+    from lm_eval.api.group import Group
+    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.config.group import AggMetricConfig
+
+    group = Group(group_name, aggregate_metric_list=[AggMetricConfig("acc", ["none"])])
+    for name in ("with_acc", "without_acc"):
+        task = ConfigurableTask.__new__(ConfigurableTask)
+        task._config = SimpleNamespace(task=name)
+        group.add(task)
+    logger = logging.getLogger(patches.GROUP_LOGGER)
+    monkeypatch.setattr(logger, "filters", [])
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+    try:
+        group.aggregate(
+            {
+                "with_acc": {"acc,none": 0.5, "acc_stderr,none": 0.1, "sample_len": 4},
+                "without_acc": {"pair_consistency,none": 1.0, "sample_len": 4},
+            }
+        )
+    finally:
+        logger.removeHandler(handler)
+    return records
+
+
+def test_lm_eval_still_warns_of_a_metric_missing_in_a_group(monkeypatch):
+    ours = sorted(patches.our_groups())[0]
+    records = _group_gap_records(ours, monkeypatch)
+    gaps = [r for r in records if "is missing in" in r.getMessage()]
+    assert len(gaps) == 1, _gone("6. drop_expected_group_gaps (the warning is gone or reworded)")
+    assert gaps[0].getMessage().startswith(f"Group '{ours}': metric 'acc,none' is missing in ")
+    drop = patches.ExpectedGroupGaps()
+    assert not drop.filter(gaps[0])
+    assert all(drop.filter(r) for r in records if r is not gaps[0])  # the rest passes
+
+
+def test_the_group_filter_keeps_other_groups_and_messages(monkeypatch):
+    assert "somebody_elses_group" not in patches.our_groups()
+    records = _group_gap_records("somebody_elses_group", monkeypatch)
+    assert any("is missing in" in r.getMessage() for r in records)
+    drop = patches.ExpectedGroupGaps()
+    assert all(drop.filter(r) for r in records)
+    other = logging.LogRecord(
+        patches.GROUP_LOGGER, logging.WARNING, "", 0, "Group 'x' ok", (), None
+    )
+    assert drop.filter(other)
+
+
+def test_our_groups_are_the_group_yamls():
+    assert "wsc_group" in patches.our_groups()
+
+
+# -- 7. accept_several_include_paths ---------------------------------------------------------------
+def _task_folders(tmp_path):
+    folders = []
+    for name in ("mine_a", "mine_b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / f"{name}.yaml").write_text(
+            f"task: {name}\ndataset_path: json\noutput_type: loglikelihood\n"
+            "test_split: test\ndoc_to_text: x\ndoc_to_target: y\n"
+        )
+        folders.append(str(folder))
+    return folders
+
+
+def test_lm_eval_still_reads_include_path_as_one_folder(tmp_path):
+    import os
+
+    from lm_eval.tasks import manager
+
+    patches.accept_several_include_paths()
+    assert patches.accept_several_include_paths() is False
+    joined = os.pathsep.join(_task_folders(tmp_path))
+    unpatched = manager.TaskManager.__new__(manager.TaskManager)
+    init = patches.original(manager.TaskManager, "__init__")
+    init(unpatched, include_path=joined, include_defaults=False)
+    assert "mine_a" not in unpatched.all_tasks, _gone("7. accept_several_include_paths")
+    patched = manager.TaskManager(include_path=joined, include_defaults=False)
+    assert {"mine_a", "mine_b"} <= set(patched.all_tasks)
+
+
+# -- 8. without_lm_eval_tasks ----------------------------------------------------------------------
+def test_lm_eval_run_still_has_no_flag_to_skip_its_own_tasks():
+    from lm_eval._cli import run
+
+    assert "include_defaults" not in inspect.getsource(run), _gone("8. without_lm_eval_tasks")
+
+
+def test_without_lm_eval_tasks_indexes_only_the_given_folders(tmp_path):
+    from lm_eval.tasks import manager
+
+    before = manager.TaskManager.__init__
+    folders = _task_folders(tmp_path)
+    with patches.without_lm_eval_tasks():
+        tasks = set(manager.TaskManager(include_path=folders).all_tasks)
+    assert tasks == {"mine_a", "mine_b"}
+    assert manager.TaskManager.__init__ is before
