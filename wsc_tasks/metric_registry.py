@@ -110,6 +110,7 @@ def _both(before: Any, after: Any) -> bool:
     return all(before) and all(after)
 
 
+# ``hit``, ``base``: a problem's (or schema group's) solved flags as (b, a) = (before, after)
 CONSISTENCY = (
     _consistency("consistency", "c", "problem", consistency.consistency, lambda b, a: b == a,
                  summary=("pairs", "methods")),

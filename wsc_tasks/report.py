@@ -652,8 +652,11 @@ def outcomes(task: TaskRun, metric: str, equal: bool = False) -> list[SchemaOutc
     return [restrict(v, f["correct"]) for v, f in zip(values, flags, strict=True)]
 
 
-def _form(metric: str) -> ratios.Ratio:
-    return ratios.SCHEMA_ACCURACY if metric.startswith("schema_acc") else ratios.PROBLEM_ACCURACY
+def _form(metric: str) -> ratios.Form:
+    """The ratio form of record ``metric`` (``acc``, ``schema_acc``)."""
+    found = metric_registry.METRICS[metric].form
+    assert found is not None, metric
+    return found
 
 
 def _chance(values: Sequence[Any], form: Callable) -> float | None:
