@@ -14,7 +14,8 @@ from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
 
 from wsc_tasks import associativity, catalog, transforms
 from wsc_tasks.cli import include_path
-from wsc_tasks.consistency import aggregation, pair_outcome, schema_pairs
+from wsc_tasks.consistency import pair_outcome, schema_pairs
+from wsc_tasks.metric_registry import aggregation
 from wsc_tasks.metrics import outcome
 from wsc_tasks.pairing import PairingError, pair_schemas
 from wsc_tasks.problems import Problem, Schema

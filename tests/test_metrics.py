@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from wsc_tasks.metric_registry import SCHEMA_METRICS
 from wsc_tasks.metrics import (
-    SCHEMA_METRICS,
     anti_solved,
     half_solved,
     n_problems,

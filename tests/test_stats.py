@@ -10,6 +10,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from wsc_tasks import consistency, lm_eval_stderr, metrics, patches, ratios, stats
+from wsc_tasks import metric_registry as registry
 from wsc_tasks.chance import ChanceLM, random_score
 
 
@@ -73,20 +74,20 @@ def _pair_items(rng: np.random.Generator, n: int) -> list[dict]:
 def test_ratio_forms_equal_the_aggregations():
     rng = np.random.default_rng(3)
     docs = _outcomes(rng, 57, 0.6) + [metrics.outcome([1], [])]  # a problem without a twin
-    for function, _ in metrics.SCHEMA_METRICS.values():
-        form = ratios.form(function)
+    for function, _ in registry.SCHEMA_METRICS.values():
+        form = registry.form(function)
         if form is not None:
             assert form(docs) == pytest.approx(function(docs), abs=1e-12)
     items = _pair_items(rng, 41)
     aggregations = {
-        name: consistency.aggregation(name) for name in consistency.PROBLEM_TRANSFORMATION_METRICS
+        name: registry.aggregation(name) for name in registry.PROBLEM_TRANSFORMATION_METRICS
     }
-    aggregations.update(consistency.accuracy_aggregations())
+    aggregations.update(registry.accuracy_aggregations())
     for name, function in aggregations.items():
-        form = ratios.form(function)
+        form = registry.form(function)
         assert form is not None, name
         assert form(items) == pytest.approx(function(items), abs=1e-12), name
-        assert ratios.by_name(f"{name}_full_to_partial", items[0]) is ratios.PAIR_FORMS[name]
+        assert registry.by_name(f"{name}_full_to_partial", items[0]) is registry.METRICS[name].form
 
 
 def test_vectorised_replicates_equal_applying_the_function():
@@ -97,7 +98,7 @@ def test_vectorised_replicates_equal_applying_the_function():
     slow = stats.replicates(docs, lambda v: metrics.schema_accuracy(v), indexes)
     assert np.allclose(fast, slow)
     items = _pair_items(rng, 30)
-    diff = consistency.accuracy_aggregations()["acc_diff"]
+    diff = registry.accuracy_aggregations()["acc_diff"]
     assert np.allclose(
         stats.replicates(items, diff, indexes), stats.replicates(items, lambda v: diff(v), indexes)
     )
@@ -127,7 +128,7 @@ def test_two_chance_models_differ_significantly_about_5_percent_of_the_time():
     for seed in range(trials):
         first, second = _outcomes(rng, 133), _outcomes(rng, 133)
         for name in hits:
-            form = ratios.OUTCOME_FORMS[name]
+            form = registry.METRICS[name].form
             p = stats.paired_difference(first, second, form, iters=999, seed=seed).p
             hits[name] += p < 0.05
     for name, count in hits.items():
@@ -181,7 +182,7 @@ def test_stderr_patch_answers_for_our_aggregations_only():
     assert lookup(len, 100000) is None
     assert lookup(mean, 100) is not None  # lm-eval's own still answered
     items = _pair_items(np.random.default_rng(8), 20)
-    value = lookup(consistency.aggregation("consistency"), 100)(items)
+    value = lookup(registry.aggregation("consistency"), 100)(items)
     assert 0 < value < 0.2
 
 

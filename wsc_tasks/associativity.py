@@ -67,7 +67,13 @@ def _gap(accuracy: Callable, side: int) -> Aggregation:
 
 def aggregations() -> dict[str, Aggregation]:
     """Metric name → aggregation: ``<acc|schema_acc>_<scope>_<quantity>`` and the gaps
-    ``<acc|schema_acc>_assoc_gap_<original|nocands>`` (associative − non-associative)."""
+    ``<acc|schema_acc>_assoc_gap_<original|nocands>`` (associative − non-associative). The same
+    function objects every call: ``metric_registry`` knows each by identity."""
+    return dict(_aggregations())
+
+
+@cache
+def _aggregations() -> dict[str, Aggregation]:
     out: dict[str, Aggregation] = {}
     for metric, accuracy in ACCURACIES.items():
         for scope in SCOPES:

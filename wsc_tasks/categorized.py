@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from .knowledge import CATEGORIES, knowledge_count, wsc273_categories
-from .metrics import SchemaOutcome, n_problems, problem_accuracy, restrict
+from .metric_registry import bind
+from .metrics import SchemaOutcome, restrict
 from .problems import Problem, Schema
 from .task import SchemaTask
 
@@ -45,6 +46,6 @@ class CategorizedSchemaTask(SchemaTask):
     def all_aggregations(self) -> dict[str, Any]:
         functions = super().all_aggregations()
         for name in GROUPS:
-            functions[f"acc_cat_{name}"] = problem_accuracy
-            functions[f"n_cat_{name}"] = n_problems
+            functions[f"acc_cat_{name}"] = bind("acc")
+            functions[f"n_cat_{name}"] = bind("n_problems")
         return functions

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypedDict
 
-from .metrics import SchemaOutcome, problem_accuracy, schema_accuracy
+from .metrics import SchemaOutcome
 
 Pair = tuple[Sequence[int], Sequence[int]]  # (solved flags of w, solved flags of F(w))
 
@@ -96,29 +96,8 @@ def preserved_schema_acc_rev(pairs: Sequence[Pair]) -> float:
 
 Metric = Callable[[Sequence[Pair]], float]
 
-# Names are public API. Table 3.6: which apply to problem and which to schema transformations.
-PROBLEM_TRANSFORMATION_METRICS: dict[str, Metric] = {
-    "consistency": consistency,
-    "consistent_acc": consistent_acc,
-    "preserved_acc": preserved_acc,
-    "preserved_acc_rev": preserved_acc_rev,
-    "schema_consistency_weak": schema_consistency_weak,
-    "schema_consistency": schema_consistency,
-    "schema_consistency_strict": schema_consistency_strict,
-    "consistent_schema_acc": consistent_schema_acc,
-    "preserved_schema_acc": preserved_schema_acc,
-    "preserved_schema_acc_rev": preserved_schema_acc_rev,
-}
-SCHEMA_TRANSFORMATION_METRICS: dict[str, Metric] = {
-    name: PROBLEM_TRANSFORMATION_METRICS[name]
-    for name in (
-        "schema_consistency_weak",
-        "schema_consistency",
-        "consistent_schema_acc",
-        "preserved_schema_acc",
-        "preserved_schema_acc_rev",
-    )
-}
+# Each metric's record (level, symbol, ratio form, the transformations it applies to: thesis
+# Table 3.6) is in ``metric_registry``.
 
 
 # -- lm-eval aggregations over per-document (before, after) outcomes -------------------------------
@@ -161,50 +140,4 @@ def schema_pairs(items: Sequence[PairOutcome]) -> list[Pair]:
                     [after["correct"][i] for i in g_after],
                 )
             )
-    return out
-
-
-_PROBLEM_LEVEL = ("consistency", "consistent_acc", "preserved_acc", "preserved_acc_rev")
-
-
-def aggregation(name: str) -> Callable[[Sequence[PairOutcome]], float]:
-    """The lm-eval aggregation of consistency metric ``name`` over per-document pair outcomes."""
-    metric = PROBLEM_TRANSFORMATION_METRICS[name]
-    if name in _PROBLEM_LEVEL:
-
-        def aggregate(items: Sequence[PairOutcome]) -> float:
-            return metric(problem_pairs(items))
-    else:
-
-        def aggregate(items: Sequence[PairOutcome]) -> float:
-            return metric(schema_pairs(items))
-
-    aggregate.__name__ = name
-    aggregate.__doc__ = metric.__doc__
-    return aggregate
-
-
-def _side(side: str, accuracy: Callable[[Sequence[SchemaOutcome]], float]):
-    def aggregate(items: Sequence[PairOutcome]) -> float:
-        return accuracy([item[side] for item in items])  # type: ignore[literal-required]
-
-    return aggregate
-
-
-def _difference(accuracy: Callable[[Sequence[SchemaOutcome]], float]):
-    def aggregate(items: Sequence[PairOutcome]) -> float:
-        return accuracy([i["after"] for i in items]) - accuracy([i["before"] for i in items])
-
-    return aggregate
-
-
-def accuracy_aggregations() -> dict[str, Callable[[Sequence[PairOutcome]], float]]:
-    """Accuracy of the original side, of the transformed side, and transformed − original."""
-    out = {}
-    for metric, accuracy in (("acc", problem_accuracy), ("schema_acc", schema_accuracy)):
-        out[f"{metric}_original"] = _side("before", accuracy)
-        out[f"{metric}_perturbed"] = _side("after", accuracy)
-        out[f"{metric}_diff"] = _difference(accuracy)
-    for name, function in out.items():
-        function.__name__ = name
     return out

@@ -3,10 +3,10 @@
 lm-eval asks ``stderr_for_metric(aggregation, bootstrap_iters)`` for every metric; it knows no error
 for our aggregations and reports ``N/A`` (and the binomial error it would give ``mean`` ignores that
 the problems of a schema are not independent, thesis §3.8.2). This module answers for every
-aggregation function defined in ``wsc_tasks``: the standard deviation of the metric over
-``min(bootstrap_iters, MAX_ITERS)`` resamples of the documents (schemas), with a fixed seed. Counts
-(``n_problems``, ``n_schemas``, any ``n_*``) get none. ``--bootstrap_iters 0`` turns it off, as for
-lm-eval's own metrics.
+metric of ``metric_registry``: the standard deviation of the metric over
+``min(bootstrap_iters, MAX_ITERS)`` resamples of the documents (schemas), with a fixed seed.
+Counts whose record says ``stderr=False`` (``n_problems``, ``n_schemas``…) get none.
+``--bootstrap_iters 0`` turns it off, as for lm-eval's own metrics.
 
 lm-eval gathers every process's per-document values to rank 0 before it aggregates (concatenated
 in rank order); the values are sorted into a canonical order first, so the error is the same for
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from . import stats
+from . import metric_registry, stats
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -31,14 +31,14 @@ SEED = 1234  # lm-eval's own numpy seed, for the look of it; any fixed value wil
 
 
 def is_ours(aggregation: Callable[..., Any]) -> bool:
-    function = getattr(aggregation, "func", aggregation)  # functools.partial
-    module = getattr(function, "__module__", None) or ""
-    return module == "wsc_tasks" or module.startswith("wsc_tasks.")
+    """A metric of ``metric_registry`` (an aggregation bound to its record, or a pure aggregate)."""
+    return metric_registry.record_of(aggregation) is not None
 
 
 def is_count(aggregation: Callable[..., Any]) -> bool:
-    function = getattr(aggregation, "func", aggregation)
-    return getattr(function, "__name__", "").startswith("n_")
+    """A metric whose record asks for no stderr (counts the data fixes: lm-eval prints N/A)."""
+    found = metric_registry.record_of(aggregation)
+    return found is not None and not found.stderr
 
 
 def canonical(items: Sequence[Any]) -> list[Any]:

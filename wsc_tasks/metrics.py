@@ -13,7 +13,7 @@ Chance: a = 0.5, A = 0.25.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TypedDict
 
 
@@ -67,17 +67,6 @@ def anti_solved(outcomes: Sequence[SchemaOutcome]) -> float:
     """A'': share of schemas with no problem right."""
     groups = _group_scores(outcomes)
     return _share(sum(right == 0 for right, _ in groups), len(groups))
-
-
-# Metric name -> (aggregation over a task's outcomes, higher is better). Names are public API.
-SCHEMA_METRICS: dict[str, tuple[Callable[[Sequence[SchemaOutcome]], float], bool]] = {
-    "acc": (problem_accuracy, True),
-    "schema_acc": (schema_accuracy, True),
-    "half_solved": (half_solved, False),
-    "anti_solved": (anti_solved, False),
-    "n_problems": (n_problems, True),
-    "n_schemas": (n_schemas, True),
-}
 
 
 def restrict(value: SchemaOutcome, keep: Sequence[bool]) -> SchemaOutcome:

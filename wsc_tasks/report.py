@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import catalog, examples, figures, html_report, ratios, stats
+from . import catalog, examples, figures, html_report, metric_registry, ratios, stats
 from .figures import Bar
 from .metrics import SchemaOutcome, restrict
 from .progress import progress
@@ -34,27 +34,10 @@ SCHEMA_TRANSFORMATIONS = {  # matched by schema, not problem by problem
     if not catalog.role_of(name).problem_level
 }
 COMPARE_TASKS = ("wsc266", "wsc273_schemas", "winogrande_twins")
-PROBLEM_CONSISTENCY = ("consistency", "consistent_acc", "preserved_acc", "preserved_acc_rev")
-SCHEMA_CONSISTENCY = (
-    "schema_consistency_weak",
-    "schema_consistency",
-    "schema_consistency_strict",
-    "consistent_schema_acc",
-    "preserved_schema_acc",
-    "preserved_schema_acc_rev",
-)
-SYMBOLS = {
-    "consistency": "c",
-    "consistent_acc": "c_a",
-    "preserved_acc": "c_p",
-    "preserved_acc_rev": "ĉ_p",
-    "schema_consistency_weak": "C̃",
-    "schema_consistency": "C",
-    "schema_consistency_strict": "C*",
-    "consistent_schema_acc": "C_a",
-    "preserved_schema_acc": "C_p",
-    "preserved_schema_acc_rev": "Ĉ_p",
-}
+_CONSISTENCY = metric_registry.select(value=metric_registry.PAIR, kind="consistency")
+PROBLEM_CONSISTENCY = tuple(m.name for m in _CONSISTENCY if m.level == "problem")
+SCHEMA_CONSISTENCY = tuple(m.name for m in _CONSISTENCY if m.level == "schema")
+SYMBOLS = {m.name: m.symbol for m in _CONSISTENCY}
 ACCURACIES = {"a": ratios.PROBLEM_ACCURACY, "A": ratios.SCHEMA_ACCURACY}
 
 
@@ -674,8 +657,11 @@ def outcomes(task: TaskRun, metric: str, equal: bool = False) -> list[SchemaOutc
     return [restrict(v, f["correct"]) for v, f in zip(values, flags, strict=True)]
 
 
-def _form(metric: str) -> ratios.Ratio:
-    return ratios.SCHEMA_ACCURACY if metric.startswith("schema_acc") else ratios.PROBLEM_ACCURACY
+def _form(metric: str) -> ratios.Form:
+    """The ratio form of record ``metric`` (``acc``, ``schema_acc``)."""
+    found = metric_registry.METRICS[metric].form
+    assert found is not None, metric
+    return found
 
 
 def _chance(values: Sequence[Any], form: Callable) -> float | None:

@@ -3,10 +3,10 @@
 A folder is one model's ``--output_path`` (lm-eval nests a sub-folder per model name): every
 ``results_<time>.json`` in it and the ``samples_<task>_<time>.jsonl`` written beside it with
 ``--log_samples``. A task run twice keeps its newest run. Each per-document value is read with
-the ratio form of its metric (``ratios.by_name``), and the form is checked to reproduce the figure
-lm-eval reported before any interval is computed from it; a metric that was logged but not
-aggregated (the per-method metrics of a run without ``metrics: all``) gets its figure from the
-samples.
+the ratio form of its metric (``metric_registry.by_name``), and the form is checked to reproduce
+the figure lm-eval reported before any interval is computed from it; a metric that was logged but
+not aggregated (the per-method metrics of a run without ``metrics: all``) gets its figure from
+the samples.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import ratios
+from . import metric_registry, ratios
 from .pairing import PairingError, pair_schemas
 from .paths import portable
 from .problems import Schema
@@ -127,7 +127,7 @@ def _task_run(
     metric_names = rows[0]["metrics"] if rows else []
     for name in metric_names:
         run.values[name] = [r[name] for r in rows]
-        found = ratios.by_name(name, run.values[name][0]) if rows else None
+        found = metric_registry.by_name(name, run.values[name][0]) if rows else None
         if found is None:
             continue
         try:

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from . import metric_registry
 from .paths import portable
 
-COLUMNS = ("acc", "schema_acc", "half_solved", "anti_solved", "n_problems", "n_schemas")
+COLUMNS = tuple(m.name for m in metric_registry.REGISTRY if "schemas" in m.summary)
 TOKEN_COLUMNS = ("acc_equal_len", "schema_acc_equal_len", "share_equal_len", "share_blank_at_end")
 
 
@@ -115,13 +116,11 @@ def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[s
     return lines + [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows.items()]
 
 
-CONSISTENCY_COLUMNS = (
-    "n_pairs", "acc_original", "acc_perturbed", "acc_diff", "schema_acc_original",
-    "schema_acc_perturbed", "schema_acc_diff", "consistency", "consistent_acc",
-    "schema_consistency_weak", "schema_consistency", "schema_consistency_strict",
-    "consistent_schema_acc",
-)  # fmt: skip
-METHOD_CONSISTENCY = ("consistency", "schema_consistency", "schema_consistency_strict")
+_PAIR_COLUMNS = [m for m in metric_registry.REGISTRY if "pairs" in m.summary]
+CONSISTENCY_COLUMNS = tuple(  # the count, the accuracies, then the consistency metrics
+    m.name for kind in ("count", "accuracy", "consistency") for m in _PAIR_COLUMNS if m.kind == kind
+)
+METHOD_CONSISTENCY = tuple(m.name for m in metric_registry.REGISTRY if "methods" in m.summary)
 ASSOCIATIVITY_QUANTITIES = ("original", "nocands", "adjusted", "rel_loss", "rel_gain")
 
 
@@ -177,9 +176,7 @@ def _consistency_tables(results: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-PLAUSIBILITY_COLUMNS = (
-    "acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc", "n_reasons",
-)  # fmt: skip
+PLAUSIBILITY_COLUMNS = tuple(m.name for m in metric_registry.REGISTRY if "reasons" in m.summary)
 
 
 def _plausibility_table(results: dict[str, dict[str, Any]]) -> list[str]:

@@ -29,30 +29,16 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import associativity, catalog, families, flags, patches
-from .consistency import (
-    PROBLEM_TRANSFORMATION_METRICS,
-    SCHEMA_TRANSFORMATION_METRICS,
-    accuracy_aggregations,
-    aggregation,
-    pair_outcome,
-)
-from .metrics import (
-    SCHEMA_METRICS,
-    SchemaOutcome,
-    outcome,
-    problem_accuracy,
-    restrict,
-    schema_accuracy,
-    share,
-)
+from . import associativity, catalog, families, flags, metric_registry, patches
+from .consistency import pair_outcome
+from .metric_registry import bind
+from .metrics import SchemaOutcome, outcome, restrict
 from .problems import Problem, Schema
 from .scoring import (
     Request,
     ScoringError,
     ScoringMethod,
     Setup,
-    n_shifted_splits,
     shifted_splits,
 )
 
@@ -60,12 +46,13 @@ patches.apply()  # lm-eval as our tasks need it (logits cache, stderr, …); see
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-PER_METHOD = {"acc": problem_accuracy, "schema_acc": schema_accuracy}
-TOKEN_METRICS = {
-    "acc_equal_len": problem_accuracy,
-    "schema_acc_equal_len": schema_accuracy,
-    "share_equal_len": share,
-    "share_blank_at_end": share,
+PER_METHOD = ("acc", "schema_acc")  # reported as <metric>_<method>
+BASE_METRICS = tuple(m.name for m in metric_registry.select(value="outcome", reported=True))
+TOKEN_METRICS = {  # reported name -> record
+    "acc_equal_len": "acc",
+    "schema_acc_equal_len": "schema_acc",
+    "share_equal_len": "share",
+    "share_blank_at_end": "share",
 }
 
 
@@ -286,7 +273,7 @@ class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
     def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
         [(schema, by_method)] = self.document_outcomes(doc, results)
         headline = by_method[self.methods[0].name]
-        values: dict[str, SchemaOutcome] = {name: headline for name in SCHEMA_METRICS}
+        values: dict[str, SchemaOutcome] = {name: headline for name in BASE_METRICS}
         if self.setup.tokens is not None:
             equal, at_end = self._token_facts(schema)
             values["acc_equal_len"] = values["schema_acc_equal_len"] = restrict(headline, equal)
@@ -299,27 +286,30 @@ class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
                 values[f"{metric}_{method_name}"] = value
         for first, second in self.method_pairs:
             pair = pair_outcome(by_method[first], by_method[second])
-            for metric in PROBLEM_TRANSFORMATION_METRICS:
-                values[f"{metric}_{first}_to_{second}"] = pair
+            for metric in metric_registry.select(value="pair", kind="consistency"):
+                values[f"{metric.name}_{first}_to_{second}"] = pair
         return values
 
     def all_aggregations(self) -> dict[str, Any]:
         """Every metric ``process_results`` gives a per-document value for."""
-        functions = {name: fn for name, (fn, _) in SCHEMA_METRICS.items()}
+        functions = metric_registry.aggregations(BASE_METRICS)
         if self.setup.tokens is not None:
-            functions.update(TOKEN_METRICS)
+            functions.update({name: bind(record) for name, record in TOKEN_METRICS.items()})
         if self._counts_splits:
-            functions["n_shifted_splits"] = n_shifted_splits
+            functions["n_shifted_splits"] = bind("n_shifted_splits")
         for method in self.methods:
-            for metric, fn in PER_METHOD.items():
-                functions[f"{metric}_{method.name}"] = fn
+            functions.update(metric_registry.aggregations(PER_METHOD, f"_{method.name}"))
         for first, second in self.method_pairs:
-            for metric in PROBLEM_TRANSFORMATION_METRICS:
-                functions[f"{metric}_{first}_to_{second}"] = aggregation(metric)
+            consistency_metrics = metric_registry.select(value="pair", kind="consistency")
+            functions.update(
+                metric_registry.aggregations(
+                    [m.name for m in consistency_metrics], f"_{first}_to_{second}"
+                )
+            )
         return functions
 
     def higher_is_better(self) -> dict[str, bool]:
-        return {name: SCHEMA_METRICS.get(name, (None, True))[1] for name in self.aggregation()}
+        return metric_registry.higher_is_better(self.aggregation())
 
     @property
     def _counts_splits(self) -> bool:
@@ -357,12 +347,7 @@ class ConsistencyTask(SchemaTask):
     def _aggregations(self) -> dict[str, Any]:
         """The metrics that apply to the transformation (Table 3.6), built once per task."""
         problem_level = catalog.PAIR_SPECS[self._meta["dataset"]].problem_level
-        names = PROBLEM_TRANSFORMATION_METRICS if problem_level else SCHEMA_TRANSFORMATION_METRICS
-        return {
-            **{name: aggregation(name) for name in names},
-            **accuracy_aggregations(),
-            "n_pairs": len,
-        }
+        return metric_registry.pair_aggregations(problem_level)
 
     def schemas(self, doc: dict) -> list[Schema]:
         return [Schema.from_doc(doc["original"]), Schema.from_doc(doc["transformed"])]
@@ -384,7 +369,7 @@ class ConsistencyTask(SchemaTask):
         return dict(self._aggregations)
 
     def higher_is_better(self) -> dict[str, bool]:
-        return {name: True for name in self.aggregation()}
+        return metric_registry.higher_is_better(self.aggregation())
 
 
 class AssociativityTask(ConsistencyTask):
@@ -404,4 +389,5 @@ class AssociativityTask(ConsistencyTask):
 
     @cached_property
     def _aggregations(self) -> dict[str, Any]:
-        return {**associativity.aggregations(), "n_pairs": len}
+        names = [m.name for m in metric_registry.select(value="tagged pair")]
+        return {**metric_registry.aggregations(names), "n_pairs": bind("n_pairs")}

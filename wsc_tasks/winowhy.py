@@ -43,7 +43,7 @@ import numpy as np
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from . import data, families, flags, patches, stats
+from . import data, families, flags, metric_registry, patches, stats
 from .knowledge import CATEGORIES, wsc273_categories
 from .plausibility_metrics import (
     ReasonSet,
@@ -297,18 +297,22 @@ def make_aggregations(
         "n_positive": _with_replicates(lambda items: sum(_flat(items, headline)[1]), n_positive),
         "n_questions": len,
     }
+    records = {name: name for name in functions}  # reported name -> its metric_registry record
     for score in scores:
         functions[f"acc_best_threshold_{score}"] = threshold_acc(score)
         functions[f"roc_auc_{score}"] = auc(score)
         functions[f"question_group_acc_{score}"] = group(score)
+        for metric in ("acc_best_threshold", "roc_auc", "question_group_acc"):
+            records[f"{metric}_{score}"] = metric
     for category in CATEGORIES:
         functions[f"acc_best_threshold_{category}"] = category_acc(category)
         functions[f"roc_auc_{category}"] = auc(headline, category)
         functions[f"n_reasons_{category}"] = count(category)
-    return functions
+        for metric in ("acc_best_threshold", "roc_auc", "n_reasons"):
+            records[f"{metric}_{category}"] = metric
+    return {name: metric_registry.bind(records[name], f) for name, f in functions.items()}
 
 
-LOWER_IS_BETTER = {"best_threshold"}  # not a quality; lm-eval needs a direction for every metric
 # printed by default; ``--metadata '{"metrics": "all"}'`` for the rest
 HEADLINE_METRICS = frozenset(
     {"acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc", "n_reasons",
@@ -407,4 +411,4 @@ class WinoWhyTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
         return select_metrics(self.config.task, meta, self._aggregations, HEADLINE_METRICS)
 
     def higher_is_better(self) -> dict[str, bool]:
-        return {name: name not in LOWER_IS_BETTER for name in self.aggregation()}
+        return metric_registry.higher_is_better(self.aggregation())

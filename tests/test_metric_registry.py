@@ -1,0 +1,118 @@
+"""The metric registry: every metric a task registers has one record, and every record is used."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wsc_tasks import consistency, lm_eval_stderr, metrics, ratios
+from wsc_tasks import metric_registry as registry
+
+# one task of every task class, with a tokenizer so the token metrics and split counts are on
+TASKS = [
+    "wsc266",  # SchemaTask: base, per-method, method-pair, token metrics, split counts
+    "wsc273_schemas",  # CategorizedSchemaTask
+    "wsc266_switched_consistency",  # a problem transformation
+    "wsc266_inverted_consistency",  # a schema transformation
+    "wsc266_associativity",
+    "winowhy",
+]
+
+
+@pytest.fixture(scope="module")
+def task_aggregations(tiny_gpt2_dir, data_dir) -> dict[str, dict]:
+    from lm_eval.tasks import TaskManager
+
+    from wsc_tasks.cli import include_path
+
+    manager = TaskManager(
+        include_path=str(include_path()),
+        include_defaults=False,
+        metadata={"tokenizer": str(tiny_gpt2_dir), "metrics": "all"},
+    )
+    tasks = manager.load(TASKS)["tasks"]
+    return {name: tasks[name].aggregation() for name in TASKS}
+
+
+def test_every_registered_metric_has_exactly_one_record(task_aggregations):
+    for task, functions in task_aggregations.items():
+        for name, function in functions.items():
+            assert isinstance(function, registry.Aggregation), (task, name)
+            record = function.metric
+            assert registry.METRICS[record.name] is record, (task, name)
+            assert [m for m in registry.REGISTRY if m is record] == [record]
+            if record.form is not None:  # the samples reader finds its form by name
+                assert name == record.name or name.startswith(record.name + "_"), (task, name)
+
+
+def test_every_record_is_used_by_some_task(task_aggregations):
+    used = {f.metric.name for functions in task_aggregations.values() for f in functions.values()}
+    assert used == set(registry.METRICS)
+
+
+def test_schema_transformations_get_only_schema_matched_metrics(task_aggregations):
+    inverted = task_aggregations["wsc266_inverted_consistency"]
+    switched = task_aggregations["wsc266_switched_consistency"]
+    assert "consistency" in switched and "schema_consistency_strict" in switched
+    assert "consistency" not in inverted and "schema_consistency_strict" not in inverted
+    assert "schema_consistency" in inverted
+
+
+def test_record_names_are_unique_and_fields_valid():
+    assert len(registry.METRICS) == len(registry.REGISTRY)
+    for m in registry.REGISTRY:
+        assert m.level in {"problem", "schema", "pair", "reason", "question"}, m.name
+        assert m.value in {
+            registry.OUTCOME, registry.PAIR, registry.TAGGED_PAIR, registry.REASONS,
+            registry.SPLITS,
+        }, m.name  # fmt: skip
+        assert m.aggregate is not None or m.value == registry.REASONS, m.name
+        assert m.symbol, m.name
+
+
+def test_pure_aggregates_are_known_by_identity():
+    assert registry.record_of(metrics.problem_accuracy) is registry.METRICS["acc"]
+    assert registry.form(metrics.schema_accuracy) is ratios.SCHEMA_ACCURACY
+    assert registry.record_of(len) is None  # len is nobody's: only a bound n_pairs is ours
+    assert registry.record_of(registry.bind("n_pairs")) is registry.METRICS["n_pairs"]
+    assert registry.record_of(np.mean) is None
+
+
+def test_stderr_classification_reads_the_records():
+    assert lm_eval_stderr.is_ours(registry.bind("consistency"))
+    assert not lm_eval_stderr.is_count(registry.bind("consistency"))
+    assert lm_eval_stderr.is_count(registry.bind("n_schemas"))
+    assert lm_eval_stderr.is_count(registry.bind("n_questions"))
+    assert not lm_eval_stderr.is_count(registry.bind("n_reasons", lambda items: len(items)))
+    assert not lm_eval_stderr.is_ours(np.mean)
+
+
+def test_a_consistency_record_is_its_function_and_its_form():
+    rng = np.random.default_rng(5)
+    items = [
+        consistency.pair_outcome(
+            metrics.outcome(rng.random(2) < 0.6, [[0, 1]]),
+            metrics.outcome(rng.random(2) < 0.5, [[0, 1]]),
+        )
+        for _ in range(37)
+    ]
+    for record in registry.select(value=registry.PAIR, kind="consistency"):
+        pairs = (
+            consistency.problem_pairs if record.level == "problem" else consistency.schema_pairs
+        )(items)
+        expected = record.function(pairs)
+        assert registry.bind(record.name)(items) == expected, record.name
+        assert record.form(items) == pytest.approx(expected, abs=1e-12), record.name
+
+
+def test_higher_is_better_comes_from_the_records():
+    chosen = {
+        "acc_full": registry.bind("acc"),
+        "half_solved": registry.bind("half_solved"),
+        "best_threshold": registry.bind("best_threshold", lambda items: 0.0),
+    }
+    assert registry.higher_is_better(chosen) == {
+        "acc_full": True,
+        "half_solved": False,
+        "best_threshold": False,
+    }
