@@ -20,8 +20,8 @@ from accelerate import Accelerator
 from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
 
-from wsc_tasks.cli import include_path
-from wsc_tasks.mlm import MaskedLM
+from wsc_tasks.harness.mlm import MaskedLM
+from wsc_tasks.paths import include_path
 
 
 class CpuDataParallelHFLM(HFLM):

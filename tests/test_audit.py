@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from wsc_tasks import audit, catalog, cli
-from wsc_tasks.problems import Problem
+from wsc_tasks import cli
+from wsc_tasks.data import audit, catalog
+from wsc_tasks.data.problems import Problem
 
 
 def _problem(sentence: str, a: str, b: str) -> Problem:

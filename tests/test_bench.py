@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from wsc_tasks import bench
+from wsc_tasks.cli import bench
 from wsc_tasks.cli import main as cli
 
 

@@ -8,8 +8,8 @@ import pytest
 from test_reid import SIZES as REID_SIZES
 from test_zeroshot import SIZES as ZEROSHOT_SIZES
 
-from wsc_tasks import catalog
-from wsc_tasks.problems import count
+from wsc_tasks.data import catalog
+from wsc_tasks.data.problems import count
 
 SIZES = {  # name: (documents, problems, schema groups)
     "wsc273_schemas": (136, 273, 137),

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wsc_tasks import audit, catalog, leaderboard, report, transforms
-from wsc_tasks.catalog import CONTROL, FORMULATION, FULL, PERTURBATION, SUBSET
+from wsc_tasks.data import audit, catalog, transforms
+from wsc_tasks.data.catalog import CONTROL, FORMULATION, FULL, PERTURBATION, SUBSET
+from wsc_tasks.reporting import leaderboard, report
 
 CONFIGS = Path(__file__).resolve().parents[1] / "task_configs"
 
@@ -172,7 +173,7 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
     for task, config in TASKS.items():
         dataset = _dataset(task)
         if dataset is None:
-            assert config["class"] == "wsc_tasks.winowhy.WinoWhyTask"
+            assert config["class"] == "wsc_tasks.harness.winowhy.WinoWhyTask"
         elif _is_pair_task(config):
             assert dataset in catalog.PAIR_SPECS
             if "class" not in config:  # ConsistencyTask (not the associativity task)

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from wsc_tasks import cli
-from wsc_tasks.summary import markdown
+from wsc_tasks.cli import run as cli_run
+from wsc_tasks.reporting.summary import markdown
 
 
 def _value(argv, flag):
@@ -28,29 +29,29 @@ def test_include_path_holds_every_yaml():
 
 
 def test_run_defaults_to_wsc_group_on_embedded_model(monkeypatch):
-    monkeypatch.setattr(cli, "default_model_args", lambda: "pretrained=/x,gguf_file=m.gguf")
-    argv = cli.lm_eval_argv([])
+    monkeypatch.setattr(cli_run, "default_model_args", lambda: "pretrained=/x,gguf_file=m.gguf")
+    argv = cli_run.lm_eval_argv([])
     assert _value(argv, "--model") == "hf"
     assert _value(argv, "--model_args") == "pretrained=/x,gguf_file=m.gguf"
     assert _value(argv, "--tasks") == "wsc_group"
-    assert _value(argv, "--include_path") == str(cli.include_path())
+    assert _value(argv, "--include_path") == str(cli_run.include_path())
 
 
 def test_run_passes_user_flags_through():
-    argv = cli.lm_eval_argv(
+    argv = cli_run.lm_eval_argv(
         ["--model", "hf", "--model_args", "pretrained=gpt2", "--tasks", "wsc266",
          "--include_path", "/mine", "--batch_size", "8"]
     )  # fmt: skip
     assert _value(argv, "--model_args") == "pretrained=gpt2"
     assert _value(argv, "--tasks") == "wsc266"
-    assert _value(argv, "--include_path") == f"/mine:{cli.include_path()}"
+    assert _value(argv, "--include_path") == f"/mine:{cli_run.include_path()}"
     assert _value(argv, "--batch_size") == "8"
     assert argv.count("--model") == 1
 
 
 def test_other_backend_without_model_args_is_refused():
     with pytest.raises(SystemExit, match="needs its --model_args"):
-        cli.lm_eval_argv(["--model", "vllm"])
+        cli_run.lm_eval_argv(["--model", "vllm"])
 
 
 def test_data_stats_prints_every_dataset(capsys, data_dir):
@@ -135,26 +136,26 @@ def test_ruff_clean():
     ],
 )
 def test_flags_that_would_be_recorded_and_ignored_are_refused(extra, flag):
-    from wsc_tasks.flags import UnsupportedFlag
+    from wsc_tasks.harness.flags import UnsupportedFlag
 
     with pytest.raises(UnsupportedFlag, match=f"^wsc-tasks: {flag} is not supported: "):
-        cli.lm_eval_argv(["--model", "wsc-chance", "--model_args", "seed=1", *extra])
+        cli_run.lm_eval_argv(["--model", "wsc-chance", "--model_args", "seed=1", *extra])
 
 
 def test_flags_that_change_nothing_pass(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text("apply_chat_template: true\n")
     argv = ["--model", "wsc-chance", "--model_args", "seed=1", "--num_fewshot", "0"]
-    assert cli.lm_eval_argv([*argv, "--fewshot_as_multiturn", "false"])
+    assert cli_run.lm_eval_argv([*argv, "--fewshot_as_multiturn", "false"])
     with pytest.raises(ValueError, match="--apply_chat_template is not supported"):
-        cli.lm_eval_argv([*argv, "--config", str(config)])
+        cli_run.lm_eval_argv([*argv, "--config", str(config)])
 
 
 def test_a_missing_local_model_path_is_named_as_such(tmp_path):
     missing = tmp_path / "checkpoints" / "step-100"
     with pytest.raises(FileNotFoundError, match=f"model path {missing} .pretrained=. does not"):
-        cli.lm_eval_argv(["--model", "hf", "--model_args", f"pretrained={missing}"])
-    assert cli.lm_eval_argv(["--model", "hf", "--model_args", "pretrained=org/name"])
+        cli_run.lm_eval_argv(["--model", "hf", "--model_args", f"pretrained={missing}"])
+    assert cli_run.lm_eval_argv(["--model", "hf", "--model_args", "pretrained=org/name"])
 
 
 @pytest.mark.parametrize(
@@ -182,9 +183,9 @@ def test_bad_arguments_are_one_line_errors(argv, message, capsys, data_dir, monk
 
 
 def test_metadata_is_validated_key_by_key():
-    from wsc_tasks.catalog import SPECS
-    from wsc_tasks.scoring import ScoringError
-    from wsc_tasks.task import check_metadata
+    from wsc_tasks.data.catalog import SPECS
+    from wsc_tasks.harness.task import check_metadata
+    from wsc_tasks.scoring.methods import ScoringError
 
     good = {"dataset": "wsc266"}
     check_metadata("t", {**good, "smart_limit": 2, "headline": {"causal": "partial"}}, SPECS)
@@ -205,13 +206,13 @@ def test_output_folders_are_named_by_model_label(tmp_path):
 
     local = tmp_path / "my-model"
     local.mkdir()
-    folder = cli.default_model_args().split(",")[0].split("=", 1)[1]
+    folder = cli_run.default_model_args().split(",")[0].split("=", 1)[1]
     assert model_label("hf", {"pretrained": folder}) == "SmolLM2-135M-Instruct"
     assert model_label("wsc-chance", {"pretrained": folder}) == "wsc-chance__SmolLM2-135M-Instruct"
     assert model_label("hf", {"pretrained": str(local)}) == "my-model"
     assert model_label("hf", {"pretrained": "org/name"}) == "org__name"
     assert model_label("wsc-chance", {"seed": "1"}) == "wsc-chance"
-    argv, target = cli.labelled_output(["--model_args", f"pretrained={local}", "-o", "out"])
+    argv, target = cli_run.labelled_output(["--model_args", f"pretrained={local}", "-o", "out"])
     assert argv[-1] == "out/my-model/results.json" and target == cli.Path("out/my-model")
 
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wsc_tasks import consistency as cm
-from wsc_tasks import metric_registry
+from wsc_tasks.metrics import consistency as cm
+from wsc_tasks.metrics import registry
 
 flags = st.tuples(st.integers(0, 1), st.integers(0, 1))
 pairs_strategy = st.lists(st.tuples(flags, flags), min_size=1, max_size=60)
@@ -69,5 +69,5 @@ def test_consistent_schema_accuracy_can_be_below_strict_consistency():
 def test_problem_metrics_refuse_schema_transformations():
     with pytest.raises(ValueError, match="problem transformation"):
         cm.consistency([((1, 0), (1, 0, 1))])
-    assert "consistency" not in metric_registry.SCHEMA_TRANSFORMATION_METRICS
-    assert "schema_consistency_strict" not in metric_registry.SCHEMA_TRANSFORMATION_METRICS
+    assert "consistency" not in registry.SCHEMA_TRANSFORMATION_METRICS
+    assert "schema_consistency_strict" not in registry.SCHEMA_TRANSFORMATION_METRICS

@@ -12,13 +12,14 @@ from conftest import assert_same_metrics, run_dp_eval
 from lm_eval.tasks import TaskManager
 from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
 
-from wsc_tasks import associativity, catalog, transforms
-from wsc_tasks.cli import include_path
-from wsc_tasks.consistency import pair_outcome, schema_pairs
-from wsc_tasks.metric_registry import aggregation
-from wsc_tasks.metrics import outcome
-from wsc_tasks.pairing import PairingError, pair_schemas
-from wsc_tasks.problems import Problem, Schema
+from wsc_tasks.data import catalog, transforms
+from wsc_tasks.data.pairing import PairingError, pair_schemas
+from wsc_tasks.data.problems import Problem, Schema
+from wsc_tasks.metrics import associativity
+from wsc_tasks.metrics.accuracy import outcome
+from wsc_tasks.metrics.consistency import pair_outcome, schema_pairs
+from wsc_tasks.metrics.registry import aggregation
+from wsc_tasks.paths import include_path
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
 
@@ -359,7 +360,7 @@ def test_consistency_tasks_in_two_processes(tiny_gpt2_dir, tmp_path):
 
 @pytest.mark.slow
 def test_masked_lm_consistency_and_method_pair(tiny_roberta_dir):  # noqa: F811 (fixture)
-    from wsc_tasks.mlm import MaskedLM
+    from wsc_tasks.harness.mlm import MaskedLM
 
     lm = MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
     scoring = {"scoring": ["statement_mean", "multi_mask_mean"]}

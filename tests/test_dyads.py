@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from wsc_tasks import catalog, dyads
-from wsc_tasks.parsers import parse_maler
-from wsc_tasks.problems import Problem, Schema, count
-from wsc_tasks.writers import format_maler, maler_lines
+from wsc_tasks.data import catalog, dyads
+from wsc_tasks.data.parsers import parse_maler
+from wsc_tasks.data.problems import Problem, Schema, count
+from wsc_tasks.data.writers import format_maler, maler_lines
 
 REID = "maler/reid250/"
 THESIS_WRAPPER = "It is [true ~ false] that SCHEMA."

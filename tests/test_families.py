@@ -24,11 +24,14 @@ from conftest import GPT2_FILES, gpt2_tokenizer
 from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager, get_task_dict
 
-from wsc_tasks import catalog, mlm, scoring
-from wsc_tasks.cli import DEFAULT_GGUF, include_path
-from wsc_tasks.scoring import ScoringError
-from wsc_tasks.tokens import TokenCounter, check_request
-from wsc_tasks.winowhy import WinoWhyTask
+from wsc_tasks.cli.run import DEFAULT_GGUF
+from wsc_tasks.data import catalog
+from wsc_tasks.harness import mlm
+from wsc_tasks.harness.winowhy import WinoWhyTask
+from wsc_tasks.paths import include_path
+from wsc_tasks.scoring import methods
+from wsc_tasks.scoring.methods import ScoringError
+from wsc_tasks.scoring.tokens import TokenCounter, check_request
 
 pytestmark = pytest.mark.slow
 
@@ -126,7 +129,7 @@ def tokenizer(name: str):
                         cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
                         pad_token="[PAD]")  # fmt: skip
     if name == "t5":
-        sentinels = [scoring.sentinel(k) for k in range(100)]
+        sentinels = [methods.sentinel(k) for k in range(100)]
         tok = _unigram(["<pad>", "</s>", "<unk>", *sentinels], "<unk>", "$A </s>",
                        eos_token="</s>", pad_token="<pad>")  # fmt: skip
         tok.add_special_tokens({"additional_special_tokens": sentinels})
@@ -274,12 +277,12 @@ def _intended(task, doc: dict) -> dict:
     for schema in task.schemas(doc):
         for problem in schema.problems:
             if task.family == "causal":
-                out.update(scoring.intended_requests(problem, task.setup))
+                out.update(methods.intended_requests(problem, task.setup))
             elif task.family == "seq2seq":
                 for method in task.methods:
                     eos = method._eos(task.setup)
                     for option in range(len(problem.options)):
-                        request, split = scoring.seq2seq_intended(
+                        request, split = methods.seq2seq_intended(
                             tokens, problem, option, method.prefix, eos
                         )
                         out[request] = split
@@ -305,7 +308,7 @@ def _check_task(task, tokens: TokenCounter, limit: int | None = None) -> int:
                 if task.family == "causal":
                     intended[request] = _reason_intended(tokens, request)
                 elif task.family == "seq2seq":
-                    target = scoring._t5_target_ids(tokens, (reason,), None)
+                    target = methods._t5_target_ids(tokens, (reason,), None)
                     intended[request] = (tuple(tokens.encode(instance.arguments[0])), target)
         else:
             intended = _intended(task, doc)
@@ -394,16 +397,16 @@ def test_gpt2_lone_space_answers_are_split_after_it(data_dir):
     which lm-eval moves into the continuation. Both tokens go to the WebText prior instead."""
     counter = TokenCounter(gpt2_tokenizer())
     assert counter.encode(" iced", False) == [220, 3711]
-    request, k, split = scoring.token_split(counter, " iced")
+    request, k, split = methods.token_split(counter, " iced")
     assert (request, k, split) == (None, 2, None)
-    request, k, split = scoring.token_split(counter, " iced tea")
+    request, k, split = methods.token_split(counter, " iced tea")
     assert k == 2 and request == ("loglikelihood", (" iced", " tea"))
-    setup = scoring.Setup(counter, "webtext", 1)
+    setup = methods.Setup(counter, "webtext", 1)
     problems = [p for s in catalog.load("winogrande_dev") for p in s.problems]
-    shifted = sum(scoring.shifted_splits(p, setup) for p in problems)
+    shifted = sum(methods.shifted_splits(p, setup) for p in problems)
     assert shifted == 3  # the fillers " iced" (line 263) and " urn" (458, 459)
     for problem in problems:
-        for request, ids in scoring.intended_requests(problem, setup).items():
+        for request, ids in methods.intended_requests(problem, setup).items():
             check_request(counter, request, ids)
 
 
@@ -415,7 +418,7 @@ def test_sentencepiece_lone_prefix_is_not_a_context(tokenizers):
         "▁",
         "urn",
     ]
-    request, k, split = scoring.token_split(counter, "urn is here.")
+    request, k, split = methods.token_split(counter, "urn is here.")
     assert k == 2 and request == ("loglikelihood", ("urn", " is here."))
     check_request(counter, request, split)
 

@@ -1,5 +1,6 @@
-"""The model-family registry (``wsc_tasks.families``): every record is complete and consistent,
-detection, planning without a tokenizer, and the refusal of requests a model does not serve."""
+"""The model-family registry (``wsc_tasks.scoring.families``): every record is complete and
+consistent, detection, planning without a tokenizer, and the refusal of requests a model does not
+serve."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from lm_eval.api.model import LM
 from lm_eval.api.registry import get_model
 from transformers import BertConfig, GPT2Config, PretrainedConfig, RobertaConfig, T5Config
 
-from wsc_tasks import chance, families, mlm, scoring
-from wsc_tasks.problems import Problem
-from wsc_tasks.task import check_metadata
+from wsc_tasks.data.problems import Problem
+from wsc_tasks.harness import chance, mlm
+from wsc_tasks.harness.task import check_metadata
+from wsc_tasks.scoring import families, methods
 
 PROBLEM = Problem(
     uid="p",
@@ -28,14 +30,14 @@ def test_every_family_record_is_consistent(family):
     assert families.FAMILIES[family.name] is family
     assert family.methods
     for name, method in family.methods.items():
-        assert isinstance(method, scoring.ScoringMethod) and method.name == name
+        assert isinstance(method, methods.ScoringMethod) and method.name == name
     assert family.headline in family.methods
     assert family.token_free in family.methods
     assert not family.methods[family.token_free].needs_tokens  # runs without a tokenizer
     for first, second in family.method_pairs:
         assert first != second and {first, second} <= set(family.methods)
     # what the token-free method and the continuation send is the family's request type
-    for per_option in family.methods[family.token_free].requests(PROBLEM, scoring.Setup()):
+    for per_option in family.methods[family.token_free].requests(PROBLEM, methods.Setup()):
         assert {kind for kind, _ in per_option} == {family.request_type}
     kind, _ = family.continuation.request("Why?", "Because.", None)
     assert kind == family.request_type
@@ -43,7 +45,7 @@ def test_every_family_record_is_consistent(family):
 
 def test_one_default_family_and_headline_mapping_names_every_family():
     assert [f.name for f in families.FAMILIES.values() if f.detects is None] == ["causal"]
-    with pytest.raises(scoring.ScoringError, match=r"mapping causal\|seq2seq\|masked → name"):
+    with pytest.raises(methods.ScoringError, match=r"mapping causal\|seq2seq\|masked → name"):
         check_metadata("t", {"dataset": "wsc266", "headline": {"bert": "x"}}, {"wsc266": None})
 
 
@@ -87,7 +89,7 @@ def test_plan_without_tokenizer_uses_the_token_free_method(caplog):
 
 
 def test_plan_refuses_a_method_of_another_family():
-    with pytest.raises(scoring.ScoringError, match=r"task t, causal model: .*statement.*causal"):
+    with pytest.raises(methods.ScoringError, match=r"task t, causal model: .*statement.*causal"):
         families.plan("t", {"scoring": ["partial", "statement"]})
 
 
@@ -106,7 +108,7 @@ def test_a_tokenizer_that_cannot_load_is_one_error_naming_the_task(monkeypatch):
         raise OSError("no such file")
 
     monkeypatch.setattr(families, "counter_from_metadata", fail)
-    with pytest.raises(scoring.ScoringError, match="task t: could not load the tokenizer of 'x'"):
+    with pytest.raises(methods.ScoringError, match="task t: could not load the tokenizer of 'x'"):
         families.plan("t", {"tokenizer": "x"}, continuation=True)
 
 
@@ -119,7 +121,7 @@ def test_a_model_without_the_request_type_refuses_it():
         metadata=("wsc266", 0, 1),
     )
     with pytest.raises(
-        scoring.ScoringError,
+        methods.ScoringError,
         match=r"^task wsc266: the model is a masked language model; ChanceLM does not serve its "
         r"mlm_score requests: run it as --model hf-mlm",
     ):

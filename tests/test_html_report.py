@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from wsc_tasks import examples, leaderboard, report
-from wsc_tasks.problems import Problem
-from wsc_tasks.sweep import DONE, ModelSpec
+from wsc_tasks.cli.sweep import DONE
+from wsc_tasks.data.problems import Problem
+from wsc_tasks.reporting import examples, leaderboard, report
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 MODELS = ("smollm2-135m", "chance")
@@ -78,7 +78,7 @@ def test_option_scores_are_read_back_from_the_logged_requests():
 
 
 def test_examples_of_a_schema_task_and_of_a_consistency_task(sweep_out):
-    from wsc_tasks.runs import load_run
+    from wsc_tasks.reporting.runs import load_run
 
     run = load_run(sweep_out / "smollm2-135m" / "lm_eval", "smollm2-135m")
     found = examples.task_examples(run.tasks["wsc266"], "smollm2-135m")
@@ -111,8 +111,7 @@ def test_report_html_is_self_contained_with_every_section(built):
 
 
 def test_leaderboard_html(sweep_out):
-    specs = [ModelSpec(name) for name in MODELS]
-    paths = leaderboard.write(specs, sweep_out, "wsc266", 200, 0)
+    paths = leaderboard.write(list(MODELS), sweep_out, "wsc266", 200, 0)
     page = paths[-1].read_text(encoding="utf-8")
     assert paths[-1].name == "leaderboard.html"
     assert 'id="table-leaderboard"' in page and 'id="table-leaderboard_pairwise"' in page

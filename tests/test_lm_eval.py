@@ -11,8 +11,8 @@ import yaml
 from conftest import assert_same_metrics, run_dp_eval
 from lm_eval.tasks import TaskManager
 
-from wsc_tasks import catalog
-from wsc_tasks.cli import include_path
+from wsc_tasks.data import catalog
+from wsc_tasks.paths import include_path
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
 
@@ -91,7 +91,8 @@ def test_winogrande_dev_is_identical_to_builtin_winogrande(run):
 
 
 def _recompute(samples):
-    """acc and schema_acc from the logged log-likelihoods, independently of wsc_tasks.metrics."""
+    """acc and schema_acc from the logged log-likelihoods, independently of
+    wsc_tasks.metrics.accuracy."""
     right = total = solved = groups = 0
     for sample in samples:
         lls = iter(r[0][0] for r in sample["resps"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wsc_tasks import consistency, lm_eval_stderr, metrics, ratios
-from wsc_tasks import metric_registry as registry
+from wsc_tasks.harness import stderr
+from wsc_tasks.metrics import accuracy, consistency, ratios, registry
 
 # one task of every task class, with a tokenizer so the token metrics and split counts are on
 TASKS = [
@@ -23,7 +23,7 @@ TASKS = [
 def task_aggregations(tiny_gpt2_dir, data_dir) -> dict[str, dict]:
     from lm_eval.tasks import TaskManager
 
-    from wsc_tasks.cli import include_path
+    from wsc_tasks.paths import include_path
 
     manager = TaskManager(
         include_path=str(include_path()),
@@ -71,28 +71,28 @@ def test_record_names_are_unique_and_fields_valid():
 
 
 def test_pure_aggregates_are_known_by_identity():
-    assert registry.record_of(metrics.problem_accuracy) is registry.METRICS["acc"]
-    assert registry.form(metrics.schema_accuracy) is ratios.SCHEMA_ACCURACY
+    assert registry.record_of(accuracy.problem_accuracy) is registry.METRICS["acc"]
+    assert registry.form(accuracy.schema_accuracy) is ratios.SCHEMA_ACCURACY
     assert registry.record_of(len) is None  # len is nobody's: only a bound n_pairs is ours
     assert registry.record_of(registry.bind("n_pairs")) is registry.METRICS["n_pairs"]
     assert registry.record_of(np.mean) is None
 
 
 def test_stderr_classification_reads_the_records():
-    assert lm_eval_stderr.is_ours(registry.bind("consistency"))
-    assert not lm_eval_stderr.is_count(registry.bind("consistency"))
-    assert lm_eval_stderr.is_count(registry.bind("n_schemas"))
-    assert lm_eval_stderr.is_count(registry.bind("n_questions"))
-    assert not lm_eval_stderr.is_count(registry.bind("n_reasons", lambda items: len(items)))
-    assert not lm_eval_stderr.is_ours(np.mean)
+    assert stderr.is_ours(registry.bind("consistency"))
+    assert not stderr.is_count(registry.bind("consistency"))
+    assert stderr.is_count(registry.bind("n_schemas"))
+    assert stderr.is_count(registry.bind("n_questions"))
+    assert not stderr.is_count(registry.bind("n_reasons", lambda items: len(items)))
+    assert not stderr.is_ours(np.mean)
 
 
 def test_a_consistency_record_is_its_function_and_its_form():
     rng = np.random.default_rng(5)
     items = [
         consistency.pair_outcome(
-            metrics.outcome(rng.random(2) < 0.6, [[0, 1]]),
-            metrics.outcome(rng.random(2) < 0.5, [[0, 1]]),
+            accuracy.outcome(rng.random(2) < 0.6, [[0, 1]]),
+            accuracy.outcome(rng.random(2) < 0.5, [[0, 1]]),
         )
         for _ in range(37)
     ]

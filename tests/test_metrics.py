@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wsc_tasks.metric_registry import SCHEMA_METRICS
-from wsc_tasks.metrics import (
+from wsc_tasks.metrics.accuracy import (
     anti_solved,
     half_solved,
     n_problems,
@@ -18,6 +17,7 @@ from wsc_tasks.metrics import (
     problem_accuracy,
     schema_accuracy,
 )
+from wsc_tasks.metrics.registry import SCHEMA_METRICS
 
 PAIR = [[0, 1]]
 

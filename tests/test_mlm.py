@@ -8,10 +8,13 @@ import torch
 from conftest import assert_same_metrics, run_dp_eval
 from lm_eval.tasks import TaskManager
 
-from wsc_tasks import catalog, families, mlm, scoring
-from wsc_tasks.bench import roberta_tokenizer
-from wsc_tasks.cli import include_path
-from wsc_tasks.problems import Schema
+from wsc_tasks.cli.bench import roberta_tokenizer
+from wsc_tasks.data import catalog
+from wsc_tasks.data.problems import Schema
+from wsc_tasks.harness import mlm
+from wsc_tasks.paths import include_path
+from wsc_tasks.scoring import families
+from wsc_tasks.scoring import methods as scoring
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
 
@@ -176,7 +179,7 @@ def test_registering_hf_mlm_keeps_lm_evals_own_models():
     import sys
 
     code = (
-        "import wsc_tasks.mlm\n"
+        "import wsc_tasks.harness.mlm\n"
         "from lm_eval.api.registry import get_model\n"
         "print(get_model('hf').__name__, get_model('hf-mlm').__name__)"
     )
@@ -227,7 +230,7 @@ def test_tensor_copies_equal_per_copy_reference(which, tiny_roberta_dir, tiny_be
     """The tensor-built copies score as the per-copy tuples of ``plan_jobs`` do: bit for bit
     with the same batches, and to float32 rounding when the token budget splits them otherwise
     (a row's arithmetic may then differ in the last bits with the batch's shape)."""
-    from wsc_tasks.bench import per_copy_scores
+    from wsc_tasks.cli.bench import per_copy_scores
 
     folder = tiny_roberta_dir if which == "roberta" else tiny_bert_dir
     lm = mlm.MaskedLM(pretrained=str(folder), device="cpu")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wsc_tasks import parsers
-from wsc_tasks.problems import Problem, Schema
+from wsc_tasks.data import parsers
+from wsc_tasks.data.problems import Problem, Schema
 
 MALER_SIZES = {  # file: (schemas, problems), data/README.md and thesis chapter 3
     "wsc266/wsc273.txt": (136, 273),

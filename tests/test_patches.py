@@ -1,5 +1,5 @@
-"""The lm-eval patches of ``wsc_tasks.patches``: what each fixes, and that the installed lm-eval,
-unpatched (``patches.original``), still behaves as its section says. A test named
+"""The lm-eval patches of ``wsc_tasks.harness.patches``: what each fixes, and that the installed
+lm-eval, unpatched (``patches.original``), still behaves as its section says. A test named
 ``test_lm_eval_still_*`` that fails means lm-eval changed there: the patch can probably go."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 
-from wsc_tasks import metrics, patches
+from wsc_tasks.harness import patches
+from wsc_tasks.metrics import accuracy
 
 slow = pytest.mark.slow
 
@@ -86,7 +87,7 @@ def test_deduplicated_batch_tokenized_requests_score_as_lm_eval(tiny_gpt2_dir):
 def _gone(name: str) -> str:
     return (
         f"lm-eval {patches.installed_lm_eval()} no longer behaves as section {name} of "
-        "wsc_tasks/patches.py says: check whether the patch is still needed, and delete it "
+        "wsc_tasks/harness/patches.py says: check whether the patch is still needed, and delete it "
         "(with this test) if not"
     )
 
@@ -104,7 +105,7 @@ def test_a_version_outside_the_range_names_each_patch():
         lines = patches.version_warnings(version)
         assert len(lines) == len(patches.PATCHES)
         assert all(f"lm-eval {version} is installed" in line for line in lines)
-        assert "slice_cache_hits" in lines[0] and "wsc_tasks/patches.py" in lines[0]
+        assert "slice_cache_hits" in lines[0] and "wsc_tasks/harness/patches.py" in lines[0]
 
 
 def test_an_lm_eval_outside_the_ranges_warns(monkeypatch):
@@ -169,7 +170,7 @@ def test_our_tasks_aggregate_only_what_they_list():
 
     patches.apply()
     compute = evaluator_utils._compute_task_aggregations
-    ours, _ = compute(_task("wsc_tasks.task"), RAW, bootstrap_iters=0)
+    ours, _ = compute(_task("wsc_tasks.harness.task"), RAW, bootstrap_iters=0)
     assert ours == {"acc,none": 0.5, "acc_stderr,none": "N/A"}
     theirs, _ = compute(_task("elsewhere"), RAW, bootstrap_iters=0)
     assert theirs["acc_logged_only,none"] == 1.0
@@ -227,8 +228,8 @@ def test_lm_eval_still_has_no_stderr_for_our_aggregations():
 
     patches.apply()
     lookup = patches.original(evaluator_utils, "stderr_for_metric")
-    assert lookup(metrics.schema_accuracy, 1000) is None, _gone("5. schema_stderr")
-    assert evaluator_utils.stderr_for_metric(metrics.schema_accuracy, 1000) is not None
+    assert lookup(accuracy.schema_accuracy, 1000) is None, _gone("5. schema_stderr")
+    assert evaluator_utils.stderr_for_metric(accuracy.schema_accuracy, 1000) is not None
 
 
 # -- 6. drop_expected_group_gaps -------------------------------------------------------------------
@@ -335,3 +336,21 @@ def test_without_lm_eval_tasks_indexes_only_the_given_folders(tmp_path):
         tasks = set(manager.TaskManager(include_path=folders).all_tasks)
     assert tasks == {"mine_a", "mine_b"}
     assert manager.TaskManager.__init__ is before
+
+
+# -- 9. refuse_unserved_requests -------------------------------------------------------------------
+def test_lm_eval_still_has_no_method_for_our_request_types():
+    """Section 9: the day lm-eval's ``LM`` defines a method named like one of our request types,
+    the refusal is no longer installed (this fails) and the section must be revisited."""
+    from lm_eval.api.model import LM
+
+    from wsc_tasks.scoring import families
+
+    patches.apply()
+    ours = {f.request_type for f in families.FAMILIES.values()} - {"loglikelihood"}
+    assert ours, "a family with its own request type (masked: mlm_score) is expected"
+    for request_type in sorted(ours):
+        method = getattr(LM, request_type)
+        assert getattr(method, patches._MARK, False), (
+            f"lm-eval's LM defines {request_type} itself now: section 9 of patches.py can go"
+        )

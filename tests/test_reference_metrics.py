@@ -27,7 +27,7 @@ def test_every_metric_equals_the_reference(tiny_gpt2_dir, data_dir, tmp_path):
 def test_default_table_lists_each_tasks_headline_metrics_only(tiny_gpt2_dir, data_dir):
     from lm_eval.tasks import TaskManager
 
-    from wsc_tasks.cli import include_path
+    from wsc_tasks.paths import include_path
 
     names = ["wsc266", "wsc266_switched_consistency", "wsc266_associativity", "winowhy"]
     counts = {}
@@ -49,7 +49,7 @@ def test_default_table_lists_each_tasks_headline_metrics_only(tiny_gpt2_dir, dat
 
 
 def test_an_unknown_metric_choice_names_the_task():
-    from wsc_tasks.task import metric_choice
+    from wsc_tasks.harness.task import metric_choice
 
     with pytest.raises(ValueError, match="task wsc266: metadata.metrics is 'some'"):
         metric_choice("wsc266", {"metrics": "some"})

@@ -10,10 +10,13 @@ from lm_eval.tasks import TaskManager
 from test_mlm import _hand, tiny_roberta_dir  # noqa: F401 - fixture
 from test_scoring import _sum_lp, _t5_hand, save_tiny_t5
 
-from wsc_tasks import catalog, families, mlm, scoring
-from wsc_tasks.cli import include_path
-from wsc_tasks.problems import Schema, count
-from wsc_tasks.tokens import TokenCounter
+from wsc_tasks.data import catalog
+from wsc_tasks.data.problems import Schema, count
+from wsc_tasks.harness import mlm
+from wsc_tasks.paths import include_path
+from wsc_tasks.scoring import families
+from wsc_tasks.scoring import methods as scoring
+from wsc_tasks.scoring.tokens import TokenCounter
 
 TWO_BLANKS = "reid250_inverted_transposition"
 DOCS = [5, 19]  # t29: first blank starts the sentence, "." after; t56: text after the second

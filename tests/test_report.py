@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from wsc_tasks import report, runs
 from wsc_tasks.cli import main as cli
+from wsc_tasks.reporting import report, runs
 
 pytestmark = pytest.mark.slow
 

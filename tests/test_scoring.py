@@ -15,10 +15,12 @@ import torch
 from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
 
-from wsc_tasks import catalog, families, scoring
-from wsc_tasks.cli import include_path
-from wsc_tasks.problems import Schema
-from wsc_tasks.tokens import TokenCounter
+from wsc_tasks.data import catalog
+from wsc_tasks.data.problems import Schema
+from wsc_tasks.paths import include_path
+from wsc_tasks.scoring import families
+from wsc_tasks.scoring import methods as scoring
+from wsc_tasks.scoring.tokens import TokenCounter
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 from lm_eval.tasks import TaskManager
 
-from wsc_tasks.cli import include_path
+from wsc_tasks.paths import include_path
 
 pytestmark = pytest.mark.slow
 

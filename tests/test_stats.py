@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from wsc_tasks import consistency, lm_eval_stderr, metrics, patches, ratios, stats
-from wsc_tasks import metric_registry as registry
-from wsc_tasks.chance import ChanceLM, random_score
+from wsc_tasks.harness import patches, stderr
+from wsc_tasks.harness.chance import ChanceLM, random_score
+from wsc_tasks.metrics import accuracy, consistency, ratios, registry, stats
 
 
-def _outcomes(rng: np.random.Generator, n: int, p: float = 0.5) -> list[metrics.SchemaOutcome]:
-    return [metrics.outcome(rng.random(2) < p, [[0, 1]]) for _ in range(n)]
+def _outcomes(rng: np.random.Generator, n: int, p: float = 0.5) -> list[accuracy.SchemaOutcome]:
+    return [accuracy.outcome(rng.random(2) < p, [[0, 1]]) for _ in range(n)]
 
 
 # -- closed forms ----------------------------------------------------------------------------------
@@ -64,8 +64,8 @@ def test_monte_carlo_p_is_k_plus_1_over_r_plus_1():
 def _pair_items(rng: np.random.Generator, n: int) -> list[dict]:
     return [
         consistency.pair_outcome(
-            metrics.outcome(rng.random(2) < 0.6, [[0, 1]]),
-            metrics.outcome(rng.random(2) < 0.5, [[0, 1]]),
+            accuracy.outcome(rng.random(2) < 0.6, [[0, 1]]),
+            accuracy.outcome(rng.random(2) < 0.5, [[0, 1]]),
         )
         for _ in range(n)
     ]
@@ -73,7 +73,7 @@ def _pair_items(rng: np.random.Generator, n: int) -> list[dict]:
 
 def test_ratio_forms_equal_the_aggregations():
     rng = np.random.default_rng(3)
-    docs = _outcomes(rng, 57, 0.6) + [metrics.outcome([1], [])]  # a problem without a twin
+    docs = _outcomes(rng, 57, 0.6) + [accuracy.outcome([1], [])]  # a problem without a twin
     for function, _ in registry.SCHEMA_METRICS.values():
         form = registry.form(function)
         if form is not None:
@@ -94,8 +94,8 @@ def test_vectorised_replicates_equal_applying_the_function():
     rng = np.random.default_rng(4)
     docs = _outcomes(rng, 30)
     indexes = stats.resample_indexes(len(docs), 50, seed=9)
-    fast = stats.replicates(docs, metrics.schema_accuracy, indexes)
-    slow = stats.replicates(docs, lambda v: metrics.schema_accuracy(v), indexes)
+    fast = stats.replicates(docs, accuracy.schema_accuracy, indexes)
+    slow = stats.replicates(docs, lambda v: accuracy.schema_accuracy(v), indexes)
     assert np.allclose(fast, slow)
     items = _pair_items(rng, 30)
     diff = registry.accuracy_aggregations()["acc_diff"]
@@ -110,15 +110,15 @@ def test_percentile_interval_covers_the_mean_at_the_nominal_rate():
     true, n, trials = 0.6, 150, 300
     covered = 0
     for seed in range(trials):
-        sample = [metrics.outcome([x], []) for x in rng.random(n) < true]
-        e = stats.bootstrap(sample, metrics.problem_accuracy, iters=1000, seed=seed)
+        sample = [accuracy.outcome([x], []) for x in rng.random(n) < true]
+        e = stats.bootstrap(sample, accuracy.problem_accuracy, iters=1000, seed=seed)
         covered += e.low <= true <= e.high
     assert 0.91 <= covered / trials <= 0.98
 
 
 def test_identical_conditions_give_p_one():
     docs = _outcomes(np.random.default_rng(1), 133)
-    e = stats.paired_difference(docs, docs, metrics.schema_accuracy, iters=999)
+    e = stats.paired_difference(docs, docs, accuracy.schema_accuracy, iters=999)
     assert e.value == 0 and e.p == 1.0 and e.low == e.high == 0
 
 
@@ -139,7 +139,7 @@ def test_chance_sample_is_near_chance_within_its_interval():
     # exactly at chance (each answer pattern of a two-problem schema 125 times), so the assertions
     # below do not depend on which sample a random stream happens to draw
     patterns = [(True, True), (True, False), (False, True), (False, False)]
-    docs = [metrics.outcome(list(patterns[i % 4]), [[0, 1]]) for i in range(500)]
+    docs = [accuracy.outcome(list(patterns[i % 4]), [[0, 1]]) for i in range(500)]
     a = stats.bootstrap(docs, ratios.PROBLEM_ACCURACY, null=0.5, iters=2000)
     big_a = stats.bootstrap(docs, ratios.SCHEMA_ACCURACY, null=0.25, iters=2000)
     assert a.low <= 0.5 <= a.high and big_a.low <= 0.25 <= big_a.high
@@ -159,12 +159,12 @@ def test_unpaired_difference_and_alignment():
 # -- lm-eval's stderr column ----------------------------------------------------------------------
 def test_schema_stderr_is_independent_of_how_ranks_split_documents():
     docs = _outcomes(np.random.default_rng(7), 133)
-    one = lm_eval_stderr.schema_stderr(metrics.schema_accuracy, docs, 1000)
+    one = stderr.schema_stderr(accuracy.schema_accuracy, docs, 1000)
     # lm-eval concatenates rank 0's documents, then rank 1's (documents dealt round-robin)
     two = docs[0::2] + docs[1::2]
     three = docs[0::3] + docs[1::3] + docs[2::3]
-    assert lm_eval_stderr.schema_stderr(metrics.schema_accuracy, two, 1000) == one
-    assert lm_eval_stderr.schema_stderr(metrics.schema_accuracy, three, 1000) == one
+    assert stderr.schema_stderr(accuracy.schema_accuracy, two, 1000) == one
+    assert stderr.schema_stderr(accuracy.schema_accuracy, three, 1000) == one
     # about the binomial error of 133 schemas at 0.25, but not equal to it
     assert one == pytest.approx(math.sqrt(0.25 * 0.75 / 133), rel=0.3)
 
@@ -176,9 +176,9 @@ def test_stderr_patch_answers_for_our_aggregations_only():
     patches.apply()
     patches.apply()  # idempotent
     lookup = evaluator_utils.stderr_for_metric
-    assert lookup(metrics.problem_accuracy, 100000) is not None
-    assert lookup(metrics.problem_accuracy, 0) is None
-    assert lookup(metrics.n_problems, 100000) is None
+    assert lookup(accuracy.problem_accuracy, 100000) is not None
+    assert lookup(accuracy.problem_accuracy, 0) is None
+    assert lookup(accuracy.n_problems, 100000) is None
     assert lookup(len, 100000) is None
     assert lookup(mean, 100) is not None  # lm-eval's own still answered
     items = _pair_items(np.random.default_rng(8), 20)
@@ -211,7 +211,7 @@ def test_chance_model_end_to_end(tmp_path, data_dir):
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from wsc_tasks.cli import include_path
+    from wsc_tasks.paths import include_path
 
     patches.apply()
     manager = TaskManager(include_path=str(include_path()))

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from wsc_tasks import sweep
-from wsc_tasks.cli import default_model_args
+from wsc_tasks.cli import sweep
+from wsc_tasks.cli.run import default_model_args
 
 TASK = "wsc266_associative"  # 25 schemas: quick, and a real task
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wsc_tasks import catalog
-from wsc_tasks.tokens import RequestMismatch, TokenCounter, check_request
+from wsc_tasks.data import catalog
+from wsc_tasks.scoring.tokens import RequestMismatch, TokenCounter, check_request
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from wsc_tasks import catalog, parsers
-from wsc_tasks.problems import Problem
-from wsc_tasks.transforms import no_cands, part_sent, part_sent_cuts, transform_schemas
+from wsc_tasks.data import catalog, parsers
+from wsc_tasks.data.problems import Problem
+from wsc_tasks.data.transforms import no_cands, part_sent, part_sent_cuts, transform_schemas
 
 log = logging.getLogger(__name__)
 

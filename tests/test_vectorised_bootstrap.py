@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wsc_tasks import associativity, metric_registry, stats
-from wsc_tasks.knowledge import CATEGORIES
-from wsc_tasks.winowhy import make_aggregations
+from wsc_tasks.data.knowledge import CATEGORIES
+from wsc_tasks.harness.winowhy import make_aggregations
+from wsc_tasks.metrics import associativity, registry, stats
 
 
 def _loop(values, metric, indexes):
@@ -74,7 +74,7 @@ def test_associativity_replicates_equal_the_loop(seed):
     items = _pair_items(seed, 9)  # few associative schemas: some resamples have none
     indexes = stats.resample_indexes(len(items), 300, seed=seed)
     for name, metric in associativity.aggregations().items():
-        form = metric_registry.form(metric)
+        form = registry.form(metric)
         assert form is not None, name
         assert form(items) == metric(items) or np.isnan(metric(items)), name
         assert _same(stats.replicates(items, metric, indexes), _loop(items, metric, indexes)), name

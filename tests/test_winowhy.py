@@ -1,4 +1,4 @@
-"""WinoWhy (seed 004): the dataset's sizes and the paper's per-category figures, the metrics on
+"""WinoWhy (Zhang et al. 2020): its sizes and the paper's per-category figures, the metrics on
 hand-computed cases, the knowledge categories of WSC273 (Tables 4 and 5), and tiny models of the
 three families through lm-eval, checked against explicit forward passes."""
 
@@ -16,16 +16,17 @@ from test_mlm import _hand as _masked_hand
 from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
 from test_scoring import tiny_t5_dir  # noqa: F401  (fixture)
 
-from wsc_tasks import catalog, data, knowledge, mlm, parsers, winowhy
-from wsc_tasks.cli import include_path
-from wsc_tasks.plausibility_metrics import (
+from wsc_tasks.data import catalog, knowledge, parsers, sources
+from wsc_tasks.data.problems import Problem, Schema
+from wsc_tasks.harness import mlm, winowhy
+from wsc_tasks.metrics.plausibility import (
     accuracy_at,
     best_threshold,
     group_ranking_accuracy,
     majority_baseline,
     roc_auc,
 )
-from wsc_tasks.problems import Problem, Schema
+from wsc_tasks.paths import include_path
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
 
@@ -127,7 +128,7 @@ def test_thesis_wsc273_numbering_is_winowhys_order(data_dir):
     """Categories index questions of winowhy.json; the thesis file numbers the same problems."""
     raw = {
         p.number: p
-        for s in parsers.parse_wsc273_raw(data.resolve("winowhy/winowhy.json"))
+        for s in parsers.parse_wsc273_raw(sources.resolve("winowhy/winowhy.json"))
         for p in s.problems
     }
 

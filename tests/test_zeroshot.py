@@ -1,4 +1,4 @@
-"""Elazar's zero-shot formulation (seed 000 §6.1): the transformation on hand-made twins, the
+"""Zero-shot formulation of Elazar et al. 2021 (§6.1): the transformation on hand-made twins, the
 datasets' sizes and discard counts, agreement with Elazar's own file, and tiny models of the three
 families through lm-eval (masked LMs: one mask exactly when the key word is one token)."""
 
@@ -15,10 +15,12 @@ from test_lm_eval import _recompute
 from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
 from test_scoring import tiny_t5_dir  # noqa: F401  (fixture)
 
-from wsc_tasks import catalog, families, mlm, scoring
-from wsc_tasks.cli import include_path
-from wsc_tasks.problems import Problem, Schema, count
-from wsc_tasks.zeroshot import zero_shot_pair, zero_shot_schemas
+from wsc_tasks.data import catalog
+from wsc_tasks.data.problems import Problem, Schema, count
+from wsc_tasks.data.zeroshot import zero_shot_pair, zero_shot_schemas
+from wsc_tasks.harness import mlm
+from wsc_tasks.paths import include_path
+from wsc_tasks.scoring import families, methods
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
 
@@ -225,13 +227,13 @@ def test_masked_lm_one_mask_for_one_token_key_words(tiny_roberta_dir, data_dir):
         }
         for problem in Schema.from_doc(sample["doc"]).problems:
             for option in (0, 1):
-                key = method.requests(problem, scoring.Setup())[option][0]
+                key = method.requests(problem, methods.Setup())[option][0]
                 _, answer, _ = mlm.plan_jobs(lm.tokenizer, *key[1])
                 one_token = len(lm.tokenizer.tokenize(" " + problem.options[option][0])) == 1
                 assert results[key].answer_n == len(answer)
                 assert (len(answer) == 1) == one_token
                 single += one_token
-            chosen = method.predict(problem, results, scoring.Setup())
+            chosen = method.predict(problem, results, methods.Setup())
             right, total = right + (chosen == problem.label), total + 1
     assert single > 0
     result = out["results"][task]

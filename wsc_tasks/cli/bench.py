@@ -1,0 +1,364 @@
+"""``wsc-tasks bench``: where the time of an lm-eval run goes; ``bench-mlm``: masked-LM throughput.
+
+``wsc-tasks bench [lm_eval run flags…]`` runs exactly what ``wsc-tasks run`` runs with the same
+flags (its table printed as usual) and then prints the wall time split into phases, measured by
+timers around the functions of each phase (exclusive: a phase's time excludes the phases it
+calls): task building (lm-eval's task index and the tasks' data), request building, tokenization
+(lm-eval's and the tasks' token counting), the model's forward calls (``torch.cuda.synchronize()``
+around each when CUDA is used; the whole ``loglikelihood`` call of ``wsc-chance``), result
+processing, aggregation (lm-eval's, with the bootstrap errors) and printing; the rest (imports,
+model loading, writing files, lm-eval's bookkeeping) is "other". It also prints the requests, the
+distinct requests, the token positions through the model and the ratio of wall time to model time.
+
+``bench-mlm``: throughput of batched masked-LM statement scoring, before and after in one run.
+
+Statement scoring masks every token of a sentence in turn. ``hf-mlm`` builds the masked copies of
+all sentences as tensors, computes identical copies once and batches them by tokens, longest
+first; the reference it replaced (``per_copy_scores``: one Python tuple per copy) and, unless
+``--no-loop``, a loop with one forward pass per copy score the same WSC266 sentences with the same
+model, as can minicons' ``MaskedLMScorer`` (``--minicons N``, if installed). It prints sentences/s,
+wall time over the time inside the model's forward calls, and the largest score differences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from wsc_tasks.data import catalog
+from wsc_tasks.harness import mlm
+from wsc_tasks.scoring import methods
+
+
+def roberta_tokenizer(core: Any) -> Any:
+    """Wrap a byte-level BPE whose ids 0-3 are <s>, <pad>, </s>, <unk> (RoBERTa's numbering, with
+    <mask> in the vocabulary) as a RoBERTa-style tokenizer: <s> … </s> around every text."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    core.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<s>", eos_token="</s>", cls_token="<s>",
+        sep_token="</s>", pad_token="<pad>", mask_token="<mask>", unk_token="<unk>",
+    )  # fmt: skip
+
+
+def small_random_roberta(folder: Path, sentences: list[str], layers: int, width: int) -> None:
+    """A small random RoBERTa with a byte-level BPE trained on ``sentences``."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaConfig, RobertaForMaskedLM
+
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(sentences, vocab_size=2000, special_tokens=specials)
+    tokenizer = roberta_tokenizer(bpe._tokenizer)
+    torch.manual_seed(0)
+    config = RobertaConfig(
+        vocab_size=len(tokenizer), hidden_size=width, num_hidden_layers=layers,
+        num_attention_heads=max(width // 64, 1), intermediate_size=4 * width,
+        max_position_embeddings=130, pad_token_id=1,
+    )  # fmt: skip
+    RobertaForMaskedLM(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def per_copy_scores(model: Any, tokenizer: Any, args: list[tuple], batch_size: int,
+                    device: Any) -> list[mlm.MaskedScore]:  # fmt: skip
+    """The reference ``hf-mlm`` scoring before masked copies were tensors (kept to check and
+    time against): one Python tuple per masked copy from ``mlm.plan_jobs``, a dict of distinct
+    copies, ``batch_size`` copies per pass, longest first."""
+    plans, needs = [], {}
+    for text, spans, mode in args:
+        ids, answer, jobs = mlm.plan_jobs(tokenizer, text, spans, mode)
+        plans.append((ids, answer, jobs, mode))
+        for masked, positions in jobs:
+            needs.setdefault(masked, set()).update((p, ids[p]) for p in positions)
+    inputs = sorted(needs, key=len, reverse=True)
+    logprobs = {}
+    for start in range(0, len(inputs), batch_size):
+        batch = inputs[start : start + batch_size]
+        ids = torch.full((len(batch), len(batch[0])), tokenizer.pad_token_id, dtype=torch.long)
+        attention = torch.zeros_like(ids)
+        for row, seq in enumerate(batch):
+            ids[row, : len(seq)] = torch.tensor(seq)
+            attention[row, : len(seq)] = 1
+        wanted = [sorted(needs[seq]) for seq in batch]
+        rows = torch.tensor([r for r, w in enumerate(wanted) for _ in w])
+        positions = torch.tensor([p for w in wanted for p, _ in w])
+        targets = torch.tensor([t for w in wanted for _, t in w])
+        with torch.inference_mode():
+            logits = mlm._masked_logits(model, ids.to(device), attention.to(device), rows,
+                                        positions)  # fmt: skip
+            picked = torch.log_softmax(logits.float(), dim=-1)
+            picked = picked[torch.arange(len(targets)), targets.to(picked.device)].tolist()
+        values = iter(picked)
+        for seq, needed in zip(batch, wanted, strict=True):
+            for position, target in needed:
+                logprobs[(seq, position, target)] = next(values)
+    results = []
+    for ids, answer, jobs, mode in plans:
+        per_position = {
+            p: logprobs[(masked, p, ids[p])] for masked, positions in jobs for p in positions
+        }
+        answer_total = sum(per_position[i] for i in answer)
+        if mode == "multimask":
+            total, n = answer_total, len(answer)
+        else:
+            total, n = sum(per_position.values()), len(ids)
+        results.append(mlm.MaskedScore(total, n, answer_total, len(answer)))
+    return results
+
+
+def _timed(timer: PhaseTimer, score: Callable[[], list[Any]]) -> tuple[list[Any], float, float]:
+    """Scores, wall seconds and seconds inside the model's forward calls."""
+    before = timer.seconds["model forward"]
+    start = time.perf_counter()
+    scores = score()
+    wall = time.perf_counter() - start
+    return scores, wall, timer.seconds["model forward"] - before
+
+
+def _minicons(folder: str, requests: list[tuple], batch_size: int) -> tuple[list[float], float]:
+    """minicons' pseudo-log-likelihood (``MaskedLMScorer``, PLL_metric original) of each
+    sentence, and the seconds it took; [] when minicons is not installed."""
+    try:
+        from minicons import scorer
+    except ImportError:
+        return [], 0.0
+    model = scorer.MaskedLMScorer(folder, device="cpu")
+    if not hasattr(model.tokenizer, "batch_encode_plus"):  # minicons 0.3 on transformers 5
+        model.tokenizer.batch_encode_plus = model.tokenizer.__call__
+    texts = [text for text, _, _ in requests]
+    model.sequence_score(texts[:2], reduction=lambda x: x.sum(0).item())
+    start = time.perf_counter()
+    out = []
+    for k in range(0, len(texts), batch_size):
+        out += model.sequence_score(texts[k : k + batch_size], reduction=lambda x: x.sum(0).item())
+    return out, time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="wsc-tasks bench-mlm", description=__doc__)
+    parser.add_argument("--model", help="a local or Hub masked LM (default: a small random one)")
+    parser.add_argument("--sentences", type=int, default=64, help="WSC266 sentences to score")
+    parser.add_argument("--batch-size", type=int, default=64, help="masked copies per pass")
+    parser.add_argument("--max-batch-tokens", type=int, default=mlm.DEFAULT_MAX_BATCH_TOKENS,
+                        help="tensor-built copies: padded token positions per pass")  # fmt: skip
+    parser.add_argument("--layers", type=int, default=2, help="random model: layers (BERT-tiny: 2)")
+    parser.add_argument("--width", type=int, default=128, help="random model: hidden size (128)")
+    parser.add_argument("--no-loop", action="store_true", help="skip the one-at-a-time loop")
+    parser.add_argument("--minicons", type=int, default=0, metavar="SENTENCES",
+                        help="also time minicons' MaskedLMScorer (if installed) on the same "
+                        "model, this many sentences per call")  # fmt: skip
+    args = parser.parse_args(argv)
+    problems = [p for s in catalog.load("wsc266") for p in s.problems]
+    requests = [
+        (p.fill(i), methods.answer_spans(p, i), "statement") for p in problems for i in (0, 1)
+    ][: args.sentences]
+    timer = PhaseTimer()
+    timer.wrap(mlm, "_masked_logits", "model forward")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = args.model
+        if folder is None:
+            folder = tmp
+            small_random_roberta(Path(tmp), [r[0] for r in requests], args.layers, args.width)
+        lm = mlm.MaskedLM(pretrained=folder, device="cpu", batch_size=args.batch_size)
+        model, tok, device, size = lm.model, lm.tokenizer, lm.device, args.batch_size
+        mlm.score_requests(model, tok, requests[:2], size, device)  # warm-up
+        before = _timed(timer, lambda: per_copy_scores(model, tok, requests, size, device))
+        after = _timed(timer, lambda: mlm.score_requests(model, tok, requests, size, device,
+                                                         args.max_batch_tokens))  # fmt: skip
+        rows.append(("per-copy Python tuples, batched (before)", *before))
+        rows.append((f"tensor-built copies, token budget {args.max_batch_tokens} (after)", *after))
+        if not args.no_loop:
+            loop = _timed(timer, lambda: [
+                mlm.score_requests(model, tok, [r], 1, device)[0] for r in requests
+            ])  # fmt: skip
+            rows.insert(0, ("one sentence at a time, one copy per pass", *loop))
+        theirs, theirs_s = [], 0.0
+        if args.minicons:
+            theirs, theirs_s = _minicons(folder, requests, args.minicons)
+    n = len(requests)
+    name = args.model or f"random RoBERTa, {args.layers} layers, width {args.width}"
+    copies = sum(r.n - 2 for r in after[0])
+    print(f"model: {name}; {n} sentences, {copies} masked copies; float32, "
+          f"{torch.get_num_threads()} threads, batch {size} copies")  # fmt: skip
+    print(f"  {'':62s} {'sentences/s':>11s}  {'wall/forward':>12s}  {'outside forward':>15s}")
+    for label, _, wall, forward in rows:
+        ratio = f"{wall / forward:12.2f}" if forward else f"{'-':>12s}"
+        outside = f"{(wall - forward) / n * 1000:8.2f} ms/sentence"
+        print(f"  {label:62s} {n / wall:11.1f}  {ratio}  {outside}")
+    if theirs:
+        label = f"minicons MaskedLMScorer, {args.minicons} sentences per call"
+        print(f"  {label:62s} {n / theirs_s:11.1f}")
+    print(f"after / before: {before[1] / after[1]:.2f}x sentences/s")
+    for label, scores, _, _ in rows:
+        if scores is after[0]:
+            continue
+        worst = max(abs(a.total - b.total) for a, b in zip(after[0], scores, strict=True))
+        print(f"  largest |after - {label.split(',')[0]}| statement score: {worst:.1e}")
+    if theirs:
+        worst = max(abs(a.total - b) for a, b in zip(after[0], theirs, strict=True))
+        print(f"  largest |after - minicons| statement score: {worst:.1e}")
+    return 0
+
+
+# -- wsc-tasks bench ---------------------------------------------------------------------------
+PHASES = ("task building", "request building", "tokenization", "model forward",
+          "result processing", "aggregation", "printing")  # fmt: skip
+
+
+class PhaseTimer:
+    """Exclusive wall time per phase of functions wrapped with ``wrap``; counts beside."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.counts: dict[str, int] = defaultdict(int)
+        self._stack: list[list[float]] = []  # [start, time spent in nested phases]
+        self._cuda = False
+
+    def wrap(self, owner: Any, name: str, phase: str) -> None:
+        original = getattr(owner, name, None)
+        if original is None or getattr(original, "_wsc_tasks_phase", None):
+            return
+        timer = self
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if phase == "model forward":
+                timer._synchronize()
+            frame = [time.perf_counter(), 0.0]
+            timer._stack.append(frame)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                if phase == "model forward":
+                    timer._synchronize()
+                timer._stack.pop()
+                elapsed = time.perf_counter() - frame[0]
+                timer.seconds[phase] += elapsed - frame[1]
+                if timer._stack:
+                    timer._stack[-1][1] += elapsed
+
+        timed._wsc_tasks_phase = phase  # type: ignore[attr-defined]
+        timed.__doc__ = getattr(original, "__doc__", None)
+        setattr(owner, name, timed)
+
+    def _synchronize(self) -> None:
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+
+
+def _subclasses(cls: type) -> list[type]:
+    out = [cls]
+    for sub in cls.__subclasses__():
+        out += _subclasses(sub)
+    return out
+
+
+def instrument(timer: PhaseTimer) -> None:
+    """Wrap the functions of every phase (lm-eval 0.4.13 and this package's)."""
+    import lm_eval.evaluator as evaluator
+    import lm_eval.utils as lm_utils
+    from lm_eval.api.model import TemplateLM
+    from lm_eval.api.task import Task
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    from wsc_tasks.data import zeroshot  # noqa: F401
+    from wsc_tasks.harness import categorized, chance, patches, task, winowhy  # noqa: F401
+    from wsc_tasks.scoring import tokens  # noqa: F401
+
+    timer.wrap(TaskManager, "__init__", "task building")
+    timer.wrap(TaskManager, "load", "task building")
+    for cls in _subclasses(Task):
+        if "build_all_requests" in vars(cls):
+            timer.wrap(cls, "build_all_requests", "request building")
+        if "process_results" in vars(cls):
+            timer.wrap(cls, "process_results", "result processing")
+    for name in ("_encode", "first_token_text"):
+        timer.wrap(tokens.TokenCounter, name, "tokenization")
+    for name in ("tok_encode", "tok_batch_encode"):
+        timer.wrap(HFLM, name, "tokenization")
+    timer.wrap(TemplateLM, "_encode_pair", "tokenization")
+    timer.wrap(patches, "_encode_in_one_batch", "tokenization")
+    timer.wrap(HFLM, "_model_call", "model forward")
+    timer.wrap(chance.ChanceLM, "loglikelihood", "model forward")
+    timer.wrap(mlm, "_masked_logits", "model forward")
+    timer.wrap(evaluator, "_process_results", "aggregation")
+    timer.wrap(lm_utils, "make_table", "printing")
+    _count_requests(timer, patches)
+    _count_tokens(timer, HFLM, mlm)
+
+
+def _count_requests(timer: PhaseTimer, fixes: Any) -> None:
+    original = fixes.distinct
+
+    def distinct(requests: Any) -> tuple[list[Any], list[int]]:
+        unique, where = original(requests)
+        timer.counts["requests"] += len(requests)
+        timer.counts["distinct requests"] += len(unique)
+        return unique, where
+
+    fixes.distinct = distinct
+
+
+def _count_tokens(timer: PhaseTimer, hflm: Any, mlm_module: Any) -> None:
+    def counting(forward: Any) -> Any:
+        """``forward(owner, input_ids, …)`` (HFLM's ``_model_call``, mlm's ``_masked_logits``)."""
+
+        def counted(owner: Any, ids: Any, *args: Any, **kwargs: Any) -> Any:
+            timer.counts["token positions through the model"] += int(ids.numel())
+            timer.counts["forward calls"] += 1
+            return forward(owner, ids, *args, **kwargs)
+
+        return counted
+
+    hflm._model_call = counting(hflm._model_call)
+    mlm_module._masked_logits = counting(mlm_module._masked_logits)
+
+
+def report(timer: PhaseTimer, wall: float, cpu: float | None = None) -> str:
+    lines = ["", "wsc-tasks bench: where the wall time went (exclusive seconds per phase)"]
+    measured = sum(timer.seconds[p] for p in PHASES)
+    for phase in PHASES:
+        share = timer.seconds[phase] / wall if wall else 0.0
+        lines.append(f"  {phase:18s} {timer.seconds[phase]:9.2f} s  {share:6.1%}")
+    other = wall - measured
+    lines.append(f"  {'other':18s} {other:9.2f} s  {other / wall if wall else 0:6.1%}")
+    lines.append(f"  {'wall':18s} {wall:9.2f} s")
+    if cpu is not None:  # on a shared machine, wall time also counts other processes' turns
+        lines.append(f"  {'process CPU time':18s} {cpu:9.2f} s  (all threads of this process)")
+    for name in ("requests", "distinct requests", "forward calls",
+                 "token positions through the model"):  # fmt: skip
+        lines.append(f"  {name}: {timer.counts[name]:,}")
+    model = timer.seconds["model forward"]
+    ratio = f"{wall / model:.1f}" if model > 0 else "inf (no model time)"
+    lines.append(f"  wall / model forward time: {ratio}")
+    return "\n".join(lines)
+
+
+def bench_run(argv: list[str], run: Callable[[list[str]], int] | None = None) -> int:
+    """``wsc-tasks bench``: ``wsc-tasks run`` with the same flags, timed by phase."""
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
+    start, cpu_start = time.perf_counter(), time.process_time()
+    timer = PhaseTimer()
+    instrument(timer)
+    if run is None:
+        from wsc_tasks.cli.run import run_lm_eval as run
+    try:
+        code = run(argv)
+    finally:
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        print(report(timer, wall, cpu), file=sys.stdout, flush=True)
+    return code

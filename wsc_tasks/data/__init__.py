@@ -1,0 +1,1 @@
+"""The datasets: published files, their parsers and writers, the catalog, derived datasets."""

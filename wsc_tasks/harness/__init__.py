@@ -1,0 +1,1 @@
+"""What lm-eval runs: the task classes, the models this package adds, and its lm-eval patches."""

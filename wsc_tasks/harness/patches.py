@@ -1,0 +1,468 @@
+"""Every change this package makes to lm-eval's behaviour, one section each.
+
+Each section names the lm-eval versions it was written for (``LM_EVAL`` in ``PATCHES``; checked
+against the installed lm-eval when this module is imported, with a warning outside it), the
+upstream issue or pull request where one exists, what it fixes and why. ``tests/test_patches.py``
+shows, for each, that the installed lm-eval still behaves as the section says (calling the
+function saved before patching, ``original``): the day one of those tests fails, lm-eval has
+changed there and the patch can probably go.
+
+When they apply (as before this module existed):
+
+- ``apply()`` — sections 1 to 6 and 9, when ``wsc_tasks.harness.task`` or
+  ``wsc_tasks.harness.winowhy`` is imported (that is, when lm-eval loads this package's tasks,
+  before any request is sent);
+- ``accept_several_include_paths()`` (7) — by ``wsc-tasks run`` before lm-eval's CLI starts;
+- ``without_lm_eval_tasks()`` (8) — around that CLI call, when every task asked for is ours.
+
+Every patch is idempotent: the replacement carries ``_MARK`` and is never wrapped twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import re
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from typing import Any
+
+from wsc_tasks.scoring import families
+from wsc_tasks.scoring.methods import ScoringError
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+_MARK = "_wsc_tasks_patch"
+_ORIGINALS: dict[tuple[int, str], Any] = {}
+
+
+@dataclass(frozen=True)
+class Patch:
+    """What one section patches, for which lm-eval versions, and where upstream discusses it."""
+
+    name: str
+    target: str  # the lm-eval attribute replaced (or the logger filtered)
+    lm_eval: tuple[str, str]  # (lowest version checked, first version not allowed)
+    upstream: tuple[str, ...] = ()
+
+
+# lm-eval 0.4.13 is the release every section was written and tested against (the newest on PyPI
+# when written); pyproject allows < 0.5, which is where internals may move.
+TESTED = ("0.4.13", "0.5")
+GITHUB = "https://github.com/EleutherAI/lm-evaluation-harness"
+PATCHES: tuple[Patch, ...] = (
+    Patch("slice_cache_hits", "lm_eval.models.utils.Collator.get_cache", TESTED,
+          (f"{GITHUB}/issues/2984", f"{GITHUB}/pull/2987")),
+    Patch("aggregate_listed_metrics_only", "lm_eval.evaluator_utils._compute_task_aggregations",
+          TESTED),
+    Patch("send_distinct_requests", "lm_eval.evaluator.evaluate", TESTED),
+    Patch("remember_tokens", "lm_eval.models.huggingface.HFLM.tok_encode", TESTED),
+    Patch("schema_stderr", "lm_eval.evaluator_utils.stderr_for_metric", TESTED),
+    Patch("drop_expected_group_gaps", "logger lm_eval.api.group", TESTED),
+    Patch("accept_several_include_paths", "lm_eval.tasks.manager.TaskManager.__init__", TESTED),
+    Patch("without_lm_eval_tasks", "lm_eval.tasks.manager.TaskManager.__init__", TESTED,
+          (f"{GITHUB}/issues/1801",)),
+    Patch("refuse_unserved_requests", "lm_eval.api.model.LM.<our request types>", TESTED),
+)  # fmt: skip
+
+
+# -- versions and bookkeeping ----------------------------------------------------------------------
+def _version(text: str) -> tuple[int, ...]:
+    """``0.4.9.2`` → (0, 4, 9, 2); a pre-release or local suffix is ignored."""
+    return tuple(int(part) for part in re.findall(r"\d+", text.split("+")[0])[:4])
+
+
+def installed_lm_eval() -> str:
+    return metadata.version("lm_eval")
+
+
+def version_warnings(installed: str) -> list[str]:
+    """One line per patch whose declared lm-eval range does not hold ``installed``."""
+    found = _version(installed)
+    lines = []
+    for patch in PATCHES:
+        low, below = patch.lm_eval
+        if not _version(low) <= found < _version(below):
+            lines.append(
+                f"wsc_tasks: patch {patch.name} ({patch.target}) was written for lm-eval "
+                f">={low},<{below} but lm-eval {installed} is installed; run "
+                "tests/test_patches.py to see whether lm-eval still needs it, then adjust its "
+                "range in wsc_tasks/harness/patches.py"
+            )
+    return lines
+
+
+def check_lm_eval_version() -> None:
+    for line in version_warnings(installed_lm_eval()):
+        warnings.warn(line, stacklevel=2)
+        log.warning(line)
+
+
+def _replace(owner: Any, name: str, new: Callable[..., Any]) -> bool:
+    """Set ``owner.name = new`` unless already patched; keep the original for ``original``."""
+    current = getattr(owner, name)
+    if getattr(current, _MARK, False):
+        return False
+    _ORIGINALS[(id(owner), name)] = current
+    setattr(new, _MARK, True)
+    if getattr(current, "__doc__", None) and not getattr(new, "__doc__", None):
+        new.__doc__ = current.__doc__
+    setattr(owner, name, new)
+    return True
+
+
+def original(owner: Any, name: str) -> Any:
+    """lm-eval's own ``owner.name``, as it was before this module patched it."""
+    return _ORIGINALS.get((id(owner), name), getattr(owner, name))
+
+
+def apply() -> bool:
+    """Sections 1–6 and 9, once per process; True if the logits cache was patched now."""
+    refuse_unserved_requests()
+    _aggregate_listed_metrics_only()
+    _send_distinct_requests()
+    _schema_stderr()
+    _drop_expected_group_gaps()
+    return _slice_cache_hits()
+
+
+# -- 1. slice_cache_hits ---------------------------------------------------------------------------
+# lm-eval's HFLM (``logits_cache=True``, its default) computes one forward pass for all requests
+# whose ``context + continuation[:-1]`` tokens are equal, and the ``Collator`` hands each of them
+# the logits of the longest continuation (the representative since PR #2987, which fixed the crash
+# of issue #2984 and trims the greedy check to each continuation, ``greedy_tokens[:, -n:]``). The
+# log-likelihood itself is still gathered from the *first* positions of those logits, so a shorter
+# continuation gets a wrong value. The same sentence split at two places is exactly what partial
+# scoring of a problem and of its inversion send (``wsc266`` and ``wsc266_inverted`` fill the same
+# sentence): without the fix, scores in a run depend on which other tasks share it. The fix trims
+# each cache hit's logits to its own continuation, a no-op for every request already scored right.
+# Upstream, the one-line fix is the same trailing slice on the gather in
+# ``HFLM._loglikelihood_tokens``.
+def _slice_cache_hits() -> bool:
+    from lm_eval.models.utils import Collator
+
+    get_cache_original = Collator.get_cache
+
+    def get_cache(self: Any, *args: Any, **kwargs: Any) -> Iterator[tuple[Any, Any, Any]]:
+        for request_str, cont_toks, logits in get_cache_original(self, *args, **kwargs):
+            # logits: [1, positions of the longest continuation, vocab]; keep this request's own
+            yield request_str, cont_toks, logits[:, -len(cont_toks) :, :]
+
+    patched = _replace(Collator, "get_cache", get_cache)
+    if patched:
+        log.debug("wsc_tasks: lm-eval Collator.get_cache now slices each cache hit to its own")
+    return patched
+
+
+# -- 2. aggregate_listed_metrics_only --------------------------------------------------------------
+# lm-eval aggregates (with ``mean`` and a warning, if the task names no aggregation) every key
+# ``process_results`` returns, and every key is a row of its printed table. This package's tasks
+# return a per-document value for every scoring method and method pair, so that ``--log_samples``
+# keeps them all for ``wsc-tasks report``, but by default list only their headline metrics in
+# ``aggregation()``; with this patch lm-eval aggregates only those (for this package's tasks only).
+# No upstream issue found; upstream, a task could mark keys as logged-only.
+def is_our_task(task: Any) -> bool:
+    return type(task).__module__.startswith("wsc_tasks.")
+
+
+def _aggregate_listed_metrics_only() -> None:
+    from lm_eval import evaluator_utils
+
+    compute_original = getattr(evaluator_utils, "_compute_task_aggregations", None)
+    if compute_original is None:  # another lm-eval: every logged metric is aggregated
+        log.warning("wsc_tasks: lm-eval without _compute_task_aggregations: all metrics printed")
+        return
+
+    def compute(task: Any, raw_metrics: dict, *args: Any, **kwargs: Any) -> Any:
+        if is_our_task(task):
+            listed = task.aggregation()
+            raw_metrics = {key: items for key, items in raw_metrics.items() if key[0] in listed}
+        return compute_original(task, raw_metrics, *args, **kwargs)
+
+    _replace(evaluator_utils, "_compute_task_aggregations", compute)
+
+
+# -- 3. send_distinct_requests ---------------------------------------------------------------------
+# lm-eval passes the loglikelihood requests of all tasks to the model in one call, duplicates
+# included; overlapping tasks (``wsc266`` and its subsets, every consistency task's original side,
+# Reid250's rows) send the same (context, continuation) many times, and ``TemplateLM`` tokenizes
+# every request on its own. The model gets each distinct request once and the results are fanned
+# back out (a deterministic model's result depends on the request's arguments only). No upstream
+# issue found; upstream this belongs in ``TemplateLM.loglikelihood``, before
+# ``_loglikelihood_tokens``.
+def distinct(requests: Sequence[Any]) -> tuple[list[Any], list[int]]:
+    """The requests with distinct arguments, in first-seen order, and where each request went."""
+    first: dict[Any, int] = {}
+    unique, where = [], []
+    for request in requests:
+        index = first.setdefault(request.args, len(unique))
+        if index == len(unique):
+            unique.append(request)
+        where.append(index)
+    return unique, where
+
+
+def deduplicated(method: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+    """``lm.loglikelihood`` that sends each distinct request once."""
+
+    def loglikelihood(requests: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        unique, where = distinct(requests)
+        log.info(
+            f"wsc_tasks: {len(requests)} loglikelihood requests, {len(unique)} distinct sent to "
+            "the model"
+        )
+        _encode_in_one_batch(getattr(method, "__self__", None), unique)
+        results = method(unique, *args, **kwargs)
+        return [results[i] for i in where]
+
+    setattr(loglikelihood, _MARK, True)
+    return loglikelihood
+
+
+def _send_distinct_requests() -> None:
+    from lm_eval import evaluator
+
+    evaluate_original = evaluator.evaluate
+    if getattr(evaluate_original, _MARK, False):
+        return
+    _remember_tokens()
+
+    @functools.wraps(evaluate_original)
+    def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
+        method = getattr(lm, "loglikelihood", None)
+        if method is None or getattr(method, _MARK, False):
+            return evaluate_original(lm, *args, **kwargs)
+        lm.loglikelihood = deduplicated(method)
+        try:
+            return evaluate_original(lm, *args, **kwargs)
+        finally:
+            del lm.loglikelihood
+
+    _replace(evaluator, "evaluate", evaluate)
+
+
+# -- 4. remember_tokens ----------------------------------------------------------------------------
+# ``TemplateLM._encode_pair`` makes two tokenizer calls per request, one text at a time. An HF
+# causal model's ``tok_encode`` now remembers its texts, and section 3 fills that memo with one
+# batched tokenizer call per model call (same tokenizer arguments as ``HFLM.tok_encode``). No
+# upstream issue found; upstream, ``TemplateLM.loglikelihood`` could encode the pairs with one
+# ``tokenizer(list)`` call.
+def _encode_in_one_batch(lm: Any, requests: Sequence[Any]) -> None:
+    """Fill an HF causal model's text → tokens memo with one batched call for the texts that
+    ``TemplateLM._encode_pair`` will encode."""
+    from lm_eval.models.huggingface import HFLM
+
+    if not isinstance(lm, HFLM) or getattr(lm, "backend", None) != "causal":
+        return
+    from lm_eval.models.utils import _add_special_kwargs
+
+    texts: set[str] = set()
+    for request in requests:
+        context, continuation = request.args[:2]
+        if not context:
+            continue
+        spaces = len(context) - len(context.rstrip())
+        if spaces:
+            context, continuation = context[:-spaces], context[-spaces:] + continuation
+        texts.update((context, context + continuation))
+    memo = _memo(lm)
+    bos = lm.tokenizer.decode(lm.prefix_token_id)
+    plain = sorted(t for t in texts if (t, None) not in memo and not t.startswith(bos))
+    if plain:
+        kwargs = _add_special_kwargs(None, lm.add_bos_token)
+        for text, ids in zip(plain, lm.tokenizer(plain, **kwargs)["input_ids"], strict=True):
+            memo[(text, None)] = list(ids)
+
+
+def _memo(lm: Any) -> dict[tuple[str, bool | None], list[int]]:
+    if "_wsc_tasks_token_memo" not in vars(lm):
+        lm._wsc_tasks_token_memo = {}
+    return lm._wsc_tasks_token_memo
+
+
+def _remember_tokens() -> None:
+    from lm_eval.models.huggingface import HFLM
+
+    tok_encode_original = HFLM.tok_encode
+
+    def tok_encode(
+        self: Any, string: str, add_special_tokens: bool | None = None,
+        left_truncate_len: int | None = None, **kwargs: Any,
+    ) -> list[int]:  # fmt: skip
+        if left_truncate_len or kwargs:
+            return tok_encode_original(
+                self, string, add_special_tokens, left_truncate_len, **kwargs
+            )
+        memo = _memo(self)
+        key = (string, add_special_tokens)
+        if key not in memo:
+            memo[key] = tok_encode_original(self, string, add_special_tokens)
+        return list(memo[key])
+
+    _replace(HFLM, "tok_encode", tok_encode)
+
+
+# -- 5. schema_stderr ------------------------------------------------------------------------------
+# lm-eval asks ``stderr_for_metric(aggregation, bootstrap_iters)`` for every metric; it knows no
+# error for an aggregation outside its own list and prints ``N/A``. This hook answers for this
+# package's aggregations with the schema bootstrap of ``lm_eval_stderr`` (which says which
+# aggregations are ours and computes the error); every other metric gets lm-eval's own answer.
+# lm-eval binds the name in two modules, so both are replaced. No upstream issue found; upstream, an
+# aggregation could carry its own stderr function (as a metric's ``stderr`` attribute or a registry
+# entry).
+def _schema_stderr() -> bool:
+    from lm_eval import evaluator_utils
+    from lm_eval.api import metrics as lm_metrics
+
+    from wsc_tasks.harness import stderr
+
+    lookup_original = original(evaluator_utils, "stderr_for_metric")
+
+    def stderr_for_metric(metric: Callable[..., Any], bootstrap_iters: int) -> Any:
+        if not stderr.is_ours(metric):
+            return lookup_original(metric, bootstrap_iters)
+        if bootstrap_iters <= 0 or stderr.is_count(metric):
+            return None
+        iters = min(bootstrap_iters, stderr.MAX_ITERS)
+        return lambda items: stderr.schema_stderr(metric, items, iters)
+
+    patched = _replace(evaluator_utils, "stderr_for_metric", stderr_for_metric)
+    _replace(lm_metrics, "stderr_for_metric", evaluator_utils.stderr_for_metric)
+    if patched:
+        log.debug("wsc_tasks: lm-eval's stderr for wsc_tasks metrics is now a schema bootstrap")
+    return patched
+
+
+# -- 6. drop_expected_group_gaps -------------------------------------------------------------------
+# Our groups mix tasks that report accuracies with consistency tasks that report pair metrics; each
+# group row averages a metric over the tasks that have it, by design (task_configs/README.md), so
+# lm-eval's per-group warning "Group '<name>': metric '<m>' is missing in k/n tasks" (logged by
+# ``lm_eval.api.group.Group.aggregate``) is dropped for our groups, and only for them. A logging
+# filter, not a code patch: if lm-eval rewords the message, the warning shows again (and
+# tests/test_patches.py fails). No upstream issue found; upstream, a group could declare that its
+# metrics come from a subset of its tasks.
+GROUP_LOGGER = "lm_eval.api.group"
+
+
+class ExpectedGroupGaps(logging.Filter):
+    """Drops lm-eval's "metric missing" warning for this package's groups."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (
+            message.startswith("Group '")
+            and "' is missing in " in message
+            and message.split("'")[1] in our_groups()
+        )
+
+
+@lru_cache(maxsize=1)
+def our_groups() -> frozenset[str]:
+    """The ``group:`` names of this package's YAMLs."""
+    from importlib.resources import files
+
+    import yaml
+
+    names = set()
+    for path in files("wsc_tasks.task_configs").iterdir():
+        if path.name.endswith(".yaml") and "\ngroup:" in "\n" + path.read_text():
+            names.add(yaml.safe_load(path.read_text())["group"])
+    return frozenset(names)
+
+
+def _drop_expected_group_gaps() -> bool:
+    logger = logging.getLogger(GROUP_LOGGER)
+    if any(isinstance(f, ExpectedGroupGaps) for f in logger.filters):
+        return False
+    logger.addFilter(ExpectedGroupGaps())
+    return True
+
+
+# -- 7. accept_several_include_paths ---------------------------------------------------------------
+# lm-eval's ``TaskManager`` takes a list of folders but its ``run --include_path`` passes one string
+# (its own ``ls`` help shows ``"/path/to/tasks1:/path/to/tasks2"``, which ``run`` then reads as one
+# folder). In ``wsc-tasks run`` the string is split on the path separator so the user's folder and
+# this package's can be combined. No upstream issue found; upstream, ``run`` could split it as
+# ``ls`` documents.
+def accept_several_include_paths() -> bool:
+    """Let ``--include_path a:b`` name several folders; True if patched now."""
+    import os
+
+    from lm_eval.tasks import manager
+
+    init_original = manager.TaskManager.__init__
+
+    def init(self: object, *args: object, include_path: object = None, **kwargs: object) -> None:
+        if isinstance(include_path, str) and os.pathsep in include_path:
+            include_path = [p for p in include_path.split(os.pathsep) if p]
+        init_original(self, *args, include_path=include_path, **kwargs)
+
+    return _replace(manager.TaskManager, "__init__", init)
+
+
+# -- 8. without_lm_eval_tasks ----------------------------------------------------------------------
+# lm-eval's ``TaskManager`` reads the YAMLs of its thousands of tasks before it loads any (about 14
+# s of CPU); a run of this package's tasks needs none of them.
+# ``TaskManager(include_defaults=False)`` exists since issue #1801 asked for it, but ``lm_eval run``
+# has no flag for it, so while a ``wsc-tasks run`` of only our tasks lasts, it is the default.
+# Undone when the block ends.
+@contextlib.contextmanager
+def without_lm_eval_tasks() -> Iterator[None]:
+    """While the block runs, a ``TaskManager`` indexes only the folders it is given."""
+    from lm_eval.tasks import manager
+
+    init_before = manager.TaskManager.__init__
+
+    def init(self: object, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("include_defaults", False)
+        init_before(self, *args, **kwargs)
+
+    manager.TaskManager.__init__ = init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        manager.TaskManager.__init__ = init_before  # type: ignore[method-assign]
+
+
+# -- 9. refuse_unserved_requests -------------------------------------------------------------------
+# Not a bug of lm-eval: an extension it has no hook for. lm-eval 0.4 runs each request type as
+# ``getattr(lm, request_type)(requests)``, whichever of model and tasks it built first; the masked
+# family's ``mlm_score`` is no method of lm-eval's ``LM``, so a masked LM under ``--model hf``
+# would end in ``AttributeError: 'HFLM' object has no attribute 'mlm_score'``. ``LM`` gets a
+# method for every request type of ours it lacks that refuses with the command to use instead;
+# ``hf-mlm`` defines its own. If lm-eval ever defines such a method itself, this stops applying
+# (``tests/test_patches.py`` then fails).
+def _refusal(family: families.Family) -> Callable[..., Any]:
+    def refuse(self: Any, requests: list[Any], *args: Any, **kwargs: Any) -> Any:
+        tasks = sorted({str(r.task_name) for r in requests if r.task_name}) or ["?"]
+        raise ScoringError(
+            f"task {', '.join(tasks)}: the model is a {family.name} language model; "
+            f"{type(self).__name__} does not serve its {family.request_type} requests: run it "
+            f"as --model {family.model} (wsc-tasks run --model {family.model} --model_args "
+            "pretrained=...)"
+        )
+
+    refuse.__name__ = family.request_type
+    setattr(refuse, _MARK, True)
+    return refuse
+
+
+def refuse_unserved_requests() -> None:
+    """Give lm-eval's ``LM`` a refusing method for every request type of ours it lacks.
+
+    lm-eval 0.4 runs each request type as ``getattr(lm, request_type)(requests)``; without this,
+    a masked LM under ``--model hf`` would end in ``AttributeError: 'HFLM' object has no
+    attribute 'mlm_score'``. Our own models (``hf-mlm``) define the method and are unaffected.
+    """
+    from lm_eval.api.model import LM
+
+    for family in families.FAMILIES.values():
+        if not hasattr(LM, family.request_type):
+            setattr(LM, family.request_type, _refusal(family))
+
+
+check_lm_eval_version()

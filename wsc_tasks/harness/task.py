@@ -1,0 +1,390 @@
+"""The lm-eval task class behind every schema-structured task of this package.
+
+One lm-eval document is one schema (or twin pair, or single problem when it has no twin). The task
+sends, per problem, the union of the requests of its scoring methods, then reduces the results of a
+document to one ``SchemaOutcome`` per method; the aggregations of ``metrics`` turn those into
+problem and schema figures. Because a schema never straddles two documents, the figures are exact
+under any split of the documents over processes (``accelerate launch``).
+
+Keys read from ``metadata`` (YAML, or lm-eval's ``--metadata``; lm-eval's CLI also merges the
+``--model_args`` in, which is how the task finds the model's tokenizer and family):
+``dataset`` — a name from ``wsc_tasks.data.catalog``; ``scoring`` — ``all`` (default: every method
+of the model's family) or a list of method names; ``headline`` — the method behind ``acc`` and
+``schema_acc`` (default: the family's best, causal ``smart``), or a mapping family → method, e.g.
+``{seq2seq: masked_mean}``; ``smart_limit`` — n of smart scoring (default 1); ``tokenizer`` —
+the tokenizer to count tokens with, when ``pretrained`` is not given (e.g. a model object passed
+from Python); ``metrics`` — ``headline`` (default: lm-eval aggregates and prints the few metrics
+that define the task) or ``all`` (every per-method and method-consistency metric too). Every
+per-document value is logged with ``--log_samples`` either way, so ``wsc-tasks report``
+recomputes the rest from the samples.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import cached_property
+from typing import Any
+
+import datasets
+from lm_eval.api.instance import Instance
+from lm_eval.api.task import ConfigurableTask
+
+from wsc_tasks.data import catalog
+from wsc_tasks.data.problems import Problem, Schema
+from wsc_tasks.harness import flags, patches
+from wsc_tasks.metrics import associativity, registry
+from wsc_tasks.metrics.accuracy import SchemaOutcome, outcome, restrict
+from wsc_tasks.metrics.consistency import pair_outcome
+from wsc_tasks.metrics.registry import bind
+from wsc_tasks.scoring import families
+from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setup, shifted_splits
+
+patches.apply()  # lm-eval as our tasks need it (logits cache, stderr, …); see that module
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+PER_METHOD = ("acc", "schema_acc")  # reported as <metric>_<method>
+BASE_METRICS = tuple(m.name for m in registry.select(value="outcome", reported=True))
+TOKEN_METRICS = {  # reported name -> record
+    "acc_equal_len": "acc",
+    "schema_acc_equal_len": "schema_acc",
+    "share_equal_len": "share",
+    "share_blank_at_end": "share",
+}
+
+
+def request_task_config(config: dict[str, Any] | None) -> dict[str, Any]:
+    """lm-eval config defaults for a task that builds its own requests (no prompt template)."""
+    config = dict(config or {})
+    config.setdefault("output_type", "loglikelihood")
+    config.setdefault("test_split", "test")
+    config.setdefault("doc_to_text", "")
+    config.setdefault("doc_to_target", "")
+    config.pop("class", None)
+    return config
+
+
+def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
+    """One-line errors naming the key, the task and the allowed values, before any model work:
+    a wrong setting must stop the run, never be read as another one."""
+
+    def fail(key: str, allowed: str) -> None:
+        raise ScoringError(f"task {task}: metadata {key}={meta[key]!r} is invalid; {allowed}")
+
+    if "dataset" not in meta:
+        raise ScoringError(f"task {task}: metadata.dataset is required")
+    name = meta["dataset"]
+    if not isinstance(name, str) or not (name in datasets or name.startswith("dyads:")):
+        fail("dataset", f"allowed: one of {', '.join(sorted(datasets))}")
+    limit = meta.get("smart_limit", 1)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        fail("smart_limit", "allowed: an integer ≥ 1 (tokens after the blank smart scoring adds)")
+    scoring = meta.get("scoring", "all")
+    listed = isinstance(scoring, list) and scoring and all(isinstance(n, str) for n in scoring)
+    if not (isinstance(scoring, str) and scoring.strip() or listed):
+        fail("scoring", 'allowed: "all", "name,name", or a list of scoring-method names')
+    headline = meta.get("headline")
+    by_family = isinstance(headline, dict) and all(
+        family in families.FAMILIES and isinstance(method, str)
+        for family, method in headline.items()
+    )
+    if not (headline is None or isinstance(headline, str) or by_family):
+        fail(
+            "headline", f"allowed: a method name or a mapping {'|'.join(families.FAMILIES)} → name"
+        )
+    for key in ("tokenizer", "pretrained"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            fail(key, "allowed: a Hub id or a local path")
+
+
+METRIC_CHOICES = ("headline", "all")
+
+
+def metric_choice(task: str, metadata: dict[str, Any]) -> str:
+    """``metadata.metrics``: which aggregations lm-eval computes and prints (see the docstring)."""
+    choice = metadata.get("metrics", "headline")
+    if choice not in METRIC_CHOICES:
+        raise ValueError(
+            f"task {task}: metadata.metrics is {choice!r}; use 'headline' (the default: the "
+            "metrics that define the task) or 'all' (--metadata '{\"metrics\": \"all\"}')"
+        )
+    return choice
+
+
+def select_metrics(
+    task: str, metadata: dict[str, Any], functions: dict[str, Any], headline: Any
+) -> dict[str, Any]:
+    """``functions`` restricted to the names in ``headline`` unless ``metrics`` is ``all``.
+
+    The other metrics' per-document values are still returned by ``process_results`` and logged;
+    ``patches`` keeps lm-eval from aggregating what ``aggregation()`` does not list.
+    """
+    if metric_choice(task, metadata) == "all":
+        return functions
+    return {name: fn for name, fn in functions.items() if name in headline}
+
+
+class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
+    """A task whose documents are schemas; see the module docstring."""
+
+    VERSION = 1.0
+    DATASETS = catalog.SPECS
+    HEADLINE_METRICS = frozenset({"acc", "schema_acc", "n_problems", "n_schemas"})
+
+    def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        config = request_task_config(config)
+        meta = config.get("metadata") or {}
+        check_metadata(config.get("task"), meta, self.DATASETS)
+        metric_choice(str(config.get("task")), meta)
+        super().__init__(config=config, **kwargs)
+        self.setup, self.methods = self._plan()
+
+    def aggregation(self) -> dict[str, Any]:
+        """The aggregations lm-eval computes and prints (``metadata.metrics``)."""
+        return select_metrics(
+            self.config.task, self._meta, self.all_aggregations(), self.HEADLINE_METRICS
+        )
+
+    # -- configuration -------------------------------------------------------------------------
+    @property
+    def _meta(self) -> dict[str, Any]:
+        return self.config.metadata or {}
+
+    def _plan(self) -> tuple[Setup, list[ScoringMethod]]:
+        """Family, tokenizer and methods (``families.plan``), settled before any model work."""
+        task, meta = self.config.task, self._meta
+        plan = families.plan(task, meta)
+        prior = plan.setup.prior
+        self.config.metadata = {**meta, "first_token_prior": prior, "headline": plan.headline}
+        self.family = plan.family.name
+        self.family_record = plan.family
+        self.method_pairs = list(plan.method_pairs)
+        log.info(
+            f"wsc_tasks: {task}: {self.family} model, headline {plan.headline}, methods "
+            f"{', '.join(m.name for m in plan.methods)}; first-token prior {prior}"
+        )
+        return plan.setup, list(plan.methods)
+
+    # -- data -----------------------------------------------------------------------------------
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        name = self._meta["dataset"]
+        docs = [schema.to_doc() for schema in catalog.load(name)]
+        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
+
+    def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> str:
+        return ""
+
+    def doc_to_target(self, doc: dict, doc_to_target: Any = None) -> list[int]:
+        return [int(p["label"]) for p in doc["problems"]]
+
+    def fewshot_context(self, doc: dict, num_fewshot: int = 0, **kwargs: Any) -> str:
+        if num_fewshot:
+            raise ValueError(
+                f"task {self.config.task}: few-shot prompting is not part of fill-in-the-blank "
+                f"scoring; run it with --num_fewshot 0"
+            )
+        return ""
+
+    # -- requests and results --------------------------------------------------------------------
+    def _problem_requests(self, problem: Problem) -> list[Request]:
+        """The union of all methods' requests for one problem, in first-seen order (built once
+        per problem: requests are built, then counted, then matched with their results)."""
+        cache = self.__dict__.setdefault("_requests_of", {})
+        if problem not in cache:
+            seen: dict[Request, None] = {}
+            for method in self.methods:
+                for per_option in method.requests(problem, self.setup):
+                    for request in per_option:
+                        seen.setdefault(request, None)
+            cache[problem] = list(seen)
+        return cache[problem]
+
+    def schemas(self, doc: dict) -> list[Schema]:
+        """The schemas of one document, in the order their requests are sent."""
+        return [Schema.from_doc(doc)]
+
+    def construct_requests(self, doc: dict, ctx: str, **kwargs: Any) -> list[Instance]:
+        kwargs.pop("apply_chat_template", None)
+        kwargs.pop("chat_template", None)
+        instances = []
+        problems = [p for schema in self.schemas(doc) for p in schema.problems]
+        for problem in problems:
+            for request_type, arguments in self._problem_requests(problem):
+                instances.append(
+                    Instance(
+                        request_type=request_type,
+                        doc=doc,
+                        arguments=arguments,
+                        idx=len(instances),
+                        **kwargs,
+                    )
+                )
+        return instances
+
+    def document_outcomes(
+        self, doc: dict, results: list[Any]
+    ) -> list[tuple[Schema, dict[str, SchemaOutcome]]]:
+        """Each schema of the document with its outcome per scoring method."""
+        out, position = [], 0
+        for schema in self.schemas(doc):
+            n = sum(len(self._problem_requests(p)) for p in schema.problems)
+            out.append((schema, self.outcomes(schema, results[position : position + n])))
+            position += n
+        if position != len(results):
+            raise RuntimeError(
+                f"task {self.config.task}: {len(results)} results for {position} requests"
+            )
+        return out
+
+    def outcomes(self, schema: Schema, results: list[Any]) -> dict[str, SchemaOutcome]:
+        """Per scoring method, which problems of the schema it answered correctly."""
+        position = 0
+        per_method: dict[str, list[bool]] = {m.name: [] for m in self.methods}
+        for problem in schema.problems:
+            keys = self._problem_requests(problem)
+            found = dict(zip(keys, results[position : position + len(keys)], strict=True))
+            position += len(keys)
+            for method in self.methods:
+                chosen = method.predict(problem, found, self.setup)
+                per_method[method.name].append(chosen == problem.label)
+        if position != len(results):
+            raise RuntimeError(
+                f"task {self.config.task}: {len(results)} results for {position} requests"
+            )
+        return {name: outcome(correct, schema.groups) for name, correct in per_method.items()}
+
+    def _token_facts(self, schema: Schema) -> tuple[list[bool], list[bool]]:
+        """Per problem: equal-length answers in context; blank followed by ≤ n tokens."""
+        tokens = self.setup.tokens
+        assert tokens is not None
+        equal, at_end = [], []
+        for problem in schema.problems:
+            if problem.n_blanks == 1:
+                lengths = tokens.answer_lengths(problem)
+            else:
+                lengths = tuple(len(tokens.encode(problem.fill(i), False)) for i in (0, 1))
+            equal.append(lengths[0] == lengths[1])
+            at_end.append(tokens.tokens_after_blank(problem, 0) <= self.setup.smart_limit)
+        return equal, at_end
+
+    def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
+        [(schema, by_method)] = self.document_outcomes(doc, results)
+        headline = by_method[self.methods[0].name]
+        values: dict[str, SchemaOutcome] = {name: headline for name in BASE_METRICS}
+        if self.setup.tokens is not None:
+            equal, at_end = self._token_facts(schema)
+            values["acc_equal_len"] = values["schema_acc_equal_len"] = restrict(headline, equal)
+            values["share_equal_len"] = outcome(equal, [])
+            values["share_blank_at_end"] = outcome(at_end, [])
+        if self._counts_splits:
+            values["n_shifted_splits"] = sum(shifted_splits(p, self.setup) for p in schema.problems)
+        for method_name, value in by_method.items():
+            for metric in PER_METHOD:
+                values[f"{metric}_{method_name}"] = value
+        for first, second in self.method_pairs:
+            pair = pair_outcome(by_method[first], by_method[second])
+            for metric in registry.select(value="pair", kind="consistency"):
+                values[f"{metric.name}_{first}_to_{second}"] = pair
+        return values
+
+    def all_aggregations(self) -> dict[str, Any]:
+        """Every metric ``process_results`` gives a per-document value for."""
+        functions = registry.aggregations(BASE_METRICS)
+        if self.setup.tokens is not None:
+            functions.update({name: bind(record) for name, record in TOKEN_METRICS.items()})
+        if self._counts_splits:
+            functions["n_shifted_splits"] = bind("n_shifted_splits")
+        for method in self.methods:
+            functions.update(registry.aggregations(PER_METHOD, f"_{method.name}"))
+        for first, second in self.method_pairs:
+            consistency_metrics = registry.select(value="pair", kind="consistency")
+            functions.update(
+                registry.aggregations(
+                    [m.name for m in consistency_metrics], f"_{first}_to_{second}"
+                )
+            )
+        return functions
+
+    def higher_is_better(self) -> dict[str, bool]:
+        return registry.higher_is_better(self.aggregation())
+
+    @property
+    def _counts_splits(self) -> bool:
+        """Methods that may split sentences after their first token(s) are active (causal)."""
+        return self.family_record.shifted_splits and any(m.needs_tokens for m in self.methods)
+
+
+class ConsistencyTask(SchemaTask):
+    """One document = an original schema and its transformed schema (thesis §3.7.2–3.7.3).
+
+    ``metadata.dataset`` names a pair dataset of ``catalog.PAIR_SPECS``. Both schemas are scored
+    with the task's methods; the headline method's outcomes give the consistency metrics that
+    apply to the transformation (Table 3.6), the accuracies of each side and their difference.
+    Because the pair travels in one document, the metrics are exact under multi-process runs.
+    """
+
+    DATASETS = catalog.PAIR_SPECS
+    HEADLINE_METRICS = frozenset(
+        {"acc_original", "acc_perturbed", "acc_diff", "schema_acc_diff", "consistency",
+         "schema_consistency", "n_pairs"}
+    )  # fmt: skip
+
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        docs = [self.pair_doc(o, t) for o, t in catalog.load_pairs(self._meta["dataset"])]
+        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
+
+    def pair_doc(self, original: Schema, transformed: Schema) -> dict[str, Any]:
+        return {
+            "schema_uid": transformed.uid,
+            "original": original.to_doc(),
+            "transformed": transformed.to_doc(),
+        }
+
+    @cached_property
+    def _aggregations(self) -> dict[str, Any]:
+        """The metrics that apply to the transformation (Table 3.6), built once per task."""
+        problem_level = catalog.PAIR_SPECS[self._meta["dataset"]].problem_level
+        return registry.pair_aggregations(problem_level)
+
+    def schemas(self, doc: dict) -> list[Schema]:
+        return [Schema.from_doc(doc["original"]), Schema.from_doc(doc["transformed"])]
+
+    def doc_to_target(self, doc: dict, doc_to_target: Any = None) -> list[int]:
+        return [p.label for s in self.schemas(doc) for p in s.problems]
+
+    def pair_item(self, doc: dict, results: list[Any]) -> dict[str, Any]:
+        """The document's value for every metric: both sides' headline outcomes."""
+        (_, before), (_, after) = self.document_outcomes(doc, results)
+        headline = self.methods[0].name
+        return dict(pair_outcome(before[headline], after[headline]))
+
+    def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
+        item = self.pair_item(doc, results)
+        return {name: item for name in self._aggregations}
+
+    def all_aggregations(self) -> dict[str, Any]:
+        return dict(self._aggregations)
+
+    def higher_is_better(self) -> dict[str, bool]:
+        return registry.higher_is_better(self.aggregation())
+
+
+class AssociativityTask(ConsistencyTask):
+    """WSC266 against its no-candidates perturbation, split into associative and non-associative
+    schemas (thesis §4.4); metrics in ``wsc_tasks.metrics.associativity``."""
+
+    HEADLINE_METRICS = frozenset(
+        {f"{m}_{s}_adjusted" for m in associativity.ACCURACIES for s in associativity.SCOPES}
+        | {"n_pairs"}
+    )
+
+    def pair_doc(self, original: Schema, transformed: Schema) -> dict[str, Any]:
+        return {**super().pair_doc(original, transformed), "subset": associativity.subset(original)}
+
+    def pair_item(self, doc: dict, results: list[Any]) -> dict[str, Any]:
+        return {**super().pair_item(doc, results), "subset": doc["subset"]}
+
+    @cached_property
+    def _aggregations(self) -> dict[str, Any]:
+        names = [m.name for m in registry.select(value="tagged pair")]
+        return {**registry.aggregations(names), "n_pairs": bind("n_pairs")}

@@ -1,0 +1,1 @@
+"""Metrics and statistics over lm-eval's per-document outcomes, as pure functions."""

@@ -1,0 +1,209 @@
+"""The schemas behind the numbers, from lm-eval's logged samples: what a paper's discussion shows.
+
+Per task and model: a few schemas the headline method solves, half-solves and anti-solves; for a
+``*_consistency`` (or associativity) task, the problems whose answer flips under the perturbation,
+original and perturbed side by side; for every pair of scoring methods, how many problems they
+answer differently, with a few problems of the pair that disagrees most. Option scores are read
+back from the logged requests: the partial score log P(text after the blank | text up to it) and,
+when the run asked for it, the full-sentence log-likelihood; the option a method chose follows
+from its logged correctness and the label. Everything is in document order, so it is
+reproducible.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from wsc_tasks.data.problems import Problem, Schema
+from wsc_tasks.reporting.runs import TaskRun, _read_samples
+from wsc_tasks.scoring.methods import ScoringError, _partial_request
+
+PER_KIND = 3  # examples shown per category
+CATEGORIES = ("solved", "half-solved", "anti-solved")
+
+
+@dataclass(frozen=True)
+class ProblemView:
+    """One problem as shown: the text with its blank, both options and their scores."""
+
+    uid: str
+    text: str  # blanks shown as ___
+    options: tuple[str, str]
+    label: int
+    partial: tuple[float, float] | None  # log P(continuation | context with option)
+    full: tuple[float, float] | None  # log P(sentence), when the run asked for it
+    chosen: dict[str, int]  # method (or "headline") -> chosen option
+
+
+@dataclass
+class TaskExamples:
+    task: str
+    model: str
+    categories: dict[str, list[list[ProblemView]]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    flips: list[tuple[list[ProblemView], list[ProblemView]]] = field(default_factory=list)
+    n_flips: int = 0
+    n_pairs: int = 0
+    schema_level: bool = False  # flips compared schema by schema (inversion), not problem-wise
+    disagreements: list[tuple[str, str, int, int]] = field(default_factory=list)  # a, b, n, of
+    disagreement_examples: list[ProblemView] = field(default_factory=list)
+
+
+def request_scores(row: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """(context, continuation) → log-likelihood of every request of one logged document."""
+    out = {}
+    arguments = row.get("arguments") or {}
+    for key, args in arguments.items():
+        index = int(str(key).rsplit("_", 1)[-1])
+        if not isinstance(args, dict) or index >= len(row.get("resps", [])):
+            continue
+        try:
+            value = float(row["resps"][index][0][0])
+        except (TypeError, ValueError, IndexError):
+            continue
+        out[(str(args.get("arg_0", "")), str(args.get("arg_1", "")))] = value
+    return out
+
+
+def _pair(scores: dict[tuple[str, str], float], keys: list[tuple[str, str]]):
+    found = [scores.get(k) for k in keys]
+    return None if any(v is None for v in found) else (found[0], found[1])
+
+
+def _partial_keys(problem: Problem) -> list[tuple[str, str]] | None:
+    try:
+        return [_partial_request(problem, i)[1] for i in (0, 1)]
+    except ScoringError:
+        return None
+
+
+def view(
+    problem: Problem, scores: dict[tuple[str, str], float], chosen: dict[str, int]
+) -> ProblemView:
+    keys = _partial_keys(problem)
+    return ProblemView(
+        uid=problem.uid,
+        text="___".join(problem.segments),
+        options=tuple(" / ".join(o) for o in problem.options),  # type: ignore[arg-type]
+        label=problem.label,
+        partial=_pair(scores, keys) if keys else None,
+        full=_pair(scores, [("", problem.fill(i)) for i in (0, 1)]),
+        chosen=chosen,
+    )
+
+
+def _choice(label: int, correct: int) -> int:
+    return label if correct else 1 - label
+
+
+def methods(row: dict[str, Any]) -> list[str]:
+    """Scoring methods with per-problem outcomes in a logged document, headline first."""
+    names = row.get("metrics", [])
+    return [
+        n[len("acc_") :]
+        for n in names
+        if n.startswith("acc_") and f"schema_{n}" in names and n != "acc_equal_len"
+    ]
+
+
+def _schema_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
+    counts = dict.fromkeys(CATEGORIES, 0)
+    shown: dict[str, list[list[ProblemView]]] = {c: [] for c in CATEGORIES}
+    all_methods = methods(rows[0]) if rows else []
+    pairs = [(a, b) for i, a in enumerate(all_methods) for b in all_methods[i + 1 :]]
+    differ = dict.fromkeys(pairs, 0)
+    first_examples: dict[tuple[str, str], list] = {p: [] for p in pairs}
+    n_problems = 0
+    for row in rows:
+        outcome = row.get("acc")
+        if not isinstance(outcome, dict) or "correct" not in outcome:
+            continue
+        schema = Schema.from_doc(row["doc"])
+        scores = request_scores(row)
+        chosen = [
+            {"headline": _choice(p.label, c)}
+            for p, c in zip(schema.problems, outcome["correct"], strict=True)
+        ]
+        for group in outcome["groups"]:
+            right = sum(outcome["correct"][i] for i in group)
+            kind = CATEGORIES[0 if right == len(group) else 2 if right == 0 else 1]
+            counts[kind] += 1
+            if len(shown[kind]) < PER_KIND:
+                shown[kind].append([view(schema.problems[i], scores, chosen[i]) for i in group])
+        n_problems += len(schema.problems)
+        per_method = {m: row[f"acc_{m}"]["correct"] for m in all_methods}
+        for j, problem in enumerate(schema.problems):
+            for a, b in pairs:
+                if per_method[a][j] != per_method[b][j]:
+                    differ[(a, b)] += 1
+                    if len(first_examples[(a, b)]) < PER_KIND:
+                        flags = {m: per_method[m][j] for m in all_methods}
+                        first_examples[(a, b)].append((problem, scores, flags))
+    found.categories, found.counts = shown, counts
+    ranked = sorted(pairs, key=lambda p: (-differ[p], all_methods.index(p[0])))
+    found.disagreements = [(a, b, differ[(a, b)], n_problems) for a, b in ranked]
+    if ranked and differ[ranked[0]]:
+        a, b = ranked[0]
+        for problem, scores, flags in first_examples[(a, b)]:
+            chosen = {m: _choice(problem.label, flags[m]) for m in (a, b)}
+            found.disagreement_examples.append(view(problem, scores, chosen))
+
+
+def _pair_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        items = [row.get(m) for m in row.get("metrics", [])]
+        item = next((i for i in items if isinstance(i, dict) and "before" in i), None)
+        if item is None:
+            continue
+        original = Schema.from_doc(row["doc"]["original"])
+        perturbed = Schema.from_doc(row["doc"]["transformed"])
+        before, after = item["before"]["correct"], item["after"]["correct"]
+        scores = request_scores(row)
+        found.n_pairs += 1
+        names = row.get("metrics", [])
+        found.schema_level = "schema_consistency" in names and "consistency" not in names
+        if len(before) == len(after) and not found.schema_level:
+            changed = [i for i, (x, y) in enumerate(zip(before, after, strict=True)) if x != y]
+        else:
+            found.schema_level = True
+            changed = list(range(len(before))) if sum(before) != sum(after) else []
+        if not changed:
+            continue
+        found.n_flips += len(changed) if not found.schema_level else 1
+        if len(found.flips) >= PER_KIND:
+            continue
+        right_index = changed if not found.schema_level else range(len(after))
+        left = _side(original, before, changed, scores)
+        right = _side(perturbed, after, right_index, scores)
+        found.flips.append((left, right))
+
+
+def _side(schema: Schema, flags, indexes, scores) -> list[ProblemView]:
+    return [
+        view(schema.problems[i], scores, {"headline": _choice(schema.problems[i].label, flags[i])})
+        for i in indexes
+    ]
+
+
+def task_examples(task: TaskRun, model: str) -> TaskExamples | None:
+    """The examples of one task of one model; None when it has no schema samples."""
+    if task.samples is None:
+        return None
+    rows = _read_samples(task.samples)
+    if not rows:
+        return None
+    doc = rows[0].get("doc", {})
+    found = TaskExamples(task.task, model)
+    if "original" in doc and "transformed" in doc:
+        _pair_examples(found, rows)
+    elif "problems" in doc:
+        _schema_examples(found, rows)
+    else:
+        return None
+    return found
+
+
+def fmt(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.2f}"

@@ -1,0 +1,220 @@
+"""One self-contained HTML page per report or leaderboard: nothing is fetched when it is viewed.
+
+Tables are sortable (click a header; numbers sort as numbers, ``–`` last) and filterable (a text
+box above each); figures are the report's SVG files, inlined; the examples of ``examples`` are
+laid out per task and model. Plain string building with ``html.escape``: the page has a dozen
+element kinds, a template engine would be more code.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from wsc_tasks.reporting.examples import CATEGORIES, ProblemView, TaskExamples, fmt
+from wsc_tasks.reporting.figures import inline_svg
+from wsc_tasks.reporting.tables import Table, display
+
+STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1500px; padding: 0 1em;
+  color: #222; }
+h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: .4em 0 1.2em; font-size: 13px; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+table.sortable th { cursor: pointer; user-select: none; }
+table.sortable th[data-dir=asc]::after { content: " \\25B2"; }
+table.sortable th[data-dir=desc]::after { content: " \\25BC"; }
+tbody tr:nth-child(even) { background: #fafafa; }
+.caption { font-weight: bold; margin-top: 1em; }
+input.filter { margin: .2em 0; padding: 2px 4px; width: 20em; }
+svg.figure { width: 100%; height: auto; display: block; margin: .5em 0 1.5em; }
+details { margin: .3em 0; } summary { cursor: pointer; font-weight: bold; }
+.right { background: #d9f2d9; } .wrong { background: #f8d7d7; }
+.side { display: flex; gap: 1em; } .side > div { flex: 1; min-width: 0; overflow-x: auto; }
+td.score { white-space: nowrap; } .side td.text { min-width: 11em; }
+table.examples { width: 100%; } table.examples td.text { min-width: 18em; }
+table.examples tbody { border-top: 3px solid #999; }
+.muted { color: #666; } code { background: #f3f3f3; padding: 0 2px; }
+"""
+
+SCRIPT = """
+function cellKey(row, i) {
+  const text = row.cells[i] ? row.cells[i].textContent.trim() : "";
+  const number = parseFloat(text.replace(/^[<>]\\s*/, "").replace("\\u2212", "-"));
+  return isNaN(number) ? text : number;
+}
+function compareKeys(x, y) {
+  if (typeof x === "number" && typeof y === "number") return x - y;
+  if (typeof x === "number") return -1;
+  if (typeof y === "number") return 1;
+  return x.localeCompare(y);
+}
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  const heads = Array.from(table.tHead.rows[0].cells);
+  heads.forEach(function (head, i) {
+    head.addEventListener("click", function () {
+      const ascending = head.dataset.dir !== "asc";
+      heads.forEach(function (h) { delete h.dataset.dir; });
+      head.dataset.dir = ascending ? "asc" : "desc";
+      const body = table.tBodies[0];
+      const rows = Array.from(body.rows);
+      rows.sort(function (a, b) {
+        const order = compareKeys(cellKey(a, i), cellKey(b, i));
+        return ascending ? order : -order;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+document.querySelectorAll("input.filter").forEach(function (box) {
+  box.addEventListener("input", function () {
+    const query = box.value.toLowerCase();
+    const table = document.getElementById(box.dataset.table);
+    Array.from(table.tBodies[0].rows).forEach(function (row) {
+      row.hidden = query !== "" && !row.textContent.toLowerCase().includes(query);
+    });
+  });
+});
+"""
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def inline(text: str) -> str:
+    """Escaped text with Markdown's `code` spans (the only markup the report's prose uses)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
+
+
+def table_html(table: Table) -> str:
+    """A caption, a filter box and the sortable table, with the Markdown table's cell texts."""
+    shown = display(table)
+    if isinstance(shown, tuple):  # (headers, rows), as main's tables.display now returns
+        headers, cells = shown
+    else:  # a pandas DataFrame of texts
+        headers, cells = list(shown.columns), shown.itertuples(index=False)
+    ident = f"table-{table.name}"
+    head = "".join(f"<th>{esc(c)}</th>" for c in headers)
+    rows = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>\n" for row in cells)
+    note = f"<p>{inline(table.note)}</p>" if table.note else ""
+    return (
+        f'<p class="caption">{inline(table.title)}</p>\n'
+        f'<input class="filter" type="search" placeholder="filter rows" data-table="{ident}">\n'
+        f'<table class="sortable" id="{ident}"><thead><tr>{head}</tr></thead>\n'
+        f"<tbody>\n{rows}</tbody></table>{note}\n"
+    )
+
+
+def page(title: str, body: str) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n"
+        f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    )
+
+
+def figure_html(svg: Path, caption: str) -> str:
+    if not svg.is_file():
+        return ""
+    return f"<figure>{inline_svg(svg, svg.stem)}<figcaption>{inline(caption)}</figcaption></figure>"
+
+
+# -- examples ----------------------------------------------------------------------------------
+def _scores(pair: tuple[float, float] | None) -> str:
+    return "–" if pair is None else f"{fmt(pair[0])} / {fmt(pair[1])}"
+
+
+def _problem_rows(problems: Sequence[ProblemView]) -> str:
+    out = []
+    for p in problems:
+        first = next(iter(p.chosen.values()), None)
+        cells = [f"<td>{esc(p.uid)}</td>", f'<td class="text">{esc(p.text)}</td>']
+        for i, option in enumerate(p.options):
+            mark = " ✓" if i == p.label else ""
+            kind = ("right" if i == p.label else "wrong") if i == first else ""
+            cells.append(f'<td class="{kind}">{esc(option)}{mark}</td>')
+        cells.append(f'<td class="score">{_scores(p.partial)}</td>')
+        cells.append(f'<td class="score">{_scores(p.full)}</td>')
+        if list(p.chosen) == ["headline"]:
+            chosen = str(p.chosen["headline"] + 1)
+        else:
+            chosen = ", ".join(f"{m}: {c + 1}" for m, c in p.chosen.items())
+        cells.append(f"<td>{esc(chosen)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    return "\n".join(out)
+
+
+EXAMPLE_HEAD = (
+    "<thead><tr><th>problem</th><th>text</th><th>option 1</th><th>option 2</th>"
+    "<th>partial (1 / 2)</th><th>sentence (1 / 2)</th><th>chose</th></tr></thead>"
+)
+
+
+def _example_table(groups: Sequence[Sequence[ProblemView]]) -> str:
+    bodies = "".join(f"<tbody>{_problem_rows(g)}</tbody>" for g in groups)
+    return f'<table class="examples">{EXAMPLE_HEAD}{bodies}</table>'
+
+
+def _model_examples(found: TaskExamples) -> str:
+    parts = [f"<h4>{esc(found.model)}</h4>"]
+    if found.counts:
+        total = sum(found.counts.values())
+        counts = ", ".join(f"{k} {v}" for k, v in found.counts.items())
+        parts.append(f"<p>Schema groups ({total}): {esc(counts)}.</p>")
+        for kind in CATEGORIES:
+            groups = found.categories.get(kind) or []
+            if groups:
+                parts.append(
+                    f"<p><b>{kind}</b> ({len(groups)} of {found.counts[kind]} shown)</p>"
+                    + _example_table(groups)
+                )
+    if found.n_pairs:
+        unit = "schemas whose number of solved problems changes" if found.schema_level else (
+            "problems whose answer flips (right ↔ wrong)"
+        )  # fmt: skip
+        parts.append(
+            f"<p><b>{found.n_flips}</b> {unit}, of {found.n_pairs} pairs; "
+            f"{len(found.flips)} shown, original left, perturbed right.</p>"
+        )
+        for left, right in found.flips:
+            parts.append(
+                f'<div class="side"><div>{_example_table([left])}</div>'
+                f"<div>{_example_table([right])}</div></div>"
+            )
+    if found.disagreements and found.disagreements[0][2]:
+        top = "; ".join(f"{a} vs {b}: {n} of {of}" for a, b, n, of in found.disagreements[:5])
+        parts.append(f"<p>Problems answered differently by two scoring methods: {esc(top)}.</p>")
+        if found.disagreement_examples:
+            a, b = found.disagreements[0][:2]
+            parts.append(
+                f"<p>Where {esc(a)} and {esc(b)} disagree "
+                f"({len(found.disagreement_examples)} shown):</p>"
+                + _example_table([[p] for p in found.disagreement_examples])
+            )
+    return "\n".join(parts)
+
+
+EXAMPLES_TEXT = (
+    "Per task and model, from the logged samples, in document order: schema groups the headline "
+    "method solves (every problem right), half-solves and anti-solves (none right); for a "
+    "consistency task, the problems whose answer flips under the perturbation; and the scoring "
+    "methods that disagree most. Scores of option 1 / option 2: partial, the log-likelihood "
+    "log P(text after the blank | text up to it); sentence, the log-likelihood of the whole "
+    "sentence (when the run asked for it). ✓ marks the right option; the option the headline "
+    "method (or the first method named under chose) picked is green when right, red when wrong."
+)
+
+
+def examples_html(found: Sequence[TaskExamples]) -> str:
+    by_task: dict[str, list[TaskExamples]] = {}
+    for item in found:
+        by_task.setdefault(item.task, []).append(item)
+    parts = [f"<p>{esc(EXAMPLES_TEXT)}</p>"]
+    for task, items in by_task.items():
+        inner = "\n".join(_model_examples(i) for i in items)
+        parts.append(f"<details><summary>{esc(task)}</summary>\n{inner}\n</details>")
+    return "\n".join(parts)

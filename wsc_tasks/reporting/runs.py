@@ -1,0 +1,232 @@
+"""lm-eval output folders read back: per task, the reported figures and the per-document values.
+
+A folder is one model's ``--output_path`` (lm-eval nests a sub-folder per model name): every
+``results_<time>.json`` in it and the ``samples_<task>_<time>.jsonl`` written beside it with
+``--log_samples``. A task run twice keeps its newest run. Each per-document value is read with
+the ratio form of its metric (``metric_registry.by_name``), and the form is checked to reproduce
+the figure lm-eval reported before any interval is computed from it; a metric that was logged but
+not aggregated (the per-method metrics of a run without ``metrics: all``) gets its figure from
+the samples.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wsc_tasks.data.pairing import PairingError, pair_schemas
+from wsc_tasks.data.problems import Schema
+from wsc_tasks.metrics import ratios, registry
+from wsc_tasks.paths import portable
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+TOLERANCE = 1e-9
+
+
+class RunError(ValueError):
+    """An output folder that cannot be read as one model's lm-eval results."""
+
+
+class IncompleteSamples(RunError):
+    """A samples file with fewer (or more) documents than lm-eval's ``n-samples`` says."""
+
+
+@dataclass
+class TaskRun:
+    """One task of one run: lm-eval's figures and, with samples, the per-document values."""
+
+    task: str
+    row: dict[str, Any]
+    docs: list[dict[str, Any]] = field(default_factory=list)
+    values: dict[str, list[Any]] = field(default_factory=dict)
+    forms: dict[str, ratios.Form] = field(default_factory=dict)
+    samples: Path | None = None  # the samples file, read again for the report's examples
+
+    def reported(self, metric: str) -> float | None:
+        value = self.row.get(f"{metric},none")
+        return float(value) if isinstance(value, int | float) else None
+
+    def methods(self) -> list[str]:
+        """Scoring methods with per-document outcomes, in lm-eval's order (headline first)."""
+        return [
+            name[len("acc_") :]
+            for name in self.values
+            if name.startswith("acc_")
+            and f"schema_{name}" in self.values
+            and self.forms.get(name) is ratios.PROBLEM_ACCURACY
+            and name != "acc_equal_len"
+        ]
+
+    def schemas(self, side: str | None = None) -> list[Schema]:
+        return [Schema.from_doc(doc[side] if side else doc) for doc in self.docs]
+
+
+@dataclass
+class Run:
+    """Every task one model was run on."""
+
+    label: str
+    model: str
+    model_args: str
+    tasks: dict[str, TaskRun]
+    limit: float | None = None  # lm-eval's --limit, when the run used one
+    incomplete: dict[str, str] = field(default_factory=dict)  # task -> why it was set aside
+
+    def notes(self) -> list[str]:
+        """What a reader of its tables must know: a --limit, tasks with incomplete samples."""
+        notes = []
+        if self.limit is not None:
+            notes.append(
+                f"{self.label} was run with --limit {self.limit:g}: its figures come from the "
+                "first documents of each task, not the whole dataset"
+            )
+        notes += [f"{self.label}, {task}: {why}" for task, why in self.incomplete.items()]
+        return notes
+
+
+def _model_of(data: dict[str, Any]) -> tuple[str, str]:
+    config = data.get("config", {})
+    args = config.get("model_args")
+    text = json.dumps(args, sort_keys=True) if isinstance(args, dict) else str(args or "")
+    return str(config.get("model")), portable(text)
+
+
+def _read_samples(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise RunError(f"{path}:{number}: not a JSON line ({error})") from error
+    return sorted(rows, key=lambda r: r["doc_id"])
+
+
+def _task_run(
+    task: str, row: dict[str, Any], samples: Path | None, expected: int | None = None
+) -> TaskRun:
+    run = TaskRun(task, row, samples=samples)
+    if samples is None:
+        log.warning(f"wsc_tasks: {task}: no samples file (run with --log_samples): no intervals")
+        return run
+    rows = _read_samples(samples)
+    if expected is not None and len(rows) != expected:
+        raise IncompleteSamples(
+            f"samples file {samples.name} has {len(rows)} of the {expected} documents lm-eval "
+            "scored (n-samples): incomplete, left out of every table"
+        )
+    run.docs = [r["doc"] for r in rows]
+    metric_names = rows[0]["metrics"] if rows else []
+    for name in metric_names:
+        run.values[name] = [r[name] for r in rows]
+        found = registry.by_name(name, run.values[name][0]) if rows else None
+        if found is None:
+            continue
+        try:
+            value = found(run.values[name])
+        except (ValueError, KeyError, TypeError) as error:
+            log.warning(f"wsc_tasks: {task}: {name}: cannot recompute ({error}); no interval")
+            continue
+        if f"{name},none" not in run.row:  # logged, not aggregated (metadata metrics: headline)
+            run.row[f"{name},none"] = value
+            run.forms[name] = found
+            continue
+        reported = run.reported(name)
+        same = reported is not None and (
+            (math.isnan(value) and math.isnan(reported)) or abs(value - reported) <= TOLERANCE
+        )
+        if same:
+            run.forms[name] = found
+        else:
+            log.warning(
+                f"wsc_tasks: {task}: {name}: samples give {value}, lm-eval reported {reported}; "
+                "no interval for it"
+            )
+    return run
+
+
+def load_run(folder: str | Path, label: str | None = None) -> Run:
+    """One model's runs under ``folder``; ``label`` defaults to the folder's name."""
+    folder = Path(folder)
+    files = sorted(folder.rglob("results_*.json"), key=lambda p: (p.name, str(p)))
+    if not files:
+        raise RunError(f"{folder}: no lm-eval results_*.json (run lm-eval with --output_path)")
+    tasks: dict[str, TaskRun] = {}
+    models: dict[tuple[str, str], Path] = {}
+    incomplete: dict[str, str] = {}
+    limits: list[float] = []
+    for path in files:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        models.setdefault(_model_of(data), path)
+        if data.get("config", {}).get("limit") is not None:
+            limits.append(float(data["config"]["limit"]))
+        stamp = path.name[len("results_") : -len(".json")]
+        groups = set(data.get("groups", {}))
+        for task, row in data.get("results", {}).items():
+            if task in groups:
+                continue
+            plain = path.with_name(f"samples_{task}_{stamp}.jsonl")
+            found = [p for p in (plain, plain.with_suffix(".jsonl.gz")) if p.is_file()]
+            samples = found[0] if found else None
+            expected = data.get("n-samples", {}).get(task, {}).get("effective")
+            incomplete.pop(task, None)
+            try:
+                tasks[task] = _task_run(task, row, samples, expected)
+            except IncompleteSamples as error:
+                log.warning(f"wsc_tasks: {folder}: {task}: {error}")
+                tasks.pop(task, None)
+                incomplete[task] = str(error)
+    if len(models) > 1:
+        listing = "; ".join(f"{p} ({m} {a})" for (m, a), p in models.items())
+        raise RunError(
+            f"{folder}: results of different models ({listing}); give each model its own folder"
+        )
+    (model, args), _ = next(iter(models.items()))
+    log.info(f"wsc_tasks: {folder}: {len(tasks)} task(s) of {model} from {len(files)} file(s)")
+    name, limit = label or folder.resolve().name, max(limits, default=None)
+    return Run(name, model, args, dict(sorted(tasks.items())), limit, incomplete)
+
+
+def parse_folder_argument(text: str) -> tuple[str | None, str]:
+    """``LABEL=FOLDER`` or ``FOLDER``."""
+    if "=" in text and not Path(text).exists():
+        label, folder = text.split("=", 1)
+        return label, folder
+    return None, text
+
+
+# -- matching documents between tasks ------------------------------------------------------------
+def pair_documents(
+    original: TaskRun, transformed: TaskRun, metric: str, problem_level: bool
+) -> tuple[list[Any], list[Any]]:
+    """Per-document values of ``metric`` of both tasks on the schemas they share, aligned.
+
+    Uses the same matching as the consistency tasks (``pairing``: original problem numbers, or
+    schema ids); an original schema nothing was made from is left out, as the thesis compares a
+    perturbation with "the corresponding subset" of the original.
+    """
+    by_uid = {s.uid: i for i, s in enumerate(original.schemas())}
+    pairs = pair_schemas(original.schemas(), transformed.schemas(), problem_level)
+    first = [original.values[metric][by_uid[o.uid]] for o, _ in pairs]
+    second = [transformed.values[metric][i] for i in range(len(pairs))]
+    return first, second
+
+
+def try_pair_documents(
+    original: TaskRun, transformed: TaskRun, metric: str, problem_level: bool
+) -> tuple[list[Any], list[Any]] | None:
+    try:
+        return pair_documents(original, transformed, metric, problem_level)
+    except PairingError as error:
+        log.warning(
+            f"wsc_tasks: {transformed.task} cannot be matched with {original.task}: {error}"
+        )
+        return None

@@ -1,0 +1,178 @@
+"""Tables of estimates, written as Markdown, CSV and LaTeX with fixed formatting.
+
+Markdown and LaTeX are rendered here, not by a table library, so that the committed report is the
+same bytes whatever version of pandas or tabulate a reader has installed.
+
+A table is a list of rows; a cell is text, a number, or a ``stats.Estimate``. An estimate is shown
+as ``0.617 [0.556, 0.677]`` (value and 95% percentile interval) or, as a difference, ``+0.011``,
+with its p-value (one significant digit, thesis style) in the next column; the CSV file has every
+number in its own column at full precision (rounded to 6 places, so reruns are byte-identical).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from wsc_tasks.metrics.stats import Estimate, format_p
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate shown with its interval; p (against chance) in a column after it if given."""
+
+    estimate: Estimate
+    show_p: bool = False
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A difference shown signed, with its p against 0 in the next column."""
+
+    estimate: Estimate
+
+
+Cell = str | int | float | Interval | Delta | None
+
+
+@dataclass
+class Table:
+    name: str  # file stem
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]] = field(default_factory=list)
+    note: str = ""
+
+
+def _number(value: float | None, signed: bool = False) -> str:
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def display(table: Table) -> tuple[list[str], list[list[str]]]:
+    """Headers and text cells for Markdown and LaTeX."""
+    headers: list[str] = []
+    for column, cell in zip(table.columns, _widest(table), strict=True):
+        headers.append(column)
+        if isinstance(cell, Delta) or (isinstance(cell, Interval) and cell.show_p):
+            headers.append(f"p ({column})")
+    rows = []
+    for row in table.rows:
+        out: list[str] = []
+        for cell, example in zip(row, _widest(table), strict=True):
+            out += _show(cell, example)
+        rows.append(out)
+    return headers, rows
+
+
+def _widest(table: Table) -> list[Cell]:
+    """Per column, a cell that says how wide it is (an estimate with p if any row has one)."""
+    out: list[Cell] = []
+    for i in range(len(table.columns)):
+        cells = [row[i] for row in table.rows]
+        pick: Cell = None
+        for cell in cells:
+            if isinstance(cell, Delta) or (isinstance(cell, Interval) and cell.show_p):
+                pick = cell
+                break
+            if pick is None and cell is not None:
+                pick = cell
+        out.append(pick)
+    return out
+
+
+def _show(cell: Cell, example: Cell) -> list[str]:
+    wide = isinstance(example, Delta) or (isinstance(example, Interval) and example.show_p)
+    if isinstance(cell, Interval):
+        e = cell.estimate
+        text = f"{_number(e.value)} [{_number(e.low)}, {_number(e.high)}]"
+        return [text, format_p(e.p)] if wide else [text]
+    if isinstance(cell, Delta):
+        return [_number(cell.estimate.value, signed=True), format_p(cell.estimate.p)]
+    if isinstance(cell, float):
+        text = _number(cell)
+    else:
+        text = "–" if cell is None else str(cell)
+    return [text, "–"] if wide else [text]
+
+
+def numeric(table: Table) -> pd.DataFrame:
+    """Every number in its own column, for CSV."""
+    records = []
+    for row in table.rows:
+        record: dict[str, Any] = {}
+        for column, cell in zip(table.columns, row, strict=True):
+            if isinstance(cell, Interval | Delta):
+                e = cell.estimate
+                record[column] = e.value
+                record[f"{column} low"] = e.low
+                record[f"{column} high"] = e.high
+                if e.p is not None:
+                    record[f"{column} p"] = e.p
+            else:
+                record[column] = cell
+        records.append(record)
+    frame = pd.DataFrame.from_records(records)
+    return frame.round(6)
+
+
+def write(table: Table, folder: Path) -> dict[str, Path]:
+    """``<name>.md``, ``.csv`` and ``.tex`` under ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {kind: folder / f"{table.name}.{kind}" for kind in ("md", "csv", "tex")}
+    paths["md"].write_text(markdown(table), encoding="utf-8")
+    numeric(table).to_csv(paths["csv"], index=False, lineterminator="\n")
+    paths["tex"].write_text(latex(table), encoding="utf-8")
+    return paths
+
+
+def markdown_grid(headers: list[str], rows: list[list[str]]) -> str:
+    """A pipe table: one line per row, no padding (column widths would depend on how wide a
+    renderer thinks characters such as the combining tilde of ``C̃`` are)."""
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    rule = "|" + "|".join("---" for _ in headers) + "|"
+    return "\n".join([line(headers), rule, *map(line, rows)])
+
+
+def markdown(table: Table) -> str:
+    note = f"\n\n{table.note}" if table.note else ""
+    return f"**{table.title}**\n\n{markdown_grid(*display(table))}{note}\n"
+
+
+_LATEX_SPECIAL = {c: f"\\{c}" for c in "&%$#_{}"} | {
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+
+
+def latex(table: Table) -> str:
+    """A booktabs ``table`` environment with caption and label ``tab:<name>``."""
+    headers, rows = display(table)
+    body = [" & ".join(map(latex_escape, cells)) + r" \\" for cells in rows]
+    return "\n".join([
+        r"\begin{table}",
+        rf"\caption{{{latex_escape(table.title)}}}",
+        rf"\label{{tab:{table.name}}}",
+        rf"\begin{{tabular}}{{{'l' * len(headers)}}}",
+        r"\toprule",
+        " & ".join(map(latex_escape, headers)) + r" \\",
+        r"\midrule",
+        *body,
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
+        "",
+    ])  # fmt: skip

@@ -1,0 +1,212 @@
+"""Token-level facts about problems, counted exactly as lm-eval's HF models split requests.
+
+Mean scoring divides by numbers of tokens, smart scoring looks at how many tokens follow the blank,
+and the equal-length subset (thesis §3.7.4) compares the options' token counts *in the context of
+the problem* (capitalisation and leading space as substituted). lm-eval returns only sums of
+log-probabilities, so the tasks count tokens themselves with the model's own tokenizer.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from wsc_tasks.data.problems import Problem
+
+
+class RequestMismatch(ValueError):
+    """A request would not give the model the tokens its scoring formula means."""
+
+
+@dataclass(eq=False)  # hashed by identity: one counter per tokenizer, a key of scoring caches
+class TokenCounter:
+    """Counts continuation tokens the way ``lm_eval.api.model.TemplateLM._encode_pair`` does."""
+
+    tokenizer: Any
+    add_special_tokens: bool | None = None  # None: the tokenizer's default, as lm-eval's HFLM
+    seq2seq: bool = False  # lm-eval encodes an encoder–decoder's context on its own
+    _cache: dict[tuple[str, bool | None], tuple[int, ...]] = field(default_factory=dict, repr=False)
+
+    def encode(self, text: str, add_special_tokens: bool | None = None) -> list[int]:
+        flag = self.add_special_tokens if add_special_tokens is None else add_special_tokens
+        return list(self._encode(text, flag))
+
+    def _encode(self, text: str, flag: bool | None) -> tuple[int, ...]:
+        key = (text, flag)
+        if key not in self._cache:
+            kwargs = {} if flag is None else {"add_special_tokens": flag}
+            self._cache[key] = tuple(self.tokenizer.encode(text, **kwargs))
+        return self._cache[key]
+
+    def split(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """(context tokens, continuation tokens) of a causal loglikelihood request."""
+        if not context:
+            return [], self.encode(continuation, add_special_tokens=False)
+        spaces = len(context) - len(context.rstrip())
+        if spaces:
+            context, continuation = context[:-spaces], context[-spaces:] + continuation
+        whole = self.encode(context + continuation)
+        head = self.encode(context)
+        return head, whole[len(head) :]
+
+    @property
+    def prefix_token_id(self) -> int | None:
+        """What lm-eval's HFLM puts before an empty context: BOS, else EOS."""
+        bos = getattr(self.tokenizer, "bos_token_id", None)
+        return bos if bos is not None else getattr(self.tokenizer, "eos_token_id", None)
+
+    def model_input(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """(context ids, continuation ids) exactly as lm-eval's ``loglikelihood`` builds them:
+        an empty context becomes the prefix token, trailing whitespace of the context moves to
+        the continuation, and a seq2seq context is encoded on its own."""
+        if not context:
+            ids = self.encode(continuation, add_special_tokens=False)
+            prefix = self.prefix_token_id
+            if prefix is None or not ids:
+                return [], ids
+            return ([prefix], ids) if prefix != ids[0] else (ids[:1], ids[1:])
+        if not self.seq2seq:
+            return self.split(context, continuation)
+        spaces = len(context) - len(context.rstrip())
+        if spaces:
+            context, continuation = context[:-spaces], context[-spaces:] + continuation
+        return self.encode(context), self.encode(continuation, add_special_tokens=False)
+
+    def intended_split(self, text: str, k: int) -> tuple[list[int], list[int]]:
+        """``text`` tokenized as the model reads it (the tokenizer's own special tokens
+        included), split after its ``k``-th token; k = 0 means after the prefix token."""
+        plain = self.encode(text, add_special_tokens=False)
+        if k == 0:
+            prefix = self.prefix_token_id
+            return ([] if prefix is None else [prefix]), plain
+        whole = self.encode(text)
+        lead = next(
+            (s for s in range(len(whole) - len(plain) + 1) if whole[s : s + len(plain)] == plain),
+            None,
+        )
+        if lead is None:
+            raise RequestMismatch(f"{text!r}: its tokens with special tokens do not contain "
+                                  "its tokens without them")  # fmt: skip
+        return whole[: lead + k], whole[lead + k :]
+
+    def n_continuation(self, context: str, continuation: str) -> int:
+        return len(self.split(context, continuation)[1])
+
+    def first_token_text(self, text: str) -> str:
+        """The prefix of ``text`` that its first token covers (for all-but-first scoring)."""
+        encoding = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        offsets = encoding["offset_mapping"]
+        if not offsets:
+            raise ValueError(f"empty text has no first token: {text!r}")
+        return text[: offsets[0][1]]
+
+    def answer_lengths(self, problem: Problem) -> tuple[int, int]:
+        """Token counts of the two options in the context of the problem (first blank)."""
+        before = problem.segments[0]
+        return tuple(  # type: ignore[return-value]
+            self.n_continuation(before, filler) if before else len(self.encode(filler, False))
+            for filler, *_ in problem.options
+        )
+
+    def answer_lengths_without_context(self, problem: Problem) -> tuple[int, int]:
+        return tuple(len(self.encode(f, False)) for f, *_ in problem.options)  # type: ignore
+
+    def tokens_after_blank(self, problem: Problem, option: int) -> int:
+        """Number of tokens after the (last) filled blank: what partial scoring predicts."""
+        filled = problem.fill(option)
+        after = problem.segments[-1]
+        return self.n_continuation(filled[: len(filled) - len(after)], after)
+
+
+def check_request(
+    counter: TokenCounter,
+    request: tuple[str, tuple[Any, ...]],
+    intended: tuple[list[int], list[int]],
+) -> None:
+    """Raise ``RequestMismatch`` unless lm-eval turns ``request`` into exactly ``intended``
+    (context ids, continuation ids): both non-empty, nothing moved across the split."""
+    kind, (context, continuation) = request
+    got = counter.model_input(context, continuation)
+    if not got[0] or not got[1]:
+        raise RequestMismatch(
+            f"{kind} request {(context, continuation)!r}: lm-eval would build an empty "
+            f"{'context' if not got[0] else 'continuation'} (tokens {got})"
+        )
+    if (list(got[0]), list(got[1])) != (list(intended[0]), list(intended[1])):
+        raise RequestMismatch(
+            f"{kind} request {(context, continuation)!r}: lm-eval builds context/continuation "
+            f"{got[0]} / {got[1]}, the formula means {intended[0]} / {intended[1]}"
+        )
+
+
+_GGUF_PARSES: dict[str, Any] = {}
+
+
+@contextmanager
+def gguf_parsed_once() -> Iterator[None]:
+    """While inside, transformers parses a GGUF file's metadata once per process.
+
+    The tasks read the model's config (its family) and its tokenizer; from a GGUF file each of
+    the two makes transformers parse the whole file's metadata again (seconds for SmolLM2's
+    49 k-token vocabulary). Callers get a deep copy, so the shared parse cannot be altered.
+    """
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    original = gguf_utils.load_gguf_checkpoint
+
+    def load(path: Any, return_tensors: bool = False, *args: Any, **kwargs: Any) -> Any:
+        if return_tensors or args or kwargs:
+            return original(path, return_tensors, *args, **kwargs)
+        key = str(path)
+        if key not in _GGUF_PARSES:
+            _GGUF_PARSES.clear()  # one model per run: keep one parse
+            _GGUF_PARSES[key] = original(path, return_tensors=False)
+        return copy.deepcopy(_GGUF_PARSES[key])
+
+    gguf_utils.load_gguf_checkpoint = load
+    try:
+        yield
+    finally:
+        gguf_utils.load_gguf_checkpoint = original
+
+
+@lru_cache(maxsize=8)
+def _load_tokenizer(name: str, gguf_file: str | None, revision: str | None, trust: bool) -> Any:
+    from transformers import AutoTokenizer
+
+    kwargs: dict[str, Any] = {"trust_remote_code": trust}
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    if revision:
+        kwargs["revision"] = revision
+    with gguf_parsed_once():
+        return AutoTokenizer.from_pretrained(name, **kwargs)
+
+
+def counter_from_metadata(metadata: Mapping[str, Any]) -> TokenCounter | None:
+    """A counter for the model named in lm-eval's task metadata (the CLI merges model_args)."""
+    name = metadata.get("tokenizer") or metadata.get("pretrained")
+    if not isinstance(name, str):
+        return None
+    add_bos = metadata.get("add_bos_token")
+    if add_bos is None and "base_url" in metadata:
+        add_bos = False  # lm-eval's API models (local-completions…) encode without specials
+    return _counter(
+        name,
+        metadata.get("gguf_file"),
+        metadata.get("revision"),
+        bool(metadata.get("trust_remote_code", False)),
+        None if add_bos is None else bool(add_bos),
+    )
+
+
+@lru_cache(maxsize=8)
+def _counter(
+    name: str, gguf_file: str | None, revision: str | None, trust: bool, add_bos: bool | None
+) -> TokenCounter:
+    """One counter per tokenizer, so that every task of a run shares its encodings."""
+    return TokenCounter(_load_tokenizer(name, gguf_file, revision, trust), add_bos)
