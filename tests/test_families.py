@@ -22,7 +22,7 @@ import pytest
 import torch
 from conftest import GPT2_FILES, gpt2_tokenizer
 from lm_eval.models.huggingface import HFLM
-from lm_eval.tasks import TaskManager, get_task_dict
+from lm_eval.tasks import TaskManager
 
 from wsc_tasks.cli.run import DEFAULT_GGUF
 from wsc_tasks.data import catalog
@@ -332,7 +332,7 @@ def test_every_wsc_group_request_means_its_tokens(
 ):
     folder = model_dir(arch, tok_name)
     manager = _manager(folder)
-    tasks = _leaf_tasks(get_task_dict(["wsc_group"], manager))
+    tasks = _leaf_tasks(manager.load(["wsc_group"])["tasks"])
     assert len(tasks) >= 40
     own = TokenCounter(tokenizers(tok_name))  # masked WinoWhy counts with the model's own
     for task in tasks:
@@ -382,7 +382,7 @@ def test_wsc266_and_winogrande_dev_end_to_end(arch, tok_name, family, model_dir,
         assert 0 <= row["acc,none"] <= 1
     if family == "masked":
         return
-    tasks = _leaf_tasks(get_task_dict(["wsc266", "winogrande_dev"], manager))
+    tasks = _leaf_tasks(manager.load(["wsc266", "winogrande_dev"])["tasks"])
     intended = {}
     for task in tasks:
         for doc in list(task.dataset["test"])[:LIMIT]:
@@ -427,4 +427,4 @@ def test_bart_without_sentinels_is_refused_before_any_model_work(model_dir, data
     folder = model_dir("bart", "roberta")
     manager = _manager(folder)
     with pytest.raises(ScoringError, match="no sentinel token <extra_id_0>"):
-        get_task_dict(["wsc266"], manager)
+        manager.load(["wsc266"])["tasks"]

@@ -23,6 +23,7 @@ wall time over the time inside the model's forward calls, and the largest score 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tempfile
 import time
@@ -126,14 +127,15 @@ def _timed(timer: PhaseTimer, score: Callable[[], list[Any]]) -> tuple[list[Any]
     return scores, wall, timer.seconds["model forward"] - before
 
 
-def _minicons(folder: str, requests: list[tuple], batch_size: int) -> tuple[list[float], float]:
+def _minicons(folder: str, requests: list[tuple], batch_size: int, device: str,
+              dtype: str) -> tuple[list[float], float]:  # fmt: skip
     """minicons' pseudo-log-likelihood (``MaskedLMScorer``, PLL_metric original) of each
     sentence, and the seconds it took; [] when minicons is not installed."""
     try:
         from minicons import scorer
     except ImportError:
         return [], 0.0
-    model = scorer.MaskedLMScorer(folder, device="cpu")
+    model = scorer.MaskedLMScorer(folder, device=device, torch_dtype=getattr(torch, dtype))
     if not hasattr(model.tokenizer, "batch_encode_plus"):  # minicons 0.3 on transformers 5
         model.tokenizer.batch_encode_plus = model.tokenizer.__call__
     texts = [text for text, _, _ in requests]
@@ -155,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, default=2, help="random model: layers (BERT-tiny: 2)")
     parser.add_argument("--width", type=int, default=128, help="random model: hidden size (128)")
     parser.add_argument("--no-loop", action="store_true", help="skip the one-at-a-time loop")
+    parser.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:1, …")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                        help="the weights' dtype (also for minicons)")  # fmt: skip
     parser.add_argument("--minicons", type=int, default=0, metavar="SENTENCES",
                         help="also time minicons' MaskedLMScorer (if installed) on the same "
                         "model, this many sentences per call")  # fmt: skip
@@ -171,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         if folder is None:
             folder = tmp
             small_random_roberta(Path(tmp), [r[0] for r in requests], args.layers, args.width)
-        lm = mlm.MaskedLM(pretrained=folder, device="cpu", batch_size=args.batch_size)
+        lm = mlm.MaskedLM(pretrained=folder, device=args.device, batch_size=args.batch_size,
+                          dtype=args.dtype)  # fmt: skip
         model, tok, device, size = lm.model, lm.tokenizer, lm.device, args.batch_size
         mlm.score_requests(model, tok, requests[:2], size, device)  # warm-up
         before = _timed(timer, lambda: per_copy_scores(model, tok, requests, size, device))
@@ -186,12 +192,13 @@ def main(argv: list[str] | None = None) -> int:
             rows.insert(0, ("one sentence at a time, one copy per pass", *loop))
         theirs, theirs_s = [], 0.0
         if args.minicons:
-            theirs, theirs_s = _minicons(folder, requests, args.minicons)
+            theirs, theirs_s = _minicons(folder, requests, args.minicons, args.device, args.dtype)
     n = len(requests)
     name = args.model or f"random RoBERTa, {args.layers} layers, width {args.width}"
     copies = sum(r.n - 2 for r in after[0])
-    print(f"model: {name}; {n} sentences, {copies} masked copies; float32, "
-          f"{torch.get_num_threads()} threads, batch {size} copies")  # fmt: skip
+    where = f"{torch.get_num_threads()} threads" if args.device == "cpu" else args.device
+    print(f"model: {name}; {n} sentences, {copies} masked copies; {args.dtype}, {where}, "
+          f"batch {size} copies")  # fmt: skip
     print(f"  {'':62s} {'sentences/s':>11s}  {'wall/forward':>12s}  {'outside forward':>15s}")
     for label, _, wall, forward in rows:
         ratio = f"{wall / forward:12.2f}" if forward else f"{'-':>12s}"
@@ -248,8 +255,8 @@ class PhaseTimer:
                 if timer._stack:
                     timer._stack[-1][1] += elapsed
 
+        functools.update_wrapper(timed, original)  # keeps the marks of patches.py's sections
         timed._wsc_tasks_phase = phase  # type: ignore[attr-defined]
-        timed.__doc__ = getattr(original, "__doc__", None)
         setattr(owner, name, timed)
 
     def _synchronize(self) -> None:

@@ -36,25 +36,27 @@ def _problem_pairs(pairs: Sequence[Pair]) -> list[tuple[int, int]]:
 def consistency(pairs: Sequence[Pair]) -> float:
     """c (3.81): share of problems x with x and f(x) both solved or both not solved."""
     problems = _problem_pairs(pairs)
-    return _share(sum(a == b for a, b in problems), len(problems))
+    return _share(sum(before == after for before, after in problems), len(problems))
 
 
 def consistent_acc(pairs: Sequence[Pair]) -> float:
     """c_a (3.82): share of problems with x and f(x) both solved."""
     problems = _problem_pairs(pairs)
-    return _share(sum(a and b for a, b in problems), len(problems))
+    return _share(sum(before and after for before, after in problems), len(problems))
 
 
 def preserved_acc(pairs: Sequence[Pair]) -> float:
     """c_p (3.83): of the problems solved before, the share also solved after."""
     problems = _problem_pairs(pairs)
-    return _share(sum(a and b for a, b in problems), sum(a for a, _ in problems))
+    both = sum(before and after for before, after in problems)
+    return _share(both, sum(before for before, _ in problems))
 
 
 def preserved_acc_rev(pairs: Sequence[Pair]) -> float:
     """ĉ_p (3.84): of the problems solved after, the share also solved before."""
     problems = _problem_pairs(pairs)
-    return _share(sum(a and b for a, b in problems), sum(b for _, b in problems))
+    both = sum(before and after for before, after in problems)
+    return _share(both, sum(after for _, after in problems))
 
 
 def _solved(flags: Sequence[int]) -> bool:
@@ -63,35 +65,35 @@ def _solved(flags: Sequence[int]) -> bool:
 
 def schema_consistency_weak(pairs: Sequence[Pair]) -> float:
     """C̃ (3.87): share of schemas with w and F(w) both solved, or neither solved."""
-    return _share(sum(_solved(b) == _solved(a) for b, a in pairs), len(pairs))
+    return _share(sum(_solved(before) == _solved(after) for before, after in pairs), len(pairs))
 
 
 def schema_consistency(pairs: Sequence[Pair]) -> float:
     """C (3.88): share of schemas with equally many problems solved in w and F(w)."""
-    return _share(sum(sum(b) == sum(a) for b, a in pairs), len(pairs))
+    return _share(sum(sum(before) == sum(after) for before, after in pairs), len(pairs))
 
 
 def schema_consistency_strict(pairs: Sequence[Pair]) -> float:
     """C* (3.89): share of schemas solved identically, problem by problem (3.86)."""
     _problem_pairs(pairs)
-    return _share(sum(list(b) == list(a) for b, a in pairs), len(pairs))
+    return _share(sum(list(before) == list(after) for before, after in pairs), len(pairs))
 
 
 def consistent_schema_acc(pairs: Sequence[Pair]) -> float:
     """C_a (3.90): share of schemas with w and F(w) both solved."""
-    return _share(sum(_solved(b) and _solved(a) for b, a in pairs), len(pairs))
+    return _share(sum(_solved(before) and _solved(after) for before, after in pairs), len(pairs))
 
 
 def preserved_schema_acc(pairs: Sequence[Pair]) -> float:
     """C_p (3.91): of the schemas solved before, the share also solved after."""
-    both = sum(_solved(b) and _solved(a) for b, a in pairs)
-    return _share(both, sum(_solved(b) for b, _ in pairs))
+    both = sum(_solved(before) and _solved(after) for before, after in pairs)
+    return _share(both, sum(_solved(before) for before, _ in pairs))
 
 
 def preserved_schema_acc_rev(pairs: Sequence[Pair]) -> float:
     """Ĉ_p (3.92): of the schemas solved after, the share also solved before."""
-    both = sum(_solved(b) and _solved(a) for b, a in pairs)
-    return _share(both, sum(_solved(a) for _, a in pairs))
+    both = sum(_solved(before) and _solved(after) for before, after in pairs)
+    return _share(both, sum(_solved(after) for _, after in pairs))
 
 
 Metric = Callable[[Sequence[Pair]], float]
