@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from wsc_tasks.cli.sweep import DONE
 from wsc_tasks.data.problems import Problem
+from wsc_tasks.paths import SWEEP_DONE
 from wsc_tasks.reporting import examples, leaderboard, report
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -47,7 +47,7 @@ def sweep_out(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sweep")
     for name in MODELS:
         _cut_down(RESULTS / name / "lm_eval", out / name / "lm_eval")
-        (out / name / DONE).write_text("{}\n")
+        (out / name / SWEEP_DONE).write_text("{}\n")
     return out
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 
+from wsc_tasks.cli.run import run_lm_eval
 from wsc_tasks.data import catalog
 from wsc_tasks.harness import mlm
 from wsc_tasks.scoring import methods
@@ -361,10 +362,8 @@ def bench_run(argv: list[str], run: Callable[[list[str]], int] | None = None) ->
     start, cpu_start = time.perf_counter(), time.process_time()
     timer = PhaseTimer()
     instrument(timer)
-    if run is None:
-        from wsc_tasks.cli.run import run_lm_eval as run
     try:
-        code = run(argv)
+        code = (run or run_lm_eval)(argv)
     finally:
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         print(report(timer, wall, cpu), file=sys.stdout, flush=True)

@@ -45,12 +45,12 @@ from typing import Any
 
 import yaml
 
+from wsc_tasks.cli.run import DEFAULT_TASKS, MODEL_PATH_ARGS, default_model_args
 from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, include_path, scrub
 from wsc_tasks.reporting.progress import progress
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-DONE, ERROR = SWEEP_DONE, SWEEP_ERROR  # what the leaderboard reads
 SPEC, LOG = "spec.json", "log.txt"
 SWEEP_LOCK, MODEL_LOCKS = ".sweep.lock", ".locks"  # under --out
 ERROR_LINE = re.compile(r"^([\w.]*(Error|Exception)\b|wsc-tasks: error:)")
@@ -136,13 +136,11 @@ def resolved_args(spec: ModelSpec) -> str:
     items = [a for a in spec.model_args.split(",") if a]
     if "default" not in items:
         return spec.model_args
-    from wsc_tasks.cli.run import default_model_args
-
     return ",".join(default_model_args() if a == "default" else a for a in items)
 
 
 # model arguments that name weights or a tokenizer: a local path, or a Hub id
-MODEL_FILE_ARGS = ("pretrained", "tokenizer", "peft", "delta", "gguf_file")
+MODEL_FILE_ARGS = (*MODEL_PATH_ARGS, "gguf_file")  # gguf_file: a file inside pretrained
 
 
 def _files_fingerprint(path: Path) -> list[tuple[str, int, int]]:
@@ -304,10 +302,10 @@ def _request(spec: ModelSpec, tasks: str, passthrough: list[str]) -> dict[str, A
 
 def status(folder: Path, request: dict[str, Any]) -> str:
     """done, failed, stale (done for another request) or pending."""
-    if (folder / DONE).is_file():
-        done = json.loads((folder / DONE).read_text(encoding="utf-8"))
+    if (folder / SWEEP_DONE).is_file():
+        done = json.loads((folder / SWEEP_DONE).read_text(encoding="utf-8"))
         return "done" if done.get("request") == request else "stale"
-    if (folder / ERROR).is_file():
+    if (folder / SWEEP_ERROR).is_file():
         return "failed"
     return "pending"
 
@@ -399,7 +397,7 @@ def _run_model(
         return _failed(folder, f"{why}\n" + "\n".join(tail))
     compress_samples(folder / "lm_eval")
     done = {"request": request, "versions": versions()}
-    (folder / DONE).write_text(json.dumps(done, indent=1, sort_keys=True) + "\n")
+    (folder / SWEEP_DONE).write_text(json.dumps(done, indent=1, sort_keys=True) + "\n")
     return "done"
 
 
@@ -416,7 +414,7 @@ def compress_samples(folder: Path) -> None:
 
 
 def _failed(folder: Path, message: str) -> str:
-    (folder / ERROR).write_text(message.rstrip() + "\n", encoding="utf-8")
+    (folder / SWEEP_ERROR).write_text(message.rstrip() + "\n", encoding="utf-8")
     log.warning(f"wsc_tasks: sweep: {folder.name} failed: {message.splitlines()[0]}")
     return "failed"
 
@@ -503,7 +501,6 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from wsc_tasks.cli.run import DEFAULT_TASKS
     from wsc_tasks.metrics import stats
     from wsc_tasks.reporting import leaderboard
 
