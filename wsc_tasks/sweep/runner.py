@@ -1,0 +1,182 @@
+"""The single-model code path every launcher runs: one model's ``wsc-tasks run`` into its folder.
+
+Under the model's lock: skip it if done (same request, same fingerprint) or failed (unless
+``retry_failed``), else clear its folder and run ``wsc-tasks run`` in a child process of its own
+(a crash or an out-of-memory kill ends that model only), then write ``done.json`` or
+``error.txt``. A run stopped by a signal (Ctrl-C, a scheduler's requeue or cancel) writes neither,
+so the next sweep runs it again.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from wsc_tasks.harness.fingerprint import cache_key
+from wsc_tasks.paths import include_path, scrub
+from wsc_tasks.sweep import folder as protocol
+from wsc_tasks.sweep.lock import Busy, FileLock
+from wsc_tasks.sweep.models import ModelSpec, resolved_args
+from wsc_tasks.sweep.options import Placement, SweepOptions
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+ERROR_LINE = re.compile(r"^([\w.]*(Error|Exception)\b|wsc-tasks:)")
+STOPPED = {-signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP, 128 + signal.SIGTERM, 130}
+_children: set[int] = set()  # process groups of the runs in progress in this process
+_stops = [0]  # how many times stop_all was called: a run that saw it change was stopped
+
+
+def stop_all() -> None:
+    """Kill every run this process started (Ctrl-C of a local sweep); they count as interrupted,
+    not failed, so the next sweep runs them again."""
+    _stops[0] += 1
+    for group in list(_children):
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def fingerprint(spec: ModelSpec) -> str:
+    """The model's identity (type, arguments, weight and tokenizer files): ``cache_key``."""
+    return cache_key(spec.model, resolved_args(spec))
+
+
+def run_command(
+    spec: ModelSpec, folder: Path, options: SweepOptions, processes: int = 1
+) -> list[str]:
+    """The ``wsc-tasks run`` command line of one model (under ``accelerate launch`` if asked)."""
+    args = resolved_args(spec)
+    command = ["--model", spec.model, "--tasks", options.tasks, "--log_samples"]
+    if args:
+        command += ["--model_args", args]
+    command += ["--output_path", str(folder / "lm_eval" / "results.json")]  # files right there
+    if spec.metadata:
+        command += ["--metadata", json.dumps(spec.metadata, sort_keys=True)]
+    if options.cache:
+        cache = options.out / ".cache" / cache_key(spec.model, args)
+        command += ["--use_cache", str(cache)]
+    command += options.lm_eval_flags
+    if processes > 1:
+        launch = [sys.executable, "-m", "accelerate.commands.launch"]
+        return [*launch, "--num_processes", str(processes), "-m", "wsc_tasks.cli", "run", *command]
+    return [sys.executable, "-m", "wsc_tasks.cli", "run", *command]
+
+
+def _die_with_parent(parent: int) -> None:
+    """In the child before ``exec``: the kernel kills it when its parent dies (Linux), and it
+    exits at once if the parent is already gone."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _run_child(
+    command: list[str], log_file: Path, env: dict[str, str] | None, lock: FileLock
+) -> int:
+    """The run in its own process group that dies with this process; the lock names it."""
+    parent = os.getpid()
+    with log_file.open("w", encoding="utf-8") as handle:
+        child = subprocess.Popen(
+            command,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=lambda: _die_with_parent(parent),
+        )
+        _children.add(child.pid)
+        try:
+            lock.stamp(child.pid)
+            return child.wait()
+        except BaseException:  # Ctrl-C, SIGTERM: the whole group goes, not only this process
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            raise
+        finally:
+            _children.discard(child.pid)
+
+
+def run_one(spec: ModelSpec, options: SweepOptions, placement: Placement | None = None) -> str:
+    """Run one model unless it is done; returns done, failed, busy or interrupted."""
+    placement = placement or Placement()
+    folder = options.out / spec.name
+    path = protocol.model_lock(options.out, spec.name)
+    try:
+        with FileLock(path, f"{folder}", wait_s=placement.lock_wait_s) as lock:
+            return _run_locked(spec, options, placement, folder, lock)
+    except Busy as error:
+        log.warning(f"wsc_tasks: sweep: {spec.name}: not cleared nor run: {error}")
+        return "busy"
+
+
+def _run_locked(
+    spec: ModelSpec, options: SweepOptions, placement: Placement, folder: Path, lock: FileLock
+) -> str:
+    asked = protocol.request(spec, options)
+    try:
+        key = fingerprint(spec)
+    except SystemExit as error:  # e.g. the default model is not installed
+        protocol.write_error(folder, f"{error}")
+        return "failed"
+    state = protocol.status(folder, asked, key)
+    if state.state == "done" or (state.state == "failed" and not options.retry_failed):
+        log.info(f"wsc_tasks: sweep: {spec.name}: {state.state}, skipped")
+        return state.state
+    if state.state == "stale":
+        log.warning(f"wsc_tasks: sweep: {spec.name}: run again: {state.why}")
+    elif folder.exists():
+        log.info(f"wsc_tasks: sweep: {spec.name}: clearing an earlier {state.state} run")
+    protocol.start(folder, asked)
+    command = run_command(spec, folder, options, placement.processes)
+    log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
+    env = dict(placement.env) if placement.env is not None else None
+    started, clock, stops = time.strftime("%FT%T%z"), time.monotonic(), _stops[0]
+    code = _run_child(command, folder / protocol.LOG, env, lock)
+    wall = time.monotonic() - clock
+    scrub([folder / protocol.LOG], {str(include_path()): "<wsc_tasks.task_configs>"})
+    results = list((folder / "lm_eval").rglob("results_*.json"))
+    if code in STOPPED or _stops[0] != stops:
+        log.warning(f"wsc_tasks: sweep: {spec.name}: stopped by a signal; run again next time")
+        return "interrupted"
+    if code != 0 or not results:
+        protocol.write_error(folder, _why(folder / protocol.LOG, code, bool(results)))
+        log.warning(f"wsc_tasks: sweep: {spec.name} failed: {protocol.error_summary(folder)}")
+        return "failed"
+    protocol.compress_samples(folder / "lm_eval")
+    cost = {
+        "launcher": placement.launcher,
+        "host": socket.gethostname(),
+        "started": started,
+        "wall_s": round(wall, 1),
+        "gpus": placement.gpus,
+        "gpu_hours": round(wall / 3600 * placement.gpus, 4),
+    }
+    if placement.job:
+        cost["job"] = placement.job
+    protocol.write_done(folder, asked, key, cost)
+    return "done"
+
+
+def _why(log_file: Path, code: int, wrote_results: bool) -> str:
+    """``error.txt``: what went wrong on its first line, then the end of the run's log."""
+    tail = log_file.read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
+    if code == 0 and not wrote_results:
+        return "lm-eval wrote no results file\n" + "\n".join(tail)
+    why = "killed (out of memory?)" if code in (-9, 137) else f"exit status {code}"
+    errors = [line for line in tail if ERROR_LINE.match(line)]
+    if errors:
+        why += f": {errors[-1]}"
+    return f"{why}\n" + "\n".join(tail)
