@@ -1,4 +1,5 @@
-"""``wsc-tasks sweep``: models files, commands, and a killed sweep resumed on the chance model."""
+"""``wsc-tasks sweep``: models files, commands, locks, stale results, and a killed sweep resumed on
+the chance model (the local launcher; tests/test_launchers.py has the others)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,19 @@ from pathlib import Path
 import pytest
 
 from wsc_tasks.cli import sweep
-from wsc_tasks.cli.run import default_model_args
+from wsc_tasks.paths import default_model_args
+from wsc_tasks.sweep import folder as protocol
+from wsc_tasks.sweep import lock as locks
+from wsc_tasks.sweep.lock import Busy, FileLock
+from wsc_tasks.sweep.models import (
+    ModelsFileError,
+    ModelSpec,
+    read_models,
+    read_models_file,
+    resolved_args,
+)
+from wsc_tasks.sweep.options import SweepOptions
+from wsc_tasks.sweep.runner import run_command, run_one
 
 TASK = "wsc266_associative"  # 25 schemas: quick, and a real task
 
@@ -28,7 +41,7 @@ def test_text_and_yaml_models_files(tmp_path):
         "HuggingFaceTB/SmolLM2-360M\n"
         "chance wsc-chance seed=1  # trailing comment\n"
     )
-    specs = sweep.read_models(text)
+    specs = read_models(text)
     assert [s.name for s in specs] == ["smol", "smol-partial", "SmolLM2-360M", "chance"]
     assert specs[1].metadata == {"headline": "partial"}
     assert specs[2].model_args == "pretrained=HuggingFaceTB/SmolLM2-360M"
@@ -38,8 +51,8 @@ def test_text_and_yaml_models_files(tmp_path):
         "  - {name: smol, model_args: default}\n"
         "  - name: chance\n    model: wsc-chance\n    model_args: {seed: 1}\n"
     )
-    specs = sweep.read_models(yaml_file)
-    assert specs[1] == sweep.ModelSpec("chance", "wsc-chance", "seed=1", {})
+    specs = read_models(yaml_file)
+    assert specs[1] == ModelSpec("chance", "wsc-chance", "seed=1", {})
 
 
 @pytest.mark.parametrize(
@@ -55,23 +68,26 @@ def test_text_and_yaml_models_files(tmp_path):
 def test_bad_models_files_name_the_line(tmp_path, content, message):
     path = tmp_path / "models.txt"
     path.write_text(content)
-    with pytest.raises(sweep.ModelsFileError, match=message):
-        sweep.read_models(path)
+    with pytest.raises(ModelsFileError, match=message):
+        read_models(path)
 
 
 def test_command_and_shared_cache_of_two_scoring_setups(tmp_path):
-    plain = sweep.ModelSpec("smol", "hf", "default")
-    partial = sweep.ModelSpec("smol-partial", "hf", "default", {"headline": "partial"})
-    one = sweep.run_command(plain, tmp_path / "smol", "wsc266", ["--limit", "3"], tmp_path / "c")
-    two = sweep.run_command(partial, tmp_path / "p", "wsc266", [], tmp_path / "c")
+    plain = ModelSpec("smol", "hf", "default")
+    partial = ModelSpec("smol-partial", "hf", "default", {"headline": "partial"})
+    options = SweepOptions(tmp_path / "c", "wsc266")
+    limited = SweepOptions(tmp_path / "c", "wsc266", ("--limit", "3"))
+    one = run_command(plain, tmp_path / "smol", limited)
+    two = run_command(partial, tmp_path / "p", options)
     assert one[1:5] == ["-m", "wsc_tasks.cli", "run", "--model"]
     assert one[one.index("--model_args") + 1] == default_model_args()
     assert "--log_samples" in one and one[-2:] == ["--limit", "3"]
     assert one[one.index("--use_cache") + 1] == two[two.index("--use_cache") + 1]
     assert json.loads(two[two.index("--metadata") + 1]) == {"headline": "partial"}
-    chance = sweep.ModelSpec("chance", "wsc-chance", "default,seed=1")
-    assert sweep.resolved_args(chance) == f"{default_model_args()},seed=1"
-    launched = sweep.run_command(plain, tmp_path, "wsc266", [], None, processes=4)
+    chance = ModelSpec("chance", "wsc-chance", "default,seed=1")
+    assert resolved_args(chance) == f"{default_model_args()},seed=1"
+    uncached = SweepOptions(tmp_path, "wsc266", cache=False)
+    launched = run_command(plain, tmp_path, uncached, processes=4)
     assert launched[1:5] == ["-m", "accelerate.commands.launch", "--num_processes", "4"]
     assert "--use_cache" not in launched
 
@@ -102,7 +118,7 @@ def _wait_for(condition, what: str, seconds: float = 180) -> None:
 
 def _lock_holder(out: Path, name: str) -> int | None:
     try:
-        return json.loads((out / sweep.MODEL_LOCKS / f"{name}.lock").read_text())["pid"]
+        return json.loads(protocol.model_lock(out, name).read_text())["pid"]
     except (OSError, ValueError, KeyError):
         return None
 
@@ -143,7 +159,7 @@ def test_a_second_sweep_on_the_same_folder_stops_naming_the_first(tmp_path, caps
     models = tmp_path / "models.txt"
     models.write_text("chance1 wsc-chance seed=1\n")
     out = tmp_path / "out"
-    with sweep.hold(out / sweep.SWEEP_LOCK, "output folder"):  # as another sweep would
+    with FileLock(protocol.sweep_lock(out), "output folder"):  # as another sweep would
         assert sweep.main(_sweep_argv(models, out)) == 2
     error = capsys.readouterr().err
     assert f"is in use by pid {os.getpid()} on " in error and "started 20" in error
@@ -152,11 +168,11 @@ def test_a_second_sweep_on_the_same_folder_stops_naming_the_first(tmp_path, caps
 
 def test_a_resume_never_clears_a_folder_a_live_run_writes(tmp_path):
     out = tmp_path / "out"
-    spec = sweep.ModelSpec("chance1", "wsc-chance", "seed=1")
+    spec = ModelSpec("chance1", "wsc-chance", "seed=1")
     (out / "chance1").mkdir(parents=True)
     (out / "chance1" / "log.txt").write_text("written by a live run")
-    with sweep.hold(out / sweep.MODEL_LOCKS / "chance1.lock", "model folder"):  # the live run
-        assert sweep.run_model(spec, out, TASK, []) == "busy"
+    with FileLock(protocol.model_lock(out, "chance1"), "model folder"):  # the live run
+        assert run_one(spec, SweepOptions(out, TASK)) == "busy"
     assert (out / "chance1" / "log.txt").read_text() == "written by a live run"
 
 
@@ -189,9 +205,176 @@ def test_new_weights_at_the_same_path_never_read_the_old_cache(tmp_path, data_di
     argv = [*_sweep_argv(tmp_path / "models.txt", out), "--limit", "4"]
     (tmp_path / "models.txt").write_text(f"old hf pretrained={model}\n")
     assert sweep.main(argv) == 0
+    before = _responses(out / "old")
     _tiny_gpt2(model, seed=2)
     (tmp_path / "models.txt").write_text(f"old hf pretrained={model}\nnew hf pretrained={model}\n")
-    assert sweep.main(argv) == 0
+    assert sweep.main(argv) == 0  # "old" is run again too: its weights changed
     old, new = _responses(out / "old"), _responses(out / "new")
-    assert len(old) == len(new) == 4 and old != new
+    assert len(old) == len(new) == 4 and old == new != before
     assert len(list((out / ".cache").glob("*.db"))) == 2
+
+
+def test_yaml_syntax_errors_and_bad_entries_name_the_file_and_line(tmp_path):
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n  - {name: a, model_args: x=1}\n  - {name: b, model_args: [x\n")
+    with pytest.raises(ModelsFileError) as raised:
+        read_models(path)
+    assert str(raised.value) == (
+        f"{path}:4:1: not valid YAML: expected ',' or ']', but got '<stream end>' "
+        "(while parsing a flow sequence at line 3, column 27)"
+    )
+    path.write_text("models:\n  - {name: a}\n\n  - {name: b, modle: hf}\n")
+    with pytest.raises(ModelsFileError, match=rf"^{path}:4: model 2: unknown key\(s\) \['modle'\]"):
+        read_models(path)
+    path.write_text("- {name: a}\n- name: b\n  model: hf\n  model_args: [1, 2\n")
+    with pytest.raises(ModelsFileError, match=rf"^{path}:\d+:\d+: not valid YAML"):
+        read_models(path)
+    path.write_text("slurm: {partition: gpu, time: '1:00:00'}\nmodels:\n  - {name: a}\n")
+    found = read_models_file(path)
+    assert found.sections == {"slurm": {"partition": "gpu", "time": "1:00:00"}}
+    assert found.where("slurm") == f"{path}:1"
+
+
+def test_a_yaml_error_on_the_command_line_is_one_line_naming_the_file(tmp_path, capsys):
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n  - {name: a\n")
+    with pytest.raises(SystemExit) as stopped:
+        sweep.main([str(path), "--out", str(tmp_path / "out")])
+    assert stopped.value.code == 2
+    assert f"error: {path}:3:1: not valid YAML" in capsys.readouterr().err  # not <unicode string>
+
+
+@pytest.mark.slow
+def test_new_weights_at_the_same_path_are_run_again_not_reported_from_the_old_run(
+    tmp_path, data_dir, caplog
+):
+    """A model re-saved at the same path is run again (said in the log), and its leaderboard row
+    is that of a fresh sweep of the new weights (before, it was reported ``done`` from the old
+    run and the leaderboard kept the old scores)."""
+    model = tmp_path / "model"
+    _tiny_gpt2(model, seed=1)
+    models = tmp_path / "models.txt"
+    models.write_text(f"tiny hf pretrained={model}\n")
+    out = tmp_path / "out"
+    assert sweep.main(_sweep_argv(models, out)) == 0
+    old = _leaderboard(out)["tiny"]
+    _tiny_gpt2(model, seed=2)
+    with caplog.at_level("WARNING"):
+        assert sweep.main(_sweep_argv(models, out)) == 0
+    assert "tiny: run again: its weights or tokenizer changed (fingerprint" in caplog.text
+    fresh = tmp_path / "fresh"
+    assert sweep.main(_sweep_argv(models, fresh)) == 0
+    scores = [k for k in old if k != "GPU-h"]
+    assert [_leaderboard(out)["tiny"][k] for k in scores] == [
+        _leaderboard(fresh)["tiny"][k] for k in scores
+    ]
+    assert [old[k] for k in scores] != [_leaderboard(out)["tiny"][k] for k in scores]
+
+
+def test_done_json_without_the_fingerprint_is_stale(tmp_path):
+    spec = ModelSpec("chance1", "wsc-chance", "seed=1")
+    options = SweepOptions(tmp_path, TASK)
+    folder = tmp_path / "chance1"
+    folder.mkdir()
+    asked = protocol.request(spec, options)
+    (folder / "done.json").write_text(json.dumps({"request": asked}))
+    assert protocol.status(folder, asked, "abc").state == "stale"
+    protocol.write_done(folder, asked, "abc", {"gpu_hours": 0.5})
+    assert protocol.status(folder, asked, "abc").state == "done"
+    assert protocol.status(folder, asked, "def").why.startswith("its weights or tokenizer changed")
+
+
+def test_cost_in_the_leaderboard(tmp_path, data_dir):
+    from wsc_tasks.reporting import leaderboard
+
+    models = tmp_path / "models.txt"
+    models.write_text("chance1 wsc-chance seed=1\nchance2 wsc-chance seed=2\n")
+    out = tmp_path / "out"
+    assert sweep.main(_sweep_argv(models, out)) == 0
+    for name, hours in (("chance1", 0.25), ("chance2", 1.5)):
+        done = json.loads((out / name / "done.json").read_text())
+        assert done["cost"]["launcher"] == "local" and done["cost"]["gpus"] == 0.0
+        assert done["cost"]["wall_s"] > 0
+        done["cost"]["gpu_hours"] = hours  # as a GPU run would have recorded
+        (out / name / "done.json").write_text(json.dumps(done))
+    leaderboard.write(["chance1", "chance2"], out, TASK, 300, 0)
+    board = _leaderboard(out)
+    assert {board["chance1"]["GPU-h"], board["chance2"]["GPU-h"]} == {"0.25", "1.5"}
+    text = (out / "leaderboard.md").read_text()
+    assert "**Cost:** 1.750 GPU-hours in total over 2 finished models." in text
+
+
+# the lock: O_EXCL file, holder as JSON, heartbeat; stale rules that hold across nodes
+
+
+def _dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return int(done.stdout)
+
+
+def _holder(path: Path, **fields) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"host": "vm", "pid": 1, "pid_started": None, "job": None, "started": "2026",
+              "token": "theirs"} | fields  # fmt: skip
+    path.write_text(json.dumps(record))
+
+
+def test_a_lock_held_by_a_live_process_names_it(tmp_path):
+    path = tmp_path / "a.lock"
+    with FileLock(path, "model a"):
+        with pytest.raises(Busy, match=rf"model a is in use by pid {os.getpid()} on "):
+            FileLock(path, "model a").acquire()
+    assert not path.exists()  # released
+
+
+def test_stale_locks_are_taken_over(tmp_path, monkeypatch):
+    import socket
+
+    path = tmp_path / "a.lock"
+    host = socket.gethostname()
+    _holder(path, host=host, pid=_dead_pid())  # this host, process gone: kill -9 of a sweep
+    with FileLock(path, "a") as lock:
+        assert json.loads(path.read_text())["token"] == lock.token
+    _holder(path, host="elsewhere", pid=1)  # another node with a fresh heartbeat: held
+    with pytest.raises(Busy, match="pid 1 on elsewhere"):
+        FileLock(path, "a").acquire()
+    old = time.time() - locks.STALE_S - 60
+    os.utime(path, (old, old))  # its heartbeat stopped (the node died)
+    with FileLock(path, "a"):
+        pass
+    _holder(path, host="elsewhere", pid=1, job="7_0")  # an earlier run of this requeued job
+    with pytest.raises(Busy):
+        FileLock(path, "a").acquire()
+    monkeypatch.setenv(locks.JOB_ENV, "7_0")
+    with FileLock(path, "a"):
+        pass
+
+
+def _hold_briefly(path: str, seen: str) -> None:
+    for _ in range(20):
+        try:
+            with FileLock(Path(path), "x"):
+                with open(seen, "a") as log:
+                    log.write(f"+{os.getpid()}\n")
+                time.sleep(0.005)
+                with open(seen, "a") as log:
+                    log.write(f"-{os.getpid()}\n")
+        except Busy:
+            time.sleep(0.001)
+
+
+def test_the_lock_excludes_between_processes(tmp_path):
+    import multiprocessing
+
+    seen = tmp_path / "seen.txt"
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_hold_briefly, args=(str(tmp_path / "x.lock"), str(seen)))
+               for _ in range(4)]  # fmt: skip
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    events = seen.read_text().split()
+    pairs = zip(events[::2], events[1::2], strict=True)
+    assert events and all(a[0] == "+" and b == "-" + a[1:] for a, b in pairs)

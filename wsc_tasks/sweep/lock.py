@@ -40,22 +40,32 @@ def job_id() -> str | None:
     return os.environ.get(JOB_ENV) or None
 
 
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (state first), or [] off Linux."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
 def _start_time(pid: int) -> str | None:
     """The start time of a process (field 22 of /proc/PID/stat), which tells a reused pid."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
+    fields = _stat(pid)
+    return fields[19] if len(fields) > 19 else None
 
 
 def _alive(pid: int, started: str | None) -> bool:
+    """Running, and the same process (a zombie nobody reaped yet counts as dead)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass  # someone else's process: alive
-    now = _start_time(pid)
+    fields = _stat(pid)
+    if fields and fields[0] in ("Z", "X"):
+        return False
+    now = fields[19] if len(fields) > 19 else None
     return started is None or now is None or now == started
 
 

@@ -84,9 +84,13 @@ def _read_yaml(path: Path, text: str) -> ModelsFile:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
+        mark, context = error.problem_mark or error.context_mark, error.context_mark
         at = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise ModelsFileError(f"{at}: not valid YAML: {error.problem or error}") from None
+        where = ""
+        if error.context and context is not None and context is not mark:
+            opened = f"line {context.line + 1}, column {context.column + 1}"
+            where = f" ({error.context} at {opened})"
+        raise ModelsFileError(f"{at}: not valid YAML: {error.problem or error}{where}") from None
     except yaml.YAMLError as error:
         raise ModelsFileError(f"{path}: not valid YAML: {error}") from None
     sections: dict[str, dict[str, Any]] = {}
