@@ -1,0 +1,368 @@
+"""Launchers: the registry and its settings, local GPU packing, the Slurm batch script as text,
+and sweeps on a real Slurm cluster and a local Ray cluster that give the local launcher's
+leaderboard.
+
+The Slurm tests need a cluster that answers ``sinfo`` (``.ci/slurm-up`` starts a one-node one);
+without one they are skipped, unless ``WSC_TASKS_REQUIRE_SLURM=1`` (CI) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from wsc_tasks.cli import sweep
+from wsc_tasks.sweep.launchers import LAUNCHERS, Launcher, LauncherError, RunState, Setting
+from wsc_tasks.sweep.launchers.local import LocalLauncher
+from wsc_tasks.sweep.launchers.slurm import SlurmLauncher
+from wsc_tasks.sweep.models import ModelSpec, read_models_file
+from wsc_tasks.sweep.options import SweepOptions
+from wsc_tasks.sweep.runner import run_one
+
+TASK = "wsc266_associative"  # 25 schemas: a few seconds per model
+COST = "GPU-h"
+
+
+def _argv(models: Path, out: Path, *more: str) -> list[str]:
+    return [str(models), "--out", str(out), "--tasks", TASK, "--rank-task", TASK,
+            "--iters", "300", "--quiet", *more]  # fmt: skip
+
+
+def _board(out: Path) -> dict[str, dict[str, str]]:
+    """The leaderboard's rows without the cost column (it differs by launcher and machine)."""
+    with (out / "leaderboard.csv").open(encoding="utf-8") as handle:
+        rows = {row["model"]: row for row in csv.DictReader(handle)}
+    for row in rows.values():
+        row.pop(COST, None)
+    return rows
+
+
+def _cost(out: Path, name: str) -> dict:
+    return json.loads((out / name / "done.json").read_text())["cost"]
+
+
+# the registry and settings
+
+
+def test_the_command_line_offers_every_registered_launcher_and_its_settings():
+    assert set(LAUNCHERS) == {"local", "slurm", "ray"}
+    text = sweep.parser().format_help()
+    assert "{local,ray,slurm}" in text
+    for cls in LAUNCHERS.values():
+        assert f"--launcher {cls.name}" in text
+        for setting in cls.settings:
+            assert setting.flag in text and setting.help
+
+
+def test_settings_come_from_the_models_file_then_the_command_line(tmp_path):
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n  - {name: a}\nslurm:\n  partition: gpu\n  max_parallel: 4\n")
+    models = read_models_file(path)
+    options = SweepOptions(tmp_path, TASK)
+    args, _ = sweep.parser().parse_known_args(
+        [str(path), "--launcher", "slurm", "--max-parallel", "2", "--dry-run"]
+    )
+    launcher = sweep.launcher_from(args, models, options)
+    assert launcher.values["partition"] == "gpu" and launcher.values["max-parallel"] == 2
+    path.write_text("models:\n  - {name: a}\nslurm:\n  partiton: gpu\n")
+    with pytest.raises(LauncherError, match=rf"{path}:3: slurm: unknown setting 'partiton' .*"
+                       "did you mean 'partition'"):  # fmt: skip
+        sweep.launcher_from(args, read_models_file(path), options)
+    path.write_text("models:\n  - {name: a}\nslrum: {}\n")
+    with pytest.raises(LauncherError, match=rf"{path}:3: unknown section 'slrum'"):
+        sweep.launcher_from(args, read_models_file(path), options)
+    args, _ = sweep.parser().parse_known_args([str(path), "--partition", "gpu"])
+    with pytest.raises(LauncherError, match="--partition is a setting of --launcher slurm"):
+        sweep.launcher_from(args, models, options)
+    with pytest.raises(LauncherError, match="--max-parallel: invalid literal"):
+        SlurmLauncher.resolve({}, "x", {"max-parallel": "two"})
+
+
+def test_a_launcher_added_to_the_registry_is_on_the_command_line(tmp_path, data_dir, monkeypatch):
+    """The seam: a launcher is a class with settings; nothing else names it."""
+
+    class Inline(Launcher):
+        name = "inline"
+        help = "runs each model in submit()"
+        settings = (Setting("note", "a note"),)
+
+        def submit(self, specs: Sequence[ModelSpec]) -> None:
+            self.done = {s.name: run_one(s, self.options) for s in specs}
+
+        def states(self) -> dict[str, RunState]:
+            return {n: RunState("ended", outcome=s) for n, s in self.done.items()}
+
+        def cancel(self) -> None:
+            pass
+
+    monkeypatch.setitem(LAUNCHERS, "inline", Inline)
+    models = tmp_path / "models.txt"
+    models.write_text("chance1 wsc-chance seed=1\n")
+    argv = _argv(models, tmp_path / "out", "--launcher", "inline", "--note", "hi")
+    assert sweep.main(argv) == 0
+    assert _board(tmp_path / "out")["chance1"]["rank"] == "1"
+
+
+# local: GPU packing (the CPU part: slots, environment, recorded GPUs, parallel runs)
+
+
+def test_per_gpu_packs_models_onto_each_device(tmp_path):
+    options = SweepOptions(tmp_path, TASK)
+    values = {"accelerate": False, "per-gpu": 2, "devices": (0, 1)}
+    launcher = LocalLauncher(values, options)
+    assert [(s.env or {}).get("CUDA_VISIBLE_DEVICES") for s in launcher.slots] == [
+        "0", "1", "0", "1"]  # fmt: skip
+    assert {s.gpus for s in launcher.slots} == {0.5}
+    launcher.close()
+    cpu = LocalLauncher({"accelerate": False, "per-gpu": 1, "devices": ()}, options)
+    assert len(cpu.slots) == 1 and cpu.slots[0].gpus == 0.0 and cpu.slots[0].env is None
+    cpu.close()
+    with pytest.raises(LauncherError, match="--accelerate and --per-gpu"):
+        LocalLauncher({"accelerate": True, "per-gpu": 2, "devices": (0,)}, options)
+
+
+@pytest.mark.slow
+def test_per_gpu_runs_two_models_at_once_on_one_device(tmp_path, data_dir):
+    """On a CPU machine CUDA_VISIBLE_DEVICES=0 changes nothing for the run itself; what is
+    tested is that two models share the one device at the same time, each recorded at 0.5."""
+    models = tmp_path / "models.txt"
+    models.write_text("chance1 wsc-chance seed=1\nchance2 wsc-chance seed=2\n")
+    out = tmp_path / "out"
+    assert sweep.main(_argv(models, out, "--devices", "0", "--per-gpu", "2")) == 0
+    costs = [_cost(out, name) for name in ("chance1", "chance2")]
+    assert [c["gpus"] for c in costs] == [0.5, 0.5]
+    starts = [time.mktime(time.strptime(c["started"], "%Y-%m-%dT%H:%M:%S%z")) for c in costs]
+    assert abs(starts[0] - starts[1]) < min(c["wall_s"] for c in costs)  # they overlapped
+
+
+# Slurm: the batch script as text (the GPU lines cannot run on a CPU cluster)
+
+
+def test_the_slurm_batch_script(tmp_path):
+    values = SlurmLauncher.resolve(
+        {"partition": "gpu", "gpus-per-model": 2, "time": "4:00:00", "sbatch": ["constraint=a100"],
+         "setup": ["module load cuda"]},
+        "models.yaml",
+        {"max-parallel": "8", "dry-run": True, "account": "nlp", "qos": "high", "mem": "32G"},
+    )  # fmt: skip
+    launcher = SlurmLauncher(values, SweepOptions(tmp_path / "out", TASK))
+    script = launcher.script(tmp_path / "m.json", 20)
+    lines = script.splitlines()
+    for line in ("#SBATCH --array=0-19%8", "#SBATCH --gres=gpu:2", "#SBATCH --partition=gpu",
+                 "#SBATCH --time=4:00:00", "#SBATCH --account=nlp", "#SBATCH --qos=high",
+                 "#SBATCH --mem=32G", "#SBATCH --constraint=a100", "#SBATCH --requeue",
+                 "#SBATCH --signal=B:USR1@300", "module load cuda", "trap requeue USR1",
+                 '    if [ "${SLURM_RESTART_COUNT:-0}" -lt 3 ]; then'):  # fmt: skip
+        assert line in lines, line
+    assert f"#SBATCH --output={tmp_path / 'out' / '.sweep' / 'slurm' / 'logs'}/%A_%a.log" in lines
+    assert f"{sys.executable} -m wsc_tasks.sweep.worker {tmp_path / 'm.json'}" in script
+    bash = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
+    assert bash.returncode == 0, bash.stderr
+    plain = SlurmLauncher(
+        SlurmLauncher.resolve({}, "x", {"gpus-per-model": 0, "no-requeue": True, "dry-run": True}),
+        SweepOptions(tmp_path, TASK),
+    ).script(tmp_path / "m.json", 3)
+    assert "#SBATCH --array=0-2" in plain and "#SBATCH --no-requeue" in plain
+    assert "gres" not in plain and "trap" not in plain and "--requeue\n" not in plain
+
+
+def test_dry_run_prints_the_script_and_submits_nothing(tmp_path, capsys):
+    models = tmp_path / "models.txt"
+    models.write_text("chance1 wsc-chance seed=1\n")
+    out = tmp_path / "out"
+    assert sweep.main(_argv(models, out, "--launcher", "slurm", "--dry-run")) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("#!/bin/bash\n#SBATCH --job-name=wsc-sweep\n#SBATCH --array=0-0\n")
+    assert not (out / ".sweep" / "slurm").exists() and not (out / "leaderboard.md").exists()
+
+
+# a real Slurm cluster
+
+
+def _slurm_missing() -> str | None:
+    if shutil.which("sbatch") is None:
+        return "Slurm is not installed (Debian: slurmctld slurmd slurm-client munge)"
+    try:
+        found = subprocess.run(["sinfo", "--noheader", "--format=%t"], capture_output=True,
+                               text=True, timeout=30)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return "sinfo does not answer"
+    if found.returncode != 0 or not {"idle", "mix", "alloc"} & set(found.stdout.split()):
+        return f"no Slurm node is up (sinfo: {found.stdout.strip() or found.stderr.strip()})"
+    return None
+
+
+@pytest.fixture(scope="module")
+def slurm() -> None:
+    missing = _slurm_missing()
+    if missing and os.environ.get("WSC_TASKS_REQUIRE_SLURM") == "1":
+        pytest.fail(f"WSC_TASKS_REQUIRE_SLURM=1 but {missing}; start one with .ci/slurm-up")
+    if missing:
+        pytest.skip(missing)
+
+
+SLURM = ("--launcher", "slurm", "--gpus-per-model", "0", "--cpus-per-model", "1", "--poll", "1")
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory, data_dir) -> Path:
+    """The chance model and two tiny random GPT-2s, and their leaderboard by the local launcher."""
+    from test_sweep import _tiny_gpt2
+
+    root = tmp_path_factory.mktemp("three")
+    for seed in (1, 2):
+        _tiny_gpt2(root / f"tiny{seed}", seed)
+    models = root / "models.txt"
+    models.write_text(
+        f"chance1 wsc-chance seed=1\ntiny1 hf pretrained={root / 'tiny1'}\n"
+        f"tiny2 hf pretrained={root / 'tiny2'}\n"
+    )
+    assert sweep.main(_argv(models, root / "local")) == 0
+    return root
+
+
+def _squeue(name: str = "wsc-sweep") -> list[str]:
+    found = subprocess.run(["squeue", "--noheader", f"--name={name}", "--format=%i %T"],
+                           capture_output=True, text=True)  # fmt: skip
+    return found.stdout.split("\n")[:-1]
+
+
+@pytest.mark.slow
+def test_slurm_sweep_of_three_models_gives_the_local_leaderboard(slurm, three, tmp_path):
+    running: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.5):
+            running.append(sum(line.endswith(" RUNNING") for line in _squeue("wsc-three")))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    out = tmp_path / "slurm"
+    more = (*SLURM, "--max-parallel", "2", "--job-name", "wsc-three")
+    try:
+        assert sweep.main(_argv(three / "models.txt", out, *more)) == 0
+    finally:
+        stop.set()
+        watcher.join()
+    assert _board(out) == _board(three / "local")
+    assert max(running) == 2  # two at once, never three
+    done = [_cost(out, name) for name in ("chance1", "tiny2")]
+    assert [d["launcher"] for d in done] == ["slurm", "slurm"] and done[1]["job"].endswith("_2")
+    assert "0.000 GPU-hours in total over 3 finished models" in (out / "leaderboard.md").read_text()
+
+
+@pytest.mark.slow
+def test_slurm_reports_a_failed_model_and_finishes_the_others(slurm, data_dir, tmp_path):
+    models = tmp_path / "models.txt"
+    models.write_text("broken no-such-model x=1\nchance1 wsc-chance seed=1\n")
+    out = tmp_path / "out"
+    assert sweep.main(_argv(models, out, *SLURM)) == 1
+    board = _board(out)
+    assert board["chance1"]["rank"] == "1"
+    assert board["broken"]["status"].startswith("failed (broken/error.txt): exit status 2")
+    assert "no-such-model" in (out / "broken" / "error.txt").read_text()
+
+
+def _job_of(out: Path, name: str) -> str | None:
+    try:
+        return json.loads((out / ".sweep" / "slurm" / "jobs.json").read_text())[name]["job"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _wait(condition, what: str, seconds: float = 240) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def _start(argv: list[str]) -> subprocess.Popen:
+    command = [sys.executable, "-m", "wsc_tasks.cli", "sweep", *argv]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+@pytest.mark.slow
+def test_slurm_requeue_mid_run_finishes_with_the_same_scores(slurm, three, tmp_path):
+    models = tmp_path / "models.txt"
+    models.write_text(f"tiny1 hf pretrained={three / 'tiny1'}\n")
+    out = tmp_path / "out"
+    process = _start(_argv(models, out, *SLURM, "--job-name", "wsc-requeue"))
+    _wait(lambda: (out / "tiny1" / "log.txt").is_file(), "the model's run to start")
+    job = _job_of(out, "tiny1")
+    assert job and not (out / "tiny1" / "done.json").exists()
+    subprocess.run(["scontrol", "requeue", job], check=True)
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output
+    board, local = _board(out), _board(three / "local")
+    assert board["tiny1"] == {**local["tiny1"], "rank": "1", "A − next": "", "A − next low": "",
+                              "A − next high": "", "A − next p": ""}  # fmt: skip
+    log = (out / ".sweep" / "slurm" / "logs" / f"{job}.log").read_text()
+    assert f"job {job}, restart 0" in log and f"job {job}, restart 1" in log
+    assert _cost(out, "tiny1")["job"] == job
+
+
+@pytest.mark.slow
+def test_slurm_ctrl_c_leaves_no_job_in_the_queue(slurm, data_dir, tmp_path):
+    models = tmp_path / "models.txt"
+    models.write_text("chance1 wsc-chance seed=1\nchance2 wsc-chance seed=2\nchance3 wsc-chance "
+                      "seed=3\n")  # fmt: skip
+    out = tmp_path / "out"
+    process = _start(_argv(models, out, *SLURM, "--max-parallel", "1", "--job-name", "wsc-ctrl-c"))
+    _wait(lambda: any(line.endswith(" RUNNING") for line in _squeue("wsc-ctrl-c")), "a job")
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, output
+    assert "cancelled Slurm job" in output
+    assert _squeue("wsc-ctrl-c") == []
+    assert not any((out / n / "error.txt").exists() for n in ("chance1", "chance2", "chance3"))
+    assert not (out / ".sweep" / "slurm" / "jobs.json").read_text().strip("{}\n")
+
+
+@pytest.mark.slow
+def test_slurm_no_wait_then_a_second_call_collects(slurm, data_dir, tmp_path, capsys):
+    models = tmp_path / "models.txt"
+    models.write_text("chance1 wsc-chance seed=1\nchance2 wsc-chance seed=2\n")
+    out = tmp_path / "out"
+    argv = _argv(models, out, *SLURM, "--job-name", "wsc-no-wait")
+    started = time.monotonic()
+    assert sweep.main([*argv, "--no-wait"]) == 0
+    assert time.monotonic() - started < 10  # returned at once
+    assert "queued   chance1" in capsys.readouterr().out
+    assert not (out / "leaderboard.md").exists() and len(_squeue("wsc-no-wait")) == 2
+    assert sweep.main(argv) == 0  # waits for the same jobs, submits nothing new
+    assert capsys.readouterr().out.startswith("done     chance1\ndone     chance2\n")
+    assert {_job_of(out, "chance1")} == {None}  # collected: forgotten
+    assert sorted(_board(out)) == ["chance1", "chance2"]
+    jobs = {_cost(out, name)["job"].split("_")[0] for name in ("chance1", "chance2")}
+    assert len(jobs) == 1  # one array
+
+
+# Ray
+
+
+@pytest.mark.slow
+def test_ray_sweep_of_three_models_gives_the_local_leaderboard(three, tmp_path):
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        out = tmp_path / "ray"
+        argv = _argv(three / "models.txt", out, "--launcher", "ray", "--cpus-per-model", "1")
+        assert sweep.main(argv) == 0
+    finally:
+        ray.shutdown()
+    assert _board(out) == _board(three / "local")
+    cost = _cost(out, "tiny1")
+    assert cost["launcher"] == "ray" and cost["gpus"] == 0.0 and cost["job"].startswith("ray:")
