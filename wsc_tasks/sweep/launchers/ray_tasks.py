@@ -67,10 +67,11 @@ class RayLauncher(Launcher):
         self.results: dict[str, RunState] = {}
 
     def _connect(self) -> None:
-        if self.ray.is_initialized():
-            return
+        """Join ``--ray-address``, or the Ray this process already runs, or start a local one."""
         address = self.values["ray-address"]
-        if address:
+        if self.ray.is_initialized():
+            pass
+        elif address:
             self.ray.init(address=address, log_to_driver=False)
         else:
             self.ray.init(log_to_driver=False, include_dashboard=False)
@@ -108,8 +109,9 @@ class RayLauncher(Launcher):
                 try:
                     self.results[name] = RunState("ended", outcome=self.ray.get(ref))
                 except Exception as error:  # a worker that died more than --retries times
-                    why = " ".join(str(error).split())[:500]
-                    self.results[name] = RunState("ended", f"Ray task failed: {why}")
+                    lines = [line for line in str(error).splitlines() if line.strip()]
+                    why = lines[-1].strip() if lines else type(error).__name__
+                    self.results[name] = RunState("ended", f"Ray task failed: {why}\n{error}")
             self._start_more()
         found = {spec.name: RunState("queued") for spec in self.pending}
         found |= {name: RunState("running") for name in self.refs}
