@@ -15,14 +15,15 @@ import wsc_tasks
 ROOT = Path(wsc_tasks.__file__).parent
 
 # What each stage may import besides itself and the shared top-level modules (paths): the
-# pipeline data → scoring → metrics → harness → reporting → cli, read from left to right.
+# pipeline data → scoring → metrics → harness → reporting → sweep → cli, read from left to right.
 MAY_IMPORT = {
     "data": set(),
     "scoring": {"data"},
     "metrics": {"data", "scoring"},
     "harness": {"data", "scoring", "metrics"},
     "reporting": {"data", "scoring", "metrics"},
-    "cli": {"data", "scoring", "metrics", "harness", "reporting"},
+    "sweep": {"data", "scoring", "metrics", "harness", "reporting"},
+    "cli": {"data", "scoring", "metrics", "harness", "reporting", "sweep"},
 }
 SHARED = {"paths"}
 

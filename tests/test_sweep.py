@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -378,3 +379,17 @@ def test_the_lock_excludes_between_processes(tmp_path):
     events = seen.read_text().split()
     pairs = zip(events[::2], events[1::2], strict=True)
     assert events and all(a[0] == "+" and b == "-" + a[1:] for a, b in pairs)
+
+
+def test_lock_files_are_never_committed():
+    """Locks name a pid and a host of one machine: ignored under any --out, none in results/."""
+    repo = Path(__file__).resolve().parents[1]
+    if not (repo / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "ls-files"], cwd=repo, capture_output=True, text=True)
+    files = tracked.stdout.splitlines()
+    assert not [f for f in files if f.endswith(".lock") or "/.sweep/" in f or "/.locks/" in f]
+    for path in ("results/.sweep/lock", "results/.sweep/locks/a.lock", "x/.sweep/slurm/jobs.json",
+                 "results/.sweep.lock", "results/.locks/a.lock"):  # fmt: skip
+        ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=repo)
+        assert ignored.returncode == 0, f"{path} is not ignored"
