@@ -216,9 +216,10 @@ class SlurmLauncher(Launcher):
             log_file = self.folder / "logs" / f"{array}_{index}.log"
             self.jobs[spec.name] = {"job": f"{array}_{index}", "log": str(log_file)}
         self._write_jobs()
-        log.info(
-            f"wsc_tasks: sweep: submitted job array {array} ({len(specs)} models, script {path}); "
-            f"squeue --jobs {array}"
+        print(
+            f"wsc-tasks sweep: submitted Slurm job array {array} ({len(specs)} models; script "
+            f"{path}); follow it with: squeue --array --jobs={array}",
+            file=sys.stderr,
         )
 
     def _squeue(self) -> dict[str, tuple[str, str]]:
