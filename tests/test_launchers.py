@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from test_sweep import _tiny_gpt2, _wait_for
 
 from wsc_tasks.cli import sweep
 from wsc_tasks.sweep.launchers import LAUNCHERS, Launcher, LauncherError, RunState, Setting
@@ -218,8 +219,6 @@ SLURM = ("--launcher", "slurm", "--gpus-per-model", "0", "--cpus-per-model", "1"
 @pytest.fixture(scope="module")
 def three(tmp_path_factory, data_dir) -> Path:
     """The chance model and two tiny random GPT-2s, and their leaderboard by the local launcher."""
-    from test_sweep import _tiny_gpt2
-
     root = tmp_path_factory.mktemp("three")
     for seed in (1, 2):
         _tiny_gpt2(root / f"tiny{seed}", seed)
@@ -282,13 +281,6 @@ def _job_of(out: Path, name: str) -> str | None:
         return None
 
 
-def _wait(condition, what: str, seconds: float = 240) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
 def _start(argv: list[str]) -> subprocess.Popen:
     command = [sys.executable, "-m", "wsc_tasks.cli", "sweep", *argv]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -300,7 +292,7 @@ def test_slurm_requeue_mid_run_finishes_with_the_same_scores(slurm, three, tmp_p
     models.write_text(f"tiny1 hf pretrained={three / 'tiny1'}\n")
     out = tmp_path / "out"
     process = _start(_argv(models, out, *SLURM, "--job-name", "wsc-requeue"))
-    _wait(lambda: (out / "tiny1" / "log.txt").is_file(), "the model's run to start")
+    _wait_for(lambda: (out / "tiny1" / "log.txt").is_file(), "the model's run to start")
     job = _job_of(out, "tiny1")
     assert job and not (out / "tiny1" / "done.json").exists()
     subprocess.run(["scontrol", "requeue", job], check=True)
@@ -321,7 +313,7 @@ def test_slurm_ctrl_c_leaves_no_job_in_the_queue(slurm, data_dir, tmp_path):
                       "seed=3\n")  # fmt: skip
     out = tmp_path / "out"
     process = _start(_argv(models, out, *SLURM, "--max-parallel", "1", "--job-name", "wsc-ctrl-c"))
-    _wait(lambda: any(line.endswith(" RUNNING") for line in _squeue("wsc-ctrl-c")), "a job")
+    _wait_for(lambda: any(line.endswith(" RUNNING") for line in _squeue("wsc-ctrl-c")), "a job")
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=120)
     assert process.returncode == 130, output

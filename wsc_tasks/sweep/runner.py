@@ -84,7 +84,7 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _run_child(
-    command: list[str], log_file: Path, env: dict[str, str] | None, lock: FileLock
+    command: list[str], log_file: Path, env: dict[str, str] | None, lock: FileLock, stops: int
 ) -> int:
     """The run in its own process group that dies with this process; the lock names it."""
     parent = os.getpid()
@@ -99,6 +99,8 @@ def _run_child(
         )
         _children.add(child.pid)
         try:
+            if _stops[0] != stops:  # stop_all came between this run's start and now
+                os.killpg(child.pid, signal.SIGKILL)
             lock.stamp(child.pid)
             return child.wait()
         except BaseException:  # Ctrl-C, SIGTERM: the whole group goes, not only this process
@@ -139,12 +141,13 @@ def _run_locked(
         log.warning(f"wsc_tasks: sweep: {spec.name}: run again: {state.why}")
     elif folder.exists():
         log.info(f"wsc_tasks: sweep: {spec.name}: clearing an earlier {state.state} run")
+    stops = _stops[0]
     protocol.start(folder, asked)
     command = run_command(spec, folder, options, placement.processes)
     log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
     env = dict(placement.env) if placement.env is not None else None
-    started, clock, stops = time.strftime("%FT%T%z"), time.monotonic(), _stops[0]
-    code = _run_child(command, folder / protocol.LOG, env, lock)
+    started, clock = time.strftime("%FT%T%z"), time.monotonic()
+    code = _run_child(command, folder / protocol.LOG, env, lock, stops)
     wall = time.monotonic() - clock
     scrub([folder / protocol.LOG], {str(include_path()): "<wsc_tasks.task_configs>"})
     results = list((folder / "lm_eval").rglob("results_*.json"))

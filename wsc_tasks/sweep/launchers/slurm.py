@@ -92,6 +92,7 @@ class SlurmLauncher(Launcher):
         self.poll_s = float(self.values["poll"])
         self.folder = protocol.bookkeeping(options.out.resolve(), self.name)
         self.jobs: dict[str, dict[str, str]] = {}  # model name -> {job, log}
+        self.last: dict[str, RunState] = {}  # the states squeue gave last
         if not self.values["dry-run"]:
             for tool in ("sbatch", "squeue", "scancel"):
                 if shutil.which(tool) is None:
@@ -222,7 +223,7 @@ class SlurmLauncher(Launcher):
             file=sys.stderr,
         )
 
-    def _squeue(self) -> dict[str, tuple[str, str]]:
+    def _squeue(self) -> dict[str, tuple[str, str]] | None:
         """Array task id -> (state, reason) of every task of this sweep's jobs Slurm still knows."""
         arrays = sorted({job["job"].split("_")[0] for job in self.jobs.values()})
         if not arrays:
@@ -233,7 +234,8 @@ class SlurmLauncher(Launcher):
         if done.returncode != 0:
             if "Invalid job id" in done.stderr:
                 return {}  # every job ended long enough ago for Slurm to forget it
-            raise LauncherError(f"squeue failed: {done.stderr.strip()}")
+            log.warning(f"wsc_tasks: sweep: squeue failed, asking again: {done.stderr.strip()}")
+            return None  # slurmctld restarting, say: states as they were
         found = {}
         for line in done.stdout.splitlines():
             parts = line.strip().split("|")
@@ -243,6 +245,8 @@ class SlurmLauncher(Launcher):
 
     def states(self) -> dict[str, RunState]:
         known = self._squeue()
+        if known is None:
+            return self.last
         out = {}
         for name, job in self.jobs.items():
             task, log_file = job["job"], Path(job["log"])
@@ -257,6 +261,7 @@ class SlurmLauncher(Launcher):
                     how += f", reason {reason}"
                 detail = f"Slurm job {task} ended {how} without a result; log: {log_file}"
                 out[name] = RunState("ended", f"{detail}\n{_log_tail(log_file)}")
+        self.last = out
         return out
 
     def cancel(self) -> None:
