@@ -274,6 +274,25 @@ def test_slurm_reports_a_failed_model_and_finishes_the_others(slurm, data_dir, t
     assert "no-such-model" in (out / "broken" / "error.txt").read_text()
 
 
+@pytest.mark.slow
+def test_slurm_a_job_the_scheduler_ended_gets_an_error_naming_its_state(slurm, three, tmp_path):
+    models = tmp_path / "models.txt"
+    models.write_text(f"tiny1 hf pretrained={three / 'tiny1'}\nchance1 wsc-chance seed=1\n")
+    out = tmp_path / "out"
+    process = _start(_argv(models, out, *SLURM, "--job-name", "wsc-killed"))
+    _wait_for(lambda: (out / "tiny1" / "log.txt").is_file(), "the model's run to start")
+    job = _job_of(out, "tiny1")
+    subprocess.run(["scancel", job], check=True)  # as an administrator, or out of memory, would
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 1, output
+    error = (out / "tiny1" / "error.txt").read_text()
+    log = out / ".sweep" / "slurm" / "logs" / f"{job}.log"
+    assert error.startswith(f"Slurm job {job} ended in state CANCELLED")
+    assert f"without a result; log: {log}\n" in error
+    board = _board(out)
+    assert board["chance1"]["rank"] == "1" and board["tiny1"]["status"].startswith("failed")
+
+
 def _job_of(out: Path, name: str) -> str | None:
     try:
         return json.loads((out / ".sweep" / "slurm" / "jobs.json").read_text())[name]["job"]

@@ -83,13 +83,12 @@ class SlurmLauncher(Launcher):
         flag_setting("dry-run", "print the batch script, submit nothing", True),
     )
 
-    settle_s = 30.0  # NFS may show a result written on another node this much later
-
     def __init__(self, values: dict[str, Any], options: SweepOptions) -> None:
         super().__init__(values, options)
         self.dry_run = bool(self.values["dry-run"])
         self.waits = not (self.values["no-wait"] or self.dry_run)
         self.poll_s = float(self.values["poll"])
+        self.settle_s = 3 * self.poll_s  # NFS may show a file written on another node later
         self.folder = protocol.bookkeeping(options.out.resolve(), self.name)
         self.jobs: dict[str, dict[str, str]] = {}  # model name -> {job, log}
         self.last: dict[str, RunState] = {}  # the states squeue gave last
