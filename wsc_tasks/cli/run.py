@@ -52,6 +52,24 @@ def check_model_paths(argv: list[str]) -> None:
             )
 
 
+def check_metadata_keys(argv: list[str]) -> None:
+    """Every ``--metadata`` key must be one the tasks read, before the model loads (the tasks
+    check again, also in plain ``lm_eval`` runs, once lm-eval has merged in the model arguments)."""
+    import argparse
+
+    from lm_eval._cli.utils import MergeDictAction
+
+    from wsc_tasks.harness import metadata_keys
+
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--metadata", nargs="+", action=MergeDictAction, default=None)
+    try:
+        given = parser.parse_known_args(argv)[0].metadata or {}
+    except (ValueError, SyntaxError) as error:
+        raise ValueError(f"wsc-tasks: --metadata is not valid: {error}") from error
+    metadata_keys.check("wsc-tasks: --metadata", given)
+
+
 def lm_eval_argv(passthrough: list[str]) -> list[str]:
     """The ``lm_eval run`` arguments: the user's, plus include path, tasks and default model.
 
@@ -60,6 +78,7 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
 
     argv = list(passthrough)
     flags.check_argv(argv)
+    check_metadata_keys(argv)
     check_model_paths(argv)
     if not _has(argv, "--model_args", "--model-args"):
         if _has(argv, "--model") and not _uses_hf(argv):
@@ -159,10 +178,13 @@ def run_lm_eval(passthrough: list[str]) -> int:
     from wsc_tasks.harness import (  # noqa: F401  register --model hf-mlm and wsc-chance
         chance,
         mlm,
+        notes,
         patches,
     )
+
     patches.accept_several_include_paths()
     argv, target = labelled_output(lm_eval_argv(passthrough))
+    notes.clear()
     before = _written(target)
     print("wsc-tasks: lm_eval run " + " ".join(argv), file=sys.stderr)
     sys.argv = ["lm_eval", "run", *argv]
@@ -171,7 +193,10 @@ def run_lm_eval(passthrough: list[str]) -> int:
     else:
         with patches.without_lm_eval_tasks():
             cli_evaluate()
-    if os.environ.get("RANK", "0") == "0":  # only the first process writes files
+    if os.environ.get("RANK", "0") == "0":  # only the first process prints and writes files
+        footer = notes.footer()
+        if footer:
+            print(footer)
         folders = {str(include_path()): "<wsc_tasks.task_configs>", _lm_eval_folder(): "<lm_eval>"}
         scrub(sorted(_written(target) - before), folders)
     return 0

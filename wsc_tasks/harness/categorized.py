@@ -43,6 +43,11 @@ class CategorizedSchemaTask(SchemaTask):
             values[f"acc_cat_{name}"] = values[f"n_cat_{name}"] = subset
         return values
 
+    def why_undefined(self, metric: str, items: list[Any]) -> str:
+        reason = super().why_undefined(metric, items)
+        category = {f"acc_cat_{name}": name for name in GROUPS}.get(metric)
+        return f"{reason} of knowledge category {category}" if category else reason
+
     def all_aggregations(self) -> dict[str, Any]:
         functions = super().all_aggregations()
         for name in GROUPS:

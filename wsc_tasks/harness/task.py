@@ -31,12 +31,14 @@ from lm_eval.api.task import ConfigurableTask
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema
-from wsc_tasks.harness import flags, patches
+from wsc_tasks.harness import flags, notes, patches
+from wsc_tasks.harness.conventions import TaskConventions
 from wsc_tasks.metrics import associativity, registry
 from wsc_tasks.metrics.accuracy import SchemaOutcome, outcome, restrict
 from wsc_tasks.metrics.consistency import pair_outcome
 from wsc_tasks.metrics.registry import bind
 from wsc_tasks.scoring import families
+from wsc_tasks.scoring.families import ModelFacts
 from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setup, shifted_splits
 
 patches.apply()  # lm-eval as our tasks need it (logits cache, stderr, …); see that module
@@ -51,6 +53,7 @@ TOKEN_METRICS = {  # reported name -> record
     "share_equal_len": "share",
     "share_blank_at_end": "share",
 }
+EQUAL_LENGTH = {"acc_equal_len", "schema_acc_equal_len"}  # restricted to equal-length answers
 
 
 def request_task_config(config: dict[str, Any] | None) -> dict[str, Any]:
@@ -124,7 +127,7 @@ def select_metrics(
     return {name: fn for name, fn in functions.items() if name in headline}
 
 
-class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
+class SchemaTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTask):
     """A task whose documents are schemas; see the module docstring."""
 
     VERSION = 1.0
@@ -137,6 +140,7 @@ class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
         check_metadata(config.get("task"), meta, self.DATASETS)
         metric_choice(str(config.get("task")), meta)
         super().__init__(config=config, **kwargs)
+        self._requested = dict(self._meta)
         self.setup, self.methods = self._plan()
 
     def aggregation(self) -> dict[str, Any]:
@@ -150,12 +154,18 @@ class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
     def _meta(self) -> dict[str, Any]:
         return self.config.metadata or {}
 
-    def _plan(self) -> tuple[Setup, list[ScoringMethod]]:
-        """Family, tokenizer and methods (``families.plan``), settled before any model work."""
-        task, meta = self.config.task, self._meta
-        plan = families.plan(task, meta)
+    def _plan(self, model: ModelFacts | None = None) -> tuple[Setup, list[ScoringMethod]]:
+        """Family, tokenizer and methods (``families.plan``), settled before any model work:
+        from the metadata, or from the ``model`` when the metadata names no tokenizer (until
+        then a provisional plan, the family's token-free default; see ``conventions``)."""
+        task, meta = self.config.task, self._requested
+        if model is None and self.awaits_model:
+            meta = {k: v for k, v in meta.items() if k not in ("scoring", "headline")}
+        plan = families.plan(task, meta, model=model)
         prior = plan.setup.prior
-        self.config.metadata = {**meta, "first_token_prior": prior, "headline": plan.headline}
+        self.config.metadata = {
+            **self._meta, "first_token_prior": prior, "headline": plan.headline
+        }  # fmt: skip
         self.family = plan.family.name
         self.family_record = plan.family
         self.method_pairs = list(plan.method_pairs)
@@ -164,6 +174,23 @@ class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
             f"{', '.join(m.name for m in plan.methods)}; first-token prior {prior}"
         )
         return plan.setup, list(plan.methods)
+
+    def _settle(self, facts: ModelFacts) -> None:
+        """The plan for the model lm-eval hands the task (``conventions``)."""
+        self.__dict__.pop("_requests_of", None)
+        self.setup, self.methods = self._plan(facts)
+        if self.setup.tokens is None and not self.family_record.model_counts_tokens:
+            notes.add(
+                self,
+                f"headline {self.methods[0].name}, the token-free method, is the only scoring "
+                f"method run: {facts.why}",
+            )
+
+    def why_undefined(self, metric: str, items: list[Any]) -> str:
+        reason = super().why_undefined(metric, items)
+        if metric in EQUAL_LENGTH:
+            reason += " whose two answers have the same number of tokens"
+        return reason
 
     # -- data -----------------------------------------------------------------------------------
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:

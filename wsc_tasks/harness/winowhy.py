@@ -45,7 +45,8 @@ from lm_eval.api.task import ConfigurableTask
 
 from wsc_tasks.data import sources
 from wsc_tasks.data.knowledge import CATEGORIES, wsc273_categories
-from wsc_tasks.harness import flags, patches
+from wsc_tasks.harness import flags, notes, patches
+from wsc_tasks.harness.conventions import TaskConventions
 from wsc_tasks.harness.task import metric_choice, request_task_config, select_metrics
 from wsc_tasks.metrics import registry, stats
 from wsc_tasks.metrics.plausibility import (
@@ -57,6 +58,7 @@ from wsc_tasks.metrics.plausibility import (
     roc_auc,
 )
 from wsc_tasks.scoring import families
+from wsc_tasks.scoring.families import ModelFacts
 from wsc_tasks.scoring.methods import ScoringError
 from wsc_tasks.scoring.tokens import TokenCounter
 
@@ -316,6 +318,13 @@ def make_aggregations(
     return {name: registry.bind(records[name], f) for name, f in functions.items()}
 
 
+# the per-category metrics of ``make_aggregations`` -> their category
+CATEGORY_METRICS = {
+    f"{metric}_{category}": category
+    for category in CATEGORIES
+    for metric in ("acc_best_threshold", "roc_auc", "n_reasons")
+}
+
 # printed by default; ``--metadata '{"metrics": "all"}'`` for the rest
 HEADLINE_METRICS = frozenset(
     {"acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc", "n_reasons",
@@ -323,7 +332,7 @@ HEADLINE_METRICS = frozenset(
 )  # fmt: skip
 
 
-class WinoWhyTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
+class WinoWhyTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTask):
     """One document per WSC273 question with its kept reasons; see the module docstring.
 
     Metadata: ``reason_score`` — the score behind the unsuffixed metrics: ``mean`` (default when
@@ -338,15 +347,29 @@ class WinoWhyTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
         config = request_task_config(config)
         metric_choice(str(config.get("task")), config.get("metadata") or {})
         super().__init__(config=config, **kwargs)
-        self.family, self.tokens, self.headline = self._plan()
+        self._requested = dict(self.config.metadata or {})
+        self._settle(None)
+
+    def _settle(self, facts: ModelFacts | None) -> None:
+        """The plan from the metadata, or from the model lm-eval hands the task (``facts``; see
+        ``conventions``); until then, when the metadata names no tokenizer, a provisional one."""
+        self.family, self.tokens, self.headline = self._plan(facts)
         counted = families.get(self.family).model_counts_tokens or self.tokens is not None
         self.scores = SCORES if counted else tuple(s for s in SCORES if s != "mean")
         self._aggregations = make_aggregations(self.headline, self.scores)
+        if facts is not None and not counted:
+            notes.add(
+                self,
+                f"headline score {self.headline} (no *_mean scores without a tokenizer): "
+                f"{facts.why}",
+            )
 
-    def _plan(self) -> tuple[str, TokenCounter | None, str]:
+    def _plan(self, model: ModelFacts | None = None) -> tuple[str, TokenCounter | None, str]:
         """Family and tokenizer (``families.plan``) and the headline score."""
-        task, meta = self.config.task, self.config.metadata or {}
-        plan = families.plan(task, meta, continuation=True)
+        task, meta = self.config.task, self._requested
+        if model is None and self.awaits_model:
+            meta = {k: v for k, v in meta.items() if k != "reason_score"}
+        plan = families.plan(task, meta, continuation=True, model=model)
         family, tokens = plan.family.name, plan.tokens
         has_counts = plan.family.model_counts_tokens or tokens is not None
         headline = meta.get("reason_score") or ("mean" if has_counts else "per_byte")
@@ -357,12 +380,7 @@ class WinoWhyTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
                 f"task {task}: the per-token mean needs the model's tokenizer: pass "
                 '--metadata \'{"tokenizer": "<name or path>"}\' or reason_score per_byte'
             )
-        if not has_counts:
-            log.warning(
-                f"wsc_tasks: {task}: no tokenizer in the task metadata: headline score is the "
-                "mean log-likelihood per byte of the reason, and no *_mean metrics"
-            )
-        self.config.metadata = {**meta, "reason_score": headline}
+        self.config.metadata = {**(self.config.metadata or {}), "reason_score": headline}
         log.info(f"wsc_tasks: {task}: {family} model, headline score {headline}")
         return family, tokens, headline
 
@@ -408,6 +426,18 @@ class WinoWhyTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
             "categories": list(doc["categories"]),
         }
         return {name: value for name in self._aggregations}
+
+    def why_undefined(self, metric: str, items: list[Any]) -> str:
+        """A category's metrics on no question of it, or a ROC-AUC with reasons of one label."""
+        category = CATEGORY_METRICS.get(metric)
+        chosen = [i for i in items if category is None or category in i["categories"]]
+        where = f" of knowledge category {category}" if category else ""
+        labels = {y for i in chosen for y in i["labels"]}
+        if not chosen:
+            return f"no question{where}"
+        if len(labels) == 1:
+            return f"no {'negative' if labels == {1} else 'positive'} reason{where}"
+        return super().why_undefined(metric, items)
 
     def aggregation(self) -> dict[str, Any]:
         meta = self.config.metadata or {}

@@ -19,6 +19,8 @@ from wsc_tasks.metrics.accuracy import problem_accuracy, schema_accuracy
 
 SUBSETS = ("associative", "nonassociative")
 SCOPES = ("wsc266", *SUBSETS)
+SCOPE_UNITS = {"wsc266": "schema", "associative": "associative schema",
+               "nonassociative": "non-associative schema"}  # fmt: skip
 ACCURACIES = {"acc": problem_accuracy, "schema_acc": schema_accuracy}
 
 Aggregation = Callable[[Sequence[dict[str, Any]]], float]

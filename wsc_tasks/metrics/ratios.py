@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from wsc_tasks.metrics import accuracy
+from wsc_tasks.metrics import accuracy, associativity
 
 Parts = Callable[[Any], tuple[float, float]]  # one document -> (numerator, denominator)
 
@@ -29,6 +29,7 @@ class Ratio:
 
     name: str
     parts: Parts
+    of: str = "document"  # what the denominator counts, for "undefined: no <of>" messages
 
     def arrays(self, values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         pairs = np.array([self.parts(v) for v in values], dtype=float).reshape(-1, 2)
@@ -60,6 +61,7 @@ class Combination:
     name: str
     function: Callable[..., Any]
     parts: tuple[Any, ...]  # forms
+    undefined: str = "the formula is undefined for these values"  # when NaN with defined parts
 
     def __call__(self, values: Sequence[Any]) -> float:
         return float(self.function(*(np.float64(part(values)) for part in self.parts)))
@@ -92,8 +94,8 @@ def anti_solved_parts(o: accuracy.SchemaOutcome) -> tuple[float, float]:
     return sum(right == 0 for right, _ in groups), len(groups)
 
 
-PROBLEM_ACCURACY = Ratio("acc", problem_parts)
-SCHEMA_ACCURACY = Ratio("schema_acc", schema_parts)
+PROBLEM_ACCURACY = Ratio("acc", problem_parts, "problem")
+SCHEMA_ACCURACY = Ratio("schema_acc", schema_parts, "schema")
 
 
 # -- a schema before and after a transformation (PairOutcome) ------------------------------------
@@ -115,26 +117,26 @@ def _schema_flags(item: dict[str, Any]) -> list[tuple[list[int], list[int]]]:
     ]
 
 
-def problem_pair_ratio(name: str, hit: Callable, base: Callable) -> Ratio:
-    """Problems (before, after) with ``hit`` over those with ``base``, both called (before, after)
-    with a problem's solved flags."""
+def problem_pair_ratio(name: str, hit: Callable, base: Callable, of: str = "problem") -> Ratio:
+    """Problems (before, after) with ``hit`` over those with ``base`` (``of`` says which), both
+    called (before, after) with a problem's solved flags."""
 
     def parts(item: dict[str, Any]) -> tuple[float, float]:
         flags = _problem_flags(item)
         return sum(bool(hit(b, a)) for b, a in flags), sum(bool(base(b, a)) for b, a in flags)
 
-    return Ratio(name, parts)
+    return Ratio(name, parts, of)
 
 
-def schema_pair_ratio(name: str, hit: Callable, base: Callable) -> Ratio:
-    """Schema groups with ``hit`` over those with ``base``, both called (before, after) with the
-    group's solved flags."""
+def schema_pair_ratio(name: str, hit: Callable, base: Callable, of: str = "schema") -> Ratio:
+    """Schema groups with ``hit`` over those with ``base`` (``of`` says which), both called
+    (before, after) with the group's solved flags."""
 
     def parts(item: dict[str, Any]) -> tuple[float, float]:
         flags = _schema_flags(item)
         return sum(bool(hit(b, a)) for b, a in flags), sum(bool(base(b, a)) for b, a in flags)
 
-    return Ratio(name, parts)
+    return Ratio(name, parts, of)
 
 
 # -- associativity (``associativity.aggregations``): ratios over one subset of the pairs ----------
@@ -145,7 +147,7 @@ def scoped(parts: Parts, side: str, scope: str) -> Ratio:
         inside = scope == "wsc266" or item["subset"] == scope
         return parts(item[side]) if inside else (0.0, 0.0)
 
-    return Ratio(f"{side}_{scope}", inside_parts)
+    return Ratio(f"{side}_{scope}", inside_parts, associativity.SCOPE_UNITS[scope])
 
 
 def relative_loss(r: np.ndarray, r_b: np.ndarray) -> np.ndarray:
@@ -156,3 +158,17 @@ def relative_loss(r: np.ndarray, r_b: np.ndarray) -> np.ndarray:
 def relative_gain(r: np.ndarray, r_b: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(r_b < 1, (r - r_b) / (1 - r_b), np.nan)
+
+
+def why_undefined(form: Form, values: Sequence[Any]) -> str | None:
+    """Why ``form`` has no value (NaN) on ``values``: "no <what a denominator counts>" for the
+    first ratio with nothing to count, else a combination's own condition; None if defined."""
+    if isinstance(form, Ratio):
+        return None if form.arrays(values)[1].sum() else f"no {form.of}"
+    if isinstance(form, Difference):
+        return why_undefined(form.first, values) or why_undefined(form.second, values)
+    for part in form.parts:
+        found = why_undefined(part, values)
+        if found:
+            return found
+    return form.undefined if np.isnan(form(values)) else None

@@ -47,7 +47,7 @@ class Metric:
     form: ratios.Form | None = None  # Σ numerator / Σ denominator form, for the fast bootstrap
     aggregate: Callable[[Sequence[Any]], Any] | None = None  # None: the task binds its own
     function: Callable[..., Any] | None = None  # the pure formula (consistency: over Pair lists)
-    higher_is_better: bool = True
+    higher_is_better: bool | None = True  # None: neither (counts, differences): no arrow
     stderr: bool = True  # lm-eval's stderr is the schema bootstrap; False: N/A (fixed counts)
     problem_matched: bool = False  # needs problems matched one by one (problem transformations)
     kind: str = "accuracy"  # accuracy, count, consistency, associativity, plausibility
@@ -96,13 +96,16 @@ def _consistency(
     *,
     problem_matched: bool | None = None,
     summary: tuple[str, ...] = (),
+    base_is: str = "",
 ) -> Metric:
     """A consistency metric: share of problems (or schema groups) ``(before, after)`` with
-    ``hit`` among those with ``base``; ``function`` is its pure definition in ``consistency``."""
+    ``hit`` among those with ``base`` (``base_is``: which, in words); ``function`` is its pure
+    definition in ``consistency``."""
     ratio = ratios.problem_pair_ratio if level == "problem" else ratios.schema_pair_ratio
     return Metric(
         name, symbol, level, PAIR, (function.__doc__ or "").strip().split("\n")[0],
-        form=ratio(name, hit, base), aggregate=_pair_aggregate(name, function, level),
+        form=ratio(name, hit, base, f"{level} {base_is}".strip()),
+        aggregate=_pair_aggregate(name, function, level),
         function=function, kind="consistency", summary=summary,
         problem_matched=level == "problem" if problem_matched is None else problem_matched,
     )  # fmt: skip
@@ -112,6 +115,9 @@ def _both(before: Any, after: Any) -> bool:
     return all(before) and all(after)
 
 
+_BEFORE, _AFTER = "solved before the transformation", "solved after the transformation"
+
+
 # ``hit``, ``base``: a problem's (or schema group's) solved flags as (b, a) = (before, after)
 CONSISTENCY = (
     _consistency("consistency", "c", "problem", consistency.consistency, lambda b, a: b == a,
@@ -119,9 +125,9 @@ CONSISTENCY = (
     _consistency("consistent_acc", "c_a", "problem", consistency.consistent_acc,
                  lambda b, a: b and a, summary=("pairs",)),
     _consistency("preserved_acc", "c_p", "problem", consistency.preserved_acc,
-                 lambda b, a: b and a, lambda b, a: b),
+                 lambda b, a: b and a, lambda b, a: b, base_is=_BEFORE),
     _consistency("preserved_acc_rev", "ĉ_p", "problem", consistency.preserved_acc_rev,
-                 lambda b, a: b and a, lambda b, a: a),
+                 lambda b, a: b and a, lambda b, a: a, base_is=_AFTER),
     _consistency("schema_consistency_weak", "C̃", "schema", consistency.schema_consistency_weak,
                  lambda b, a: all(b) == all(a), summary=("pairs",)),
     _consistency("schema_consistency", "C", "schema", consistency.schema_consistency,
@@ -132,9 +138,10 @@ CONSISTENCY = (
     _consistency("consistent_schema_acc", "C_a", "schema", consistency.consistent_schema_acc,
                  _both, summary=("pairs",)),
     _consistency("preserved_schema_acc", "C_p", "schema", consistency.preserved_schema_acc,
-                 _both, lambda b, a: all(b)),
+                 _both, lambda b, a: all(b), base_is=_BEFORE),
     _consistency("preserved_schema_acc_rev", "Ĉ_p", "schema",
-                 consistency.preserved_schema_acc_rev, _both, lambda b, a: all(a)),
+                 consistency.preserved_schema_acc_rev, _both, lambda b, a: all(a),
+                 base_is=_AFTER),
 )  # fmt: skip
 
 
@@ -146,8 +153,8 @@ def _sides() -> list[Metric]:
         ("schema_acc", "A", "schema", metrics.schema_accuracy, ratios.schema_parts),
     )
     for name, symbol, level, accuracy, parts in accuracies:
-        before = ratios.Ratio(f"{name}_original", lambda i, p=parts: p(i["before"]))
-        after = ratios.Ratio(f"{name}_perturbed", lambda i, p=parts: p(i["after"]))
+        before = ratios.Ratio(f"{name}_original", lambda i, p=parts: p(i["before"]), level)
+        after = ratios.Ratio(f"{name}_perturbed", lambda i, p=parts: p(i["after"]), level)
 
         def side(key: str, accuracy: Callable = accuracy) -> Callable:
             return lambda items: accuracy([item[key] for item in items])
@@ -165,7 +172,7 @@ def _sides() -> list[Metric]:
             Metric(f"{name}_diff", f"{symbol}_F − {symbol}", level, PAIR,
                    "transformed − original accuracy",
                    form=ratios.Difference(f"{name}_diff", after, before),
-                   aggregate=difference(), summary=("pairs",)),
+                   aggregate=difference(), summary=("pairs",), higher_is_better=None),
         ]  # fmt: skip
     for metric in out:
         metric.aggregate.__name__ = metric.name  # type: ignore[union-attr]
@@ -187,7 +194,8 @@ def _associativity() -> list[Metric]:
         out.append(
             Metric(name, _ASSOCIATIVITY_SYMBOLS[quantity], level, TAGGED_PAIR,
                    "accuracy against no-candidates, per associativity subset (thesis §4.4)",
-                   form=form, aggregate=functions[name], kind="associativity")
+                   form=form, aggregate=functions[name], kind="associativity",
+                   higher_is_better=None if quantity == "assoc_gap" else True)
         )  # fmt: skip
         return form
 
@@ -202,11 +210,12 @@ def _associativity() -> list[Metric]:
             sides[scope, "nocands"] = add(f"{name}_nocands", "nocands", level, r_b)  # type: ignore[assignment]
             add(f"{name}_adjusted", "adjusted", level,
                 ratios.Difference(f"{name}_adjusted", r, r_b))  # fmt: skip
-            for quantity, function in (
-                ("rel_loss", ratios.relative_loss), ("rel_gain", ratios.relative_gain)
+            for quantity, function, undefined in (
+                ("rel_loss", ratios.relative_loss, f"r = 0: no {level} solved before no-cands"),
+                ("rel_gain", ratios.relative_gain, f"r_B = 1: every {level} solved after"),
             ):  # fmt: skip
-                add(f"{name}_{quantity}", quantity, level,
-                    ratios.Combination(f"{name}_{quantity}", function, (r, r_b)))  # fmt: skip
+                form = ratios.Combination(f"{name}_{quantity}", function, (r, r_b), undefined)
+                add(f"{name}_{quantity}", quantity, level, form)
         for side in ("original", "nocands"):
             name = f"{metric}_assoc_gap_{side}"
             gap = ratios.Difference(name, sides["associative", side], sides["nonassociative", side])
@@ -220,7 +229,7 @@ def _count(name: str, symbol: str, level: str, value: str, description: str,
            aggregate: Callable | None, summary: tuple[str, ...] = (),
            stderr: bool = False) -> Metric:  # fmt: skip
     return Metric(name, symbol, level, value, description, aggregate=aggregate, stderr=stderr,
-                  kind="count", summary=summary)  # fmt: skip
+                  kind="count", summary=summary, higher_is_better=None)  # fmt: skip
 
 
 def _plausibility(
@@ -239,18 +248,18 @@ REGISTRY: tuple[Metric, ...] = (
            form=ratios.SCHEMA_ACCURACY, aggregate=metrics.schema_accuracy,
            function=metrics.schema_accuracy, summary=("schemas",)),
     Metric("half_solved", "A'", "schema", OUTCOME, "share of schemas with some problems right",
-           form=ratios.Ratio("half_solved", ratios.half_solved_parts),
+           form=ratios.Ratio("half_solved", ratios.half_solved_parts, "schema"),
            aggregate=metrics.half_solved, function=metrics.half_solved, higher_is_better=False,
            summary=("schemas",)),
     Metric("anti_solved", "A''", "schema", OUTCOME, "share of schemas with no problem right",
-           form=ratios.Ratio("anti_solved", ratios.anti_solved_parts),
+           form=ratios.Ratio("anti_solved", ratios.anti_solved_parts, "schema"),
            aggregate=metrics.anti_solved, function=metrics.anti_solved, higher_is_better=False,
            summary=("schemas",)),
     _count("n_problems", "n", "problem", OUTCOME, "problems", metrics.n_problems, ("schemas",)),
     _count("n_schemas", "N", "schema", OUTCOME, "schema-metric groups", metrics.n_schemas,
            ("schemas",)),
     Metric("share", "share", "problem", OUTCOME, "share of problems with a flag (token facts)",
-           form=ratios.Ratio("share", ratios.problem_parts), aggregate=metrics.share,
+           form=ratios.Ratio("share", ratios.problem_parts, "problem"), aggregate=metrics.share,
            function=metrics.share, reported=False),
     _count("n_shifted_splits", "splits", "problem", SPLITS,
            "causal requests split after their first token(s)", methods.n_shifted_splits),
@@ -271,8 +280,8 @@ REGISTRY: tuple[Metric, ...] = (
                   "share of questions with every positive reason above every negative one",
                   plausibility.group_ranking_accuracy),
     Metric("best_threshold", "threshold", "reason", REASONS,
-           "the best threshold itself (not a quality; lm-eval needs a direction)",
-           function=plausibility.best_threshold, higher_is_better=False,
+           "the best threshold itself (not a quality: no direction)",
+           function=plausibility.best_threshold, higher_is_better=None,
            kind="plausibility"),
     _count("n_reasons", "reasons", "reason", REASONS, "reasons", None, ("reasons",), stderr=True),
     _count("n_positive", "positive", "reason", REASONS, "positive reasons", None, stderr=True),
@@ -346,7 +355,7 @@ def form(aggregation: Callable[..., Any]) -> ratios.Form | None:
     return found.form if found is not None else None
 
 
-def higher_is_better(aggregations: dict[str, Any]) -> dict[str, bool]:
+def higher_is_better(aggregations: dict[str, Any]) -> dict[str, bool | None]:
     """lm-eval's ``higher_is_better`` of a task's aggregations."""
     return {name: record_of(a).higher_is_better for name, a in aggregations.items()}  # type: ignore[union-attr]
 
@@ -385,7 +394,9 @@ SCHEMA_TRANSFORMATION_METRICS: dict[str, consistency.Metric] = {
     for m in CONSISTENCY
     if not m.problem_matched  # type: ignore[misc]
 }
-SCHEMA_METRICS: dict[str, tuple[Callable[[Sequence[metrics.SchemaOutcome]], float], bool]] = {
+SCHEMA_METRICS: dict[
+    str, tuple[Callable[[Sequence[metrics.SchemaOutcome]], float], bool | None]
+] = {
     m.name: (m.aggregate, m.higher_is_better)  # type: ignore[misc]
     for m in REGISTRY
     if "schemas" in m.summary
