@@ -54,7 +54,7 @@ class TaskConventions:
     def meet_model(self, lm: Any, model_arguments: Collection[str] = ()) -> None:
         """lm-eval is about to build this task's requests for ``lm``; ``model_arguments``: the
         keys lm-eval merged into the metadata from the run's model arguments."""
-        metadata_keys.check(f"task {self._name}", self._requested, model_arguments)
+        metadata_keys.check(f"task {self._name}: metadata", self._requested, model_arguments)
         if self.awaits_model:
             self._settle(facts_of(lm, self._name))
         self._met = True
@@ -65,7 +65,7 @@ class TaskConventions:
     def build_all_requests(self, **kwargs: Any) -> None:
         self._chosen_documents = kwargs.get("samples") is not None
         if not self._met:  # built outside lm-eval's evaluate: no model, no model arguments
-            metadata_keys.check(f"task {self._name}", self._requested)
+            metadata_keys.check(f"task {self._name}: metadata", self._requested)
             if self.awaits_model:
                 raise ScoringError(
                     f"task {self._name}: no tokenizer to count tokens with: the task metadata "

@@ -36,10 +36,11 @@ def closest(key: str, known: Iterable[str]) -> str | None:
 
 
 def message(where: str, key: str, known: Iterable[str] = SETTINGS) -> str:
+    """``where`` names the source: ``--metadata`` or ``task wsc266: metadata``."""
     near = closest(key, known) or closest(key, KNOWN)
     hint = f"did you mean {near}? " if near else ""
     return (
-        f"{where}: metadata key {key!r} is unknown; {hint}known keys: "
+        f"{where} key {key!r} is unknown; {hint}known keys: "
         f"{', '.join(sorted(SETTINGS))} (task_configs/README.md)"
     )
 
