@@ -108,8 +108,6 @@ class TaskConventions:
         if self._chosen_documents:
             return f"the {n} documents chosen by --samples"
         total = len(self.eval_docs)  # type: ignore[attr-defined]
-        return (
-            f"the first {n} of its {total} documents (--limit)"
-            if n < total
-            else (f"its {n} documents")
-        )
+        if n >= total:
+            return f"its {n} documents"
+        return f"the first {'' if n == 1 else f'{n} '}of its {total} documents (--limit)"
