@@ -7,16 +7,17 @@ problem and schema figures. Because a schema never straddles two documents, the 
 under any split of the documents over processes (``accelerate launch``).
 
 Keys read from ``metadata`` (YAML, or lm-eval's ``--metadata``; lm-eval's CLI also merges the
-``--model_args`` in, which is how the task finds the model's tokenizer and family):
+``--model_args`` in, which is how the task finds the model's tokenizer and family; where lm-eval
+does not, the task learns them from the model it is handed, see ``conventions``):
 ``dataset`` — a name from ``wsc_tasks.data.catalog``; ``scoring`` — ``all`` (default: every method
 of the model's family) or a list of method names; ``headline`` — the method behind ``acc`` and
 ``schema_acc`` (default: the family's best, causal ``smart``), or a mapping family → method, e.g.
 ``{seq2seq: masked_mean}``; ``smart_limit`` — n of smart scoring (default 1); ``tokenizer`` —
-the tokenizer to count tokens with, when ``pretrained`` is not given (e.g. a model object passed
-from Python); ``metrics`` — ``headline`` (default: lm-eval aggregates and prints the few metrics
-that define the task) or ``all`` (every per-method and method-consistency metric too). Every
-per-document value is logged with ``--log_samples`` either way, so ``wsc-tasks report``
-recomputes the rest from the samples.
+the tokenizer to count tokens with, when ``pretrained`` is not given (e.g. a model object with
+no Hugging Face tokenizer); ``metrics`` — ``headline`` (default: lm-eval aggregates and prints the
+few metrics that define the task) or ``all`` (every per-method and method-consistency metric
+too). Every per-document value is logged with ``--log_samples`` either way, so ``wsc-tasks
+report`` recomputes the rest from the samples.
 """
 
 from __future__ import annotations
