@@ -55,7 +55,7 @@ class TaskConventions:
         """lm-eval is about to build this task's requests for ``lm``; ``model_arguments``: the
         keys lm-eval merged into the metadata from the run's model arguments."""
         metadata_keys.check(f"task {self._name}: metadata", self._requested, model_arguments)
-        if self.awaits_model:
+        if named_tokenizer(self._requested) is None:  # settled for this model, again if another
             self._settle(facts_of(lm, self._name))
         self._met = True
 
