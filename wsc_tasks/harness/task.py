@@ -37,7 +37,8 @@ from wsc_tasks.metrics.accuracy import SchemaOutcome, outcome, restrict
 from wsc_tasks.metrics.consistency import pair_outcome
 from wsc_tasks.metrics.registry import bind
 from wsc_tasks.scoring import families
-from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setup, shifted_splits
+from wsc_tasks.scoring.causal import shifted_splits
+from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setup
 
 patches.apply()  # lm-eval as our tasks need it (logits cache, stderr, …); see that module
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from wsc_tasks.metrics import accuracy as metrics
 from wsc_tasks.metrics import associativity, consistency, plausibility, ratios
-from wsc_tasks.scoring import methods
+from wsc_tasks.scoring import causal
 
 # the per-document value a metric aggregates
 OUTCOME = "outcome"  # metrics.SchemaOutcome: one schema's problems right or wrong
@@ -253,7 +253,7 @@ REGISTRY: tuple[Metric, ...] = (
            form=ratios.Ratio("share", ratios.problem_parts), aggregate=metrics.share,
            function=metrics.share, reported=False),
     _count("n_shifted_splits", "splits", "problem", SPLITS,
-           "causal requests split after their first token(s)", methods.n_shifted_splits),
+           "causal requests split after their first token(s)", causal.n_shifted_splits),
     # a schema and its transformed schema: ConsistencyTask, method pairs (thesis §3.7.2–3.7.3)
     *CONSISTENCY,
     *_sides(),
