@@ -260,7 +260,7 @@ REGISTRY: tuple[Metric, ...] = (
     _count("n_pairs", "pairs", "pair", PAIR, "document pairs", len, ("pairs",)),
     # associativity controls (thesis §4.4)
     *_associativity(),
-    # WinoWhy reasons (plausibility_metrics); functions bound per task (headline score)
+    # WinoWhy reasons (``plausibility``); functions bound per task (headline score)
     _plausibility("acc_best_threshold", "acc", "reason", "accuracy at the best threshold",
                   plausibility.best_threshold_accuracy),
     _plausibility("majority_baseline", "majority", "reason", "accuracy of the majority label",
