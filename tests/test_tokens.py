@@ -23,7 +23,9 @@ def counter(gpt2_tok) -> TokenCounter:
 def _shares(counter, name):
     problems = [p for s in catalog.load(name) for p in s.problems]
     in_context = sum(len(set(counter.answer_lengths(p))) == 1 for p in problems)
-    without = sum(len(set(counter.answer_lengths_without_context(p))) == 1 for p in problems)
+    # each option alone, without the problem's context (the thesis's second column)
+    alone = [{len(counter.encode(f, False)) for f, *_ in p.options} for p in problems]
+    without = sum(len(lengths) == 1 for lengths in alone)
     return round(in_context / len(problems), 3), round(without / len(problems), 3)
 
 

@@ -114,9 +114,6 @@ class TokenCounter:
             for filler, *_ in problem.options
         )
 
-    def answer_lengths_without_context(self, problem: Problem) -> tuple[int, int]:
-        return tuple(len(self.encode(f, False)) for f, *_ in problem.options)  # type: ignore
-
     def tokens_after_blank(self, problem: Problem, option: int) -> int:
         """Number of tokens after the (last) filled blank: what partial scoring predicts."""
         filled = problem.fill(option)
