@@ -50,12 +50,14 @@ def _is_hf_tokenizer(tokenizer: Any) -> bool:
     return isinstance(tokenizer, PreTrainedTokenizerBase)
 
 
-def _counter(lm: Any, tokenizer: Any, add_bos: Any) -> TokenCounter:
-    """One counter per model object, shared by all its tasks (their encodings are memoised)."""
+def _counter(lm: Any, tokenizer: Any, add_bos: Any, family: families.Family) -> TokenCounter:
+    """One counter per model object, shared by all its tasks (their encodings are memoised);
+    lm-eval encodes an encoder–decoder's contexts alone."""
     key = "_wsc_tasks_token_counter"
     found = vars(lm).get(key)
     if found is None or found.tokenizer is not tokenizer:
-        found = TokenCounter(tokenizer, None if add_bos is None else bool(add_bos))
+        add_special = None if add_bos is None else bool(add_bos)
+        found = TokenCounter(tokenizer, add_special, family.context_alone)
         setattr(lm, key, found)
     return found
 
@@ -73,14 +75,15 @@ def facts_of(lm: Any, task: str) -> ModelFacts:
                 "arguments for every scoring method)"
             )
             return ModelFacts(None, family, why)
-        return ModelFacts(families.load_tokens(task, described), family)
+        return ModelFacts(families.load_tokens(task, described, family), family)
     tokenizer = getattr(model, "tokenizer", None)
     if _is_hf_tokenizer(tokenizer):
         config = getattr(model, "config", None)
         if config is None:  # hf-mlm keeps its transformers model as ``model``
             config = getattr(getattr(model, "model", None), "config", None)
         family = families.family_of_config(config)
-        return ModelFacts(_counter(model, tokenizer, getattr(model, "add_bos_token", None)), family)
+        add_bos = getattr(model, "add_bos_token", None)
+        return ModelFacts(_counter(model, tokenizer, add_bos, family), family)
     raise ScoringError(
         f"task {task}: the model ({name}) has no Hugging Face tokenizer to count tokens with, "
         f"and the task metadata names none; {PASS_TOKENIZER}"

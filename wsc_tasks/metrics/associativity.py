@@ -70,7 +70,7 @@ def _gap(accuracy: Callable, side: int) -> Aggregation:
 def aggregations() -> dict[str, Aggregation]:
     """Metric name → aggregation: ``<acc|schema_acc>_<scope>_<quantity>`` and the gaps
     ``<acc|schema_acc>_assoc_gap_<original|nocands>`` (associative − non-associative). The same
-    function objects every call: ``metric_registry`` knows each by identity."""
+    function objects every call: ``registry`` knows each by identity."""
     return dict(_aggregations())
 
 

@@ -99,7 +99,7 @@ def preserved_schema_acc_rev(pairs: Sequence[Pair]) -> float:
 Metric = Callable[[Sequence[Pair]], float]
 
 # Each metric's record (level, symbol, ratio form, the transformations it applies to: thesis
-# Table 3.6) is in ``metric_registry``.
+# Table 3.6) is in ``registry``.
 
 
 # -- lm-eval aggregations over per-document (before, after) outcomes -------------------------------

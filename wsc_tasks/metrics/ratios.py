@@ -6,7 +6,7 @@ the machinery (``Ratio``, ``Difference``, ``Combination``) and the per-document 
 the definitions of ``metrics`` (per-document ``SchemaOutcome``), ``consistency`` (per-document
 ``PairOutcome``: the schema before and after a transformation) and ``associativity`` (a pair
 tagged with its subset; relative loss and gain are elementwise functions of two ratios); each
-metric's form is in its ``metric_registry`` record, and the tests check that each form equals the
+metric's form is in its ``registry`` record, and the tests check that each form equals the
 aggregation lm-eval runs.
 """
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from wsc_tasks.metrics import accuracy as metrics
 from wsc_tasks.metrics import associativity, consistency, plausibility, ratios
-from wsc_tasks.scoring import methods
+from wsc_tasks.scoring import causal
 
 # the per-document value a metric aggregates
 OUTCOME = "outcome"  # metrics.SchemaOutcome: one schema's problems right or wrong
@@ -262,14 +262,14 @@ REGISTRY: tuple[Metric, ...] = (
            form=ratios.Ratio("share", ratios.problem_parts, "problem"), aggregate=metrics.share,
            function=metrics.share, reported=False),
     _count("n_shifted_splits", "splits", "problem", SPLITS,
-           "causal requests split after their first token(s)", methods.n_shifted_splits),
+           "causal requests split after their first token(s)", causal.n_shifted_splits),
     # a schema and its transformed schema: ConsistencyTask, method pairs (thesis §3.7.2–3.7.3)
     *CONSISTENCY,
     *_sides(),
     _count("n_pairs", "pairs", "pair", PAIR, "document pairs", len, ("pairs",)),
     # associativity controls (thesis §4.4)
     *_associativity(),
-    # WinoWhy reasons (plausibility_metrics); functions bound per task (headline score)
+    # WinoWhy reasons (``plausibility``); functions bound per task (headline score)
     _plausibility("acc_best_threshold", "acc", "reason", "accuracy at the best threshold",
                   plausibility.best_threshold_accuracy),
     _plausibility("majority_baseline", "majority", "reason", "accuracy of the majority label",

@@ -3,7 +3,7 @@
 A folder is one model's ``--output_path`` (lm-eval nests a sub-folder per model name): every
 ``results_<time>.json`` in it and the ``samples_<task>_<time>.jsonl`` written beside it with
 ``--log_samples``. A task run twice keeps its newest run. Each per-document value is read with
-the ratio form of its metric (``metric_registry.by_name``), and the form is checked to reproduce
+the ratio form of its metric (``registry.by_name``), and the form is checked to reproduce
 the figure lm-eval reported before any interval is computed from it; a metric that was logged but
 not aggregated (the per-method metrics of a run without ``metrics: all``) gets its figure from
 the samples.
