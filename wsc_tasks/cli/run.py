@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from wsc_tasks.harness.fingerprint import MODEL_PATH_ARGS
+from wsc_tasks.paths import MODEL_PATH_ARGS
 from wsc_tasks.paths import DEFAULT_GGUF as DEFAULT_GGUF  # its name here before paths.py had it
 from wsc_tasks.paths import default_model_args, include_path, model_label, scrub
 

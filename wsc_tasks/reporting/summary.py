@@ -8,17 +8,19 @@ from typing import Any
 
 from wsc_tasks.metrics import registry
 from wsc_tasks.paths import portable
+from wsc_tasks.reporting.runs import read_results, results_files
 
 COLUMNS = tuple(m.name for m in registry.REGISTRY if "schemas" in m.summary)
 TOKEN_COLUMNS = ("acc_equal_len", "schema_acc_equal_len", "share_equal_len", "share_blank_at_end")
 
 
 def newest_results(path: str | Path) -> Path:
-    """The newest ``results_*.json`` at or below ``path`` (lm-eval nests them by model name)."""
+    """The newest ``results_*.json`` at or below ``path`` (lm-eval nests them by model name;
+    ``--output_path X.json`` writes ``X_<date>.json``)."""
     path = Path(path)
     if path.is_file():
         return path
-    found = sorted(path.rglob("results_*.json"), key=lambda p: p.name)
+    found = results_files(path)
     if not found:
         raise FileNotFoundError(f"no lm-eval results_*.json under {path}; run with --output_path")
     return found[-1]
@@ -31,7 +33,7 @@ def _cell(value: Any) -> str:
 
 
 def markdown(results_file: str | Path) -> str:
-    data = json.loads(Path(results_file).read_text(encoding="utf-8"))
+    data = read_results(Path(results_file))
     results: dict[str, dict[str, Any]] = data["results"]
     groups = set(data.get("groups", {}))
     lines = [
