@@ -15,6 +15,7 @@ from wsc_tasks.cli.run import run_lm_eval
 from wsc_tasks.paths import include_path
 
 VERBOSE_ENV = "WSC_TASKS_VERBOSE"  # 1: errors with their traceback (same as --verbose)
+INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)
 
 
 def _data(args: argparse.Namespace) -> int:
@@ -60,8 +61,8 @@ def _data(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``wsc-tasks``: an error is one line on stderr (exit 2) unless ``--verbose`` (anywhere) or
-    ``WSC_TASKS_VERBOSE=1`` asks for the traceback."""
+    """``wsc-tasks``: an error is one line on stderr (exit 2), Ctrl-C one line (exit 130), unless
+    ``--verbose`` (anywhere) or ``WSC_TASKS_VERBOSE=1`` asks for the traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in argv or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
     if "--verbose" in argv:
@@ -69,6 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != "--verbose"]
     try:
         return _main(argv)
+    except KeyboardInterrupt as error:  # Ctrl-C: one line, the shell's 128 + SIGINT
+        if verbose:
+            raise
+        print(str(error) or "wsc-tasks: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except SystemExit as error:  # argparse's own exit codes stand; a message is an error
+        if verbose or not isinstance(error.code, str):
+            raise
+        print(one_line(error), file=sys.stderr)
+        return 2
     except Exception as error:
         if verbose:
             raise
