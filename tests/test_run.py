@@ -308,3 +308,13 @@ def test_results_name_a_local_model_by_its_folder_unless_keep_paths(
         f"<{tiny_gpt2_dir.name}>"
     )
     assert str(tiny_gpt2_dir) in kept.read_text()
+
+
+def test_the_summary_names_a_local_model_by_its_folder_unless_keep_paths(tmp_path, capsys):
+    results = {"results": {}, "config": {"model": "hf", "model_args": "pretrained=/home/u/m1"}}
+    path = tmp_path / "x_2026-01-02T03-04-05.678901.json"  # --output_path x.json
+    path.write_text(json.dumps(results))
+    assert cli.main(["summary", str(tmp_path)]) == 0
+    assert "- model: `hf` with `pretrained=<m1>`" in capsys.readouterr().out
+    assert cli.main(["summary", str(tmp_path), "--keep-paths"]) == 0
+    assert "- model: `hf` with `pretrained=/home/u/m1`" in capsys.readouterr().out

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from wsc_tasks.cli.run import run_lm_eval
-from wsc_tasks.paths import include_path
+from wsc_tasks.paths import KEEP_PATHS, include_path
 
 VERBOSE_ENV = "WSC_TASKS_VERBOSE"  # 1: errors with their traceback (same as --verbose)
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)
@@ -119,6 +119,9 @@ def _main(argv: list[str]) -> int:
         "summary", help="print a Markdown table of the newest lm-eval results file under a folder"
     )
     summary_parser.add_argument("path", help="an lm-eval --output_path folder or results_*.json")
+    summary_parser.add_argument(
+        KEEP_PATHS, action="store_true", help="local model paths as given (default: <last part>)"
+    )
     parser.add_argument("--verbose", action="store_true", help="errors with their traceback")
     sub.add_parser(
         "run",
@@ -159,7 +162,7 @@ def _main(argv: list[str]) -> int:
     if args.command == "summary":
         from wsc_tasks.reporting.summary import markdown, newest_results
 
-        print(markdown(newest_results(args.path)), end="")
+        print(markdown(newest_results(args.path), args.keep_paths), end="")
         return 0
     return _data(args)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from wsc_tasks.metrics import registry
-from wsc_tasks.paths import portable
+from wsc_tasks.paths import hide_model_paths, portable
 from wsc_tasks.reporting.runs import read_results, results_files
 
 COLUMNS = tuple(m.name for m in registry.REGISTRY if "schemas" in m.summary)
@@ -32,7 +32,8 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def markdown(results_file: str | Path) -> str:
+def markdown(results_file: str | Path, keep_paths: bool = False) -> str:
+    """The summary; an absolute model path reads ``<last component>`` unless ``keep_paths``."""
     data = read_results(Path(results_file))
     results: dict[str, dict[str, Any]] = data["results"]
     groups = set(data.get("groups", {}))
@@ -54,7 +55,7 @@ def markdown(results_file: str | Path) -> str:
     head = [
         f"Results of `{Path(results_file).name}`",
         "",
-        f"- model: `{config.get('model')}` with `{_portable(model)}`",
+        f"- model: `{config.get('model')}` with `{_portable(model, keep_paths)}`",
         f"- lm-eval {data.get('lm_eval_version', '?')}, "
         f"batch size {config.get('batch_size')}, device {config.get('device')}",
         "",
@@ -62,9 +63,10 @@ def markdown(results_file: str | Path) -> str:
     return "\n".join(head + lines) + "\n"
 
 
-def _portable(model_args: Any) -> str:
-    """Model arguments without this machine's site-packages prefix."""
-    return portable(json.dumps(model_args) if isinstance(model_args, dict) else str(model_args))
+def _portable(model_args: Any, keep_paths: bool = False) -> str:
+    """Model arguments without this machine's site-packages prefix (nor model paths)."""
+    text = portable(json.dumps(model_args) if isinstance(model_args, dict) else str(model_args))
+    return text if keep_paths else hide_model_paths(text)
 
 
 def _method_table(results: dict[str, dict[str, Any]], groups: set[str]) -> list[str]:
