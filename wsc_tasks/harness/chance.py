@@ -60,6 +60,7 @@ class ChanceLM(LM):
     """Random log-likelihoods; no generation. See the module docstring."""
 
     LABEL = "wsc-chance"
+    ARGUMENTS = "seed=<int> (and tokenizer= or pretrained=, read by the tasks to count tokens)"
 
     def __init__(self, seed: int = 0, **kwargs: Any) -> None:
         super().__init__()
@@ -69,7 +70,7 @@ class ChanceLM(LM):
             hint = f"did you mean {near[0]}? " if near else ""
             raise ValueError(
                 f"wsc-chance: unknown model argument(s) {', '.join(unknown)}; {hint}it takes "
-                "seed=<int> (and tokenizer= or pretrained=, read by the tasks to count tokens)"
+                f"{self.ARGUMENTS}"
             )
         self.seed = check_seed(seed)
         # the tasks learn the tokenizer from here when lm-eval did not merge the model

@@ -56,7 +56,11 @@ class TaskConventions:
         keys lm-eval merged into the metadata from the run's model arguments."""
         metadata_keys.check(f"task {self._name}: metadata", self._requested, model_arguments)
         if named_tokenizer(self._requested) is None:  # settled for this model, again if another
-            self._settle(facts_of(lm, self._name))
+            facts = facts_of(lm, self._name)
+            self._settle(facts)
+            # the results config names the tokenizer used, as from the CLI (and lm-eval's
+            # --cache_requests file name follows it, patches section 11)
+            self.config.metadata = {**self.config.metadata, **facts.named}  # type: ignore[attr-defined]
         self._met = True
 
     def _settle(self, facts: ModelFacts) -> None:

@@ -23,6 +23,8 @@ import torch
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
+from wsc_tasks.scoring import families
+
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 Span = tuple[int, int]
@@ -301,12 +303,20 @@ def unknown_arguments(names: list[str]) -> str:
     known = [n for n in parameters if n not in ("self", "kwargs")]
     near = difflib.get_close_matches(names[0], known, n=1)
     hint = f"did you mean {near[0]}? " if near else ""
-    return f"hf-mlm: unknown model argument(s) {', '.join(names)}; {hint}known: {', '.join(known)}"
+    return f"{MODEL}: unknown model argument(s) {', '.join(names)}; {hint}known: {', '.join(known)}"
 
 
-@register_model("hf-mlm")
+MODEL = "hf-mlm"
+
+
+@register_model(MODEL)
 class MaskedLM(LM):
     """lm-eval model for masked LMs; ``--model hf-mlm --model_args pretrained=roberta-base``."""
+
+    ARGUMENTS = (  # what ``wsc-tasks run`` names when --model_args are missing
+        "pretrained=<Hub id or folder of a masked LM> (and dtype=, max_batch_tokens=, revision=, "
+        "trust_remote_code=)"
+    )
 
     def __init__(
         self,
@@ -324,7 +334,7 @@ class MaskedLM(LM):
         if kwargs:  # a misspelt argument must not be dropped in silence
             raise ValueError(unknown_arguments(sorted(kwargs)))
         from accelerate import Accelerator
-        from transformers import AutoModelForMaskedLM, AutoTokenizer
+        from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
         accelerator = Accelerator()
         if accelerator.num_processes > 1:
@@ -336,6 +346,13 @@ class MaskedLM(LM):
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self._device = torch.device(device)
         options = {"revision": revision, "trust_remote_code": trust_remote_code}
+        family = families.family_of_config(AutoConfig.from_pretrained(pretrained, **options))
+        if family.model != MODEL:  # a causal LM or T5: no mask token, and another model serves it
+            raise ValueError(
+                f"{MODEL}: {pretrained} is a {family.name} model, not a masked LM; --model "
+                f"{family.model} serves it (wsc-tasks run --model {family.model} --model_args "
+                f"pretrained={pretrained})"
+            )
         self.tokenizer = AutoTokenizer.from_pretrained(pretrained, **options)
         if self.tokenizer.mask_token_id is None:
             raise ValueError(f"hf-mlm: {pretrained} has no mask token: not a masked LM")

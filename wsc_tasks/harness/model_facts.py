@@ -75,7 +75,8 @@ def facts_of(lm: Any, task: str) -> ModelFacts:
                 "arguments for every scoring method)"
             )
             return ModelFacts(None, family, why)
-        return ModelFacts(families.load_tokens(task, described, family), family)
+        tokens = families.load_tokens(task, described, family)
+        return ModelFacts(tokens, family, named=dict(described))
     tokenizer = getattr(model, "tokenizer", None)
     if _is_hf_tokenizer(tokenizer):
         config = getattr(model, "config", None)
@@ -83,7 +84,11 @@ def facts_of(lm: Any, task: str) -> ModelFacts:
             config = getattr(getattr(model, "model", None), "config", None)
         family = families.family_of_config(config)
         add_bos = getattr(model, "add_bos_token", None)
-        return ModelFacts(_counter(model, tokenizer, add_bos, family), family)
+        path = getattr(tokenizer, "name_or_path", None)
+        named: dict[str, Any] = {"tokenizer": path} if path else {}
+        if add_bos is not None:
+            named["add_bos_token"] = add_bos
+        return ModelFacts(_counter(model, tokenizer, add_bos, family), family, named=named)
     raise ScoringError(
         f"task {task}: the model ({name}) has no Hugging Face tokenizer to count tokens with, "
         f"and the task metadata names none; {PASS_TOKENIZER}"

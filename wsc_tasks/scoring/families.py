@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -168,6 +168,8 @@ class ModelFacts:
     tokens: TokenCounter | None  # None: the model has no tokenizer (then ``why`` says so)
     family: Family | None = None  # None: the default family
     why: str = ""  # why there is no tokenizer, for the run's notes
+    # the tokenizer as metadata would name it (``tokenizer=``…), recorded in the task's config
+    named: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
