@@ -441,17 +441,23 @@ def _loaded(metadata: dict) -> object:
     return manager.load(["wsc266_associative"])["tasks"]["wsc266_associative"]
 
 
-def test_lm_eval_still_names_its_request_cache_without_the_metadata(data_dir, monkeypatch):
+def test_lm_eval_still_names_its_request_cache_without_the_metadata(
+    data_dir, monkeypatch, tiny_gpt2_dir
+):
     from lm_eval.api.task import ConfigurableTask
 
-    partial, every = _loaded({"scoring": "partial"}), _loaded({"scoring": "all"})
+    tokenizer = {"tokenizer": str(tiny_gpt2_dir)}  # requests built here without a model
+    partial, every = (
+        _loaded({"scoring": "partial", **tokenizer}),
+        _loaded({"scoring": "all", **tokenizer}),
+    )
     theirs = [_cache_names(t, ConfigurableTask.build_all_requests, monkeypatch) for t in (
         partial, every)]  # fmt: skip
     assert theirs[0] == theirs[1], _gone("11. request_cache_tag")
     ours = [_cache_names(t, type(t).build_all_requests, monkeypatch) for t in (partial, every)]
     assert ours[0] != ours[1] and all("-wsc_tasks" in name[0] for name in ours)
-    again = _cache_names(_loaded({"scoring": "partial"}), type(partial).build_all_requests,
-                         monkeypatch)  # fmt: skip
+    again = _cache_names(_loaded({"scoring": "partial", **tokenizer}),
+                         type(partial).build_all_requests, monkeypatch)  # fmt: skip
     assert again == ours[0]  # the same setup finds its own file again
 
 
