@@ -51,6 +51,9 @@ def test_known_keys_lm_evals_own_and_model_arguments_pass():
         metadata_keys.check("task t: metadata", given)  # not a model argument of this run
     with pytest.raises(metadata_keys.UnknownKey, match="'headlin' is unknown; did you mean head"):
         metadata_keys.check("task t: metadata", {"headlin": "full"})
+    # beside another package's tasks (which read the same --metadata) a key of theirs, e.g.
+    # RULER's max_seq_lengths, is a warning
+    metadata_keys.check("task t: metadata", {"max_seq_lengths": [4096]}, shared=True)
     assert patches.model_argument_keys("pretrained=x,dtype=float32") == {"pretrained", "dtype"}
     assert patches.model_argument_keys({"seed": 1}) == {"seed"} and not patches.model_argument_keys(
         None

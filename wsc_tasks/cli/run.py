@@ -136,7 +136,6 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
 
     argv = list(passthrough)
     flags.check_argv(argv)
-    check_metadata_keys(argv)
     check_model_paths(argv)
     if not _has(argv, "--model_args", "--model-args", "-a"):
         if _has(argv, "--model", "-M") and not _uses_hf(argv):
@@ -147,6 +146,8 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
         argv += ["--device", "cpu"]  # lm-eval's default is cuda
     if not _has(argv, "--tasks"):
         argv += ["--tasks", DEFAULT_TASKS]
+    if _only_our_tasks(argv):  # another package's tasks may read keys of their own
+        check_metadata_keys(argv)
     if not _has(argv, "--batch_size", "--batch-size"):
         argv += ["--batch_size", DEFAULT_BATCH_SIZE]
     path = str(include_path())

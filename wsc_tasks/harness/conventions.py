@@ -51,10 +51,14 @@ class TaskConventions:
         provisional."""
         return named_tokenizer(self._requested) is None and not self._met
 
-    def meet_model(self, lm: Any, model_arguments: Collection[str] = ()) -> None:
+    def meet_model(
+        self, lm: Any, model_arguments: Collection[str] = (), shared: bool = False
+    ) -> None:
         """lm-eval is about to build this task's requests for ``lm``; ``model_arguments``: the
-        keys lm-eval merged into the metadata from the run's model arguments."""
-        metadata_keys.check(f"task {self._name}: metadata", self._requested, model_arguments)
+        keys lm-eval merged into the metadata from the run's model arguments; ``shared``: other
+        packages' tasks run beside, and may read keys this package does not."""
+        where = f"task {self._name}: metadata"
+        metadata_keys.check(where, self._requested, model_arguments, shared=shared)
         if named_tokenizer(self._requested) is None:  # settled for this model, again if another
             facts = facts_of(lm, self._name)
             self._settle(facts)

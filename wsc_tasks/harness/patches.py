@@ -600,9 +600,13 @@ def model_argument_keys(model_args: Any) -> frozenset[str]:
 
 def meet_the_model(lm: Any, task_dict: Any) -> None:
     """Hand each of our tasks in ``task_dict`` the model and the run's model-argument keys."""
+    from lm_eval.api.task import Task
+
     run = simple_evaluate_arguments() or {}
     keys = model_argument_keys(run.get("model_args"))
-    tasks = [t for t in _tasks_of(task_dict) if is_our_task(t) and hasattr(t, "meet_model")]
+    every = [t for t in _tasks_of(task_dict) if isinstance(t, Task)]
+    tasks = [t for t in every if is_our_task(t) and hasattr(t, "meet_model")]
+    shared = len(tasks) < len(every)  # other packages' tasks read the same metadata
     given = run.get("metadata") or {}
     if run.get("task_manager") is not None and isinstance(given, dict):
         for task in tasks:
@@ -615,7 +619,7 @@ def meet_the_model(lm: Any, task_dict: Any) -> None:
                     "TaskManager(include_path=..., metadata=...)"
                 )
     for task in tasks:
-        task.meet_model(lm, keys)
+        task.meet_model(lm, keys, shared)
 
 
 # -- 13. leave_out_undefined_metrics ---------------------------------------------------------------
