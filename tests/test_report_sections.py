@@ -40,9 +40,11 @@ def _cells(section: Section) -> list[Interval | Delta]:
 
 
 def test_the_sections_are_the_modules_in_order(chance):
+    modules = sorted(p.stem for p in Path(sections.__file__).parent.glob("[!_]*.py"))
+    assert len(sections.builders()) == len(modules)  # every module is a section
     context = Context([chance], Estimates(20, 0))
-    built = [build(context) for build in sections.builders()]
-    assert [s.title for s in built] == TITLES
+    titles = [build(context).title for build in sections.builders()]
+    assert [t for t in titles if t in TITLES] == TITLES  # the thesis's, in its order
 
 
 def test_every_bootstrap_is_asked_once_and_computed_after_every_section(chance):
@@ -76,7 +78,7 @@ def test_the_report_builds_its_sections_once(chance, monkeypatch):
 
     monkeypatch.setattr(sections, "builders", lambda: [counted(b) for b in real])
     built = report.build([chance], 20, 0, quiet=True)
-    assert len(calls) == len(real) == len(built) == len(TITLES)
+    assert len(calls) == len(real) == len(built) >= len(TITLES)
 
 
 def test_a_sections_text_may_quote_its_estimates(chance):
