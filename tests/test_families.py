@@ -29,8 +29,8 @@ from wsc_tasks.data import catalog
 from wsc_tasks.harness import mlm
 from wsc_tasks.harness.winowhy import WinoWhyTask
 from wsc_tasks.paths import include_path
-from wsc_tasks.scoring import methods
-from wsc_tasks.scoring.methods import ScoringError
+from wsc_tasks.scoring import causal, seq2seq
+from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter, check_request
 
 pytestmark = pytest.mark.slow
@@ -129,7 +129,7 @@ def tokenizer(name: str):
                         cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
                         pad_token="[PAD]")  # fmt: skip
     if name == "t5":
-        sentinels = [methods.sentinel(k) for k in range(100)]
+        sentinels = [seq2seq.sentinel(k) for k in range(100)]
         tok = _unigram(["<pad>", "</s>", "<unk>", *sentinels], "<unk>", "$A </s>",
                        eos_token="</s>", pad_token="<pad>")  # fmt: skip
         tok.add_special_tokens({"additional_special_tokens": sentinels})
@@ -271,18 +271,34 @@ def _leaf_tasks(tree) -> list:
     return out
 
 
+def _causal_intended(problem, setup: Setup) -> dict:
+    """Every causal request of a problem with the token ids it must give the model."""
+    out = {}
+    for option in range(len(problem.options)):
+        out.update(causal.pieces(problem, option, setup).intended)
+    return out
+
+
+def _seq2seq_intended(tokens: TokenCounter, problem, option: int, prefix: bool, eos) -> tuple:
+    """A T5 request with the ids it means: the input with one sentinel per blank (lm-eval
+    encodes it on its own, with the EOS the tokenizer appends) and the target's ids."""
+    request = seq2seq.sentinel_request(problem, option, prefix, eos, tokens)
+    target = seq2seq.target_ids(tokens, tuple(problem.options[option]), eos)
+    return request, (tuple(tokens.encode(request[1][0])), target)
+
+
 def _intended(task, doc: dict) -> dict:
     """Every request the task's token-counting methods mean for this document, with its ids."""
     tokens, out = task.setup.tokens, {}
     for schema in task.schemas(doc):
         for problem in schema.problems:
             if task.family == "causal":
-                out.update(methods.intended_requests(problem, task.setup))
+                out.update(_causal_intended(problem, task.setup))
             elif task.family == "seq2seq":
                 for method in task.methods:
                     eos = method._eos(task.setup)
                     for option in range(len(problem.options)):
-                        request, split = methods.seq2seq_intended(
+                        request, split = _seq2seq_intended(
                             tokens, problem, option, method.prefix, eos
                         )
                         out[request] = split
@@ -308,7 +324,7 @@ def _check_task(task, tokens: TokenCounter, limit: int | None = None) -> int:
                 if task.family == "causal":
                     intended[request] = _reason_intended(tokens, request)
                 elif task.family == "seq2seq":
-                    target = methods._t5_target_ids(tokens, (reason,), None)
+                    target = seq2seq.target_ids(tokens, (reason,), None)
                     intended[request] = (tuple(tokens.encode(instance.arguments[0])), target)
         else:
             intended = _intended(task, doc)
@@ -397,16 +413,16 @@ def test_gpt2_lone_space_answers_are_split_after_it(data_dir):
     which lm-eval moves into the continuation. Both tokens go to the WebText prior instead."""
     counter = TokenCounter(gpt2_tokenizer())
     assert counter.encode(" iced", False) == [220, 3711]
-    request, k, split = methods.token_split(counter, " iced")
+    request, k, split = causal.token_split(counter, " iced")
     assert (request, k, split) == (None, 2, None)
-    request, k, split = methods.token_split(counter, " iced tea")
+    request, k, split = causal.token_split(counter, " iced tea")
     assert k == 2 and request == ("loglikelihood", (" iced", " tea"))
-    setup = methods.Setup(counter, "webtext", 1)
+    setup = Setup(counter, "webtext", 1)
     problems = [p for s in catalog.load("winogrande_dev") for p in s.problems]
-    shifted = sum(methods.shifted_splits(p, setup) for p in problems)
+    shifted = sum(causal.shifted_splits(p, setup) for p in problems)
     assert shifted == 3  # the fillers " iced" (line 263) and " urn" (458, 459)
     for problem in problems:
-        for request, ids in methods.intended_requests(problem, setup).items():
+        for request, ids in _causal_intended(problem, setup).items():
             check_request(counter, request, ids)
 
 
@@ -418,7 +434,7 @@ def test_sentencepiece_lone_prefix_is_not_a_context(tokenizers):
         "▁",
         "urn",
     ]
-    request, k, split = methods.token_split(counter, "urn is here.")
+    request, k, split = causal.token_split(counter, "urn is here.")
     assert k == 2 and request == ("loglikelihood", ("urn", " is here."))
     check_request(counter, request, split)
 

@@ -96,7 +96,9 @@ def test_plan_refuses_a_method_of_another_family():
 def test_continuation_task_of_a_masked_model_loads_no_tokenizer(tmp_path, monkeypatch):
     RobertaConfig(vocab_size=10).save_pretrained(tmp_path)
     loaded = []
-    monkeypatch.setattr(families, "counter_from_metadata", lambda meta: loaded.append(meta))
+    monkeypatch.setattr(
+        families, "counter_from_metadata", lambda meta, seq2seq: loaded.append(meta)
+    )
     plan = families.plan("t", {"pretrained": str(tmp_path)}, continuation=True)
     assert (plan.family.name, plan.tokens, loaded) == ("masked", None, [])
     families.plan("t", {"pretrained": str(tmp_path)})  # schema tasks count tokens
@@ -104,7 +106,7 @@ def test_continuation_task_of_a_masked_model_loads_no_tokenizer(tmp_path, monkey
 
 
 def test_a_tokenizer_that_cannot_load_is_one_error_naming_the_task(monkeypatch):
-    def fail(meta):
+    def fail(meta, seq2seq):
         raise OSError("no such file")
 
     monkeypatch.setattr(families, "counter_from_metadata", fail)

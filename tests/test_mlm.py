@@ -14,7 +14,8 @@ from wsc_tasks.data.problems import Schema
 from wsc_tasks.harness import mlm
 from wsc_tasks.paths import include_path
 from wsc_tasks.scoring import families
-from wsc_tasks.scoring import methods as scoring
+from wsc_tasks.scoring.masked import answer_spans
+from wsc_tasks.scoring.methods import ScoringError, Setup
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
 
@@ -115,7 +116,7 @@ def test_every_masked_method_by_hand(tiny_roberta_dir, data_dir):
             problems += 1
             hand = [_hand(lm.model, lm.tokenizer, problem, i) for i in (0, 1)]
             for name, method in methods.items():
-                ours = method.option_scores(problem, results, scoring.Setup())
+                ours = method.option_scores(problem, results, Setup())
                 assert ours == pytest.approx([h[name] for h in hand], abs=1e-5), (name, problem.uid)
                 right[name] += (0 if hand[0][name] >= hand[1][name] else 1) == problem.label
     result = out["results"][TASK]
@@ -129,7 +130,7 @@ def test_every_masked_method_by_hand(tiny_roberta_dir, data_dir):
         for problem in Schema.from_doc(sample["doc"]).problems:
             for i in (0, 1):
                 for mode in ("statement", "multimask"):
-                    spans = scoring.answer_spans(problem, i)
+                    spans = answer_spans(problem, i)
                     _, _, jobs = mlm.plan_jobs(lm.tokenizer, problem.fill(i), spans, mode)
                     inputs.update(masked for masked, _ in jobs)
     assert sum(rows) == len(inputs)
@@ -138,7 +139,7 @@ def test_every_masked_method_by_hand(tiny_roberta_dir, data_dir):
 def test_batched_scores_equal_one_at_a_time(tiny_roberta_dir, data_dir):
     lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
     problems = [p for s in catalog.load(TASK)[:4] for p in s.problems]
-    args = [(p.fill(i), scoring.answer_spans(p, i), mode)
+    args = [(p.fill(i), answer_spans(p, i), mode)
             for p in problems for i in (0, 1) for mode in ("statement", "multimask")]  # fmt: skip
     batched = mlm.score_requests(lm.model, lm.tokenizer, args, 16, "cpu")
     alone = [mlm.score_requests(lm.model, lm.tokenizer, [a], 1, "cpu")[0] for a in args]
@@ -158,7 +159,7 @@ def test_masked_model_through_hf_is_refused(tiny_roberta_dir, data_dir):
     )
     tasks = manager.load([TASK])  # before the model: the order does not matter
     hf = HFLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=8)
-    with pytest.raises(scoring.ScoringError, match=r"task wsc266: .*masked.*--model hf-mlm"):
+    with pytest.raises(ScoringError, match=r"task wsc266: .*masked.*--model hf-mlm"):
         lm_eval.evaluate(hf, tasks, limit=1, bootstrap_iters=0)
 
 
@@ -236,7 +237,7 @@ def test_tensor_copies_equal_per_copy_reference(which, tiny_roberta_dir, tiny_be
     lm = mlm.MaskedLM(pretrained=str(folder), device="cpu")
     model, tok = lm.model, lm.tokenizer
     problems = [p for s in catalog.load(TASK)[:3] for p in s.problems]
-    args = [(p.fill(i), scoring.answer_spans(p, i), mode)
+    args = [(p.fill(i), answer_spans(p, i), mode)
             for p in problems for i in (0, 1) for mode in ("statement", "multimask")]  # fmt: skip
     args += args[:3]  # the same request twice: its copies are computed once
     reference = per_copy_scores(model, tok, args, 16, "cpu")

@@ -14,8 +14,8 @@ from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema, count
 from wsc_tasks.harness import mlm
 from wsc_tasks.paths import include_path
-from wsc_tasks.scoring import families
-from wsc_tasks.scoring import methods as scoring
+from wsc_tasks.scoring import causal, families
+from wsc_tasks.scoring.methods import Setup
 from wsc_tasks.scoring.tokens import TokenCounter
 
 TWO_BLANKS = "reid250_inverted_transposition"
@@ -134,11 +134,11 @@ def _causal_hand(model, tok, problem, option: int) -> dict[str, float]:
     assert sigma[: len(head)] == head
     n_after, n = len(sigma) - len(head), len(sigma)
     abf = _sum_lp(model, sigma, 1)
-    full = scoring.webtext_log_prob(sigma[0]) + abf
+    full = causal.webtext_log_prob(sigma[0]) + abf
     p_answer, n_answer = 0.0, 0
     for filler, before in zip(problem.options[option], problem.segments, strict=False):
         ids = enc((" " if before.endswith(" ") else "") + filler)
-        p_answer += scoring.webtext_log_prob(ids[0])
+        p_answer += causal.webtext_log_prob(ids[0])
         p_answer += _sum_lp(model, ids, 1) if len(ids) > 1 else 0.0
         n_answer += len(ids)
     partial = _sum_lp(model, sigma, len(head))
@@ -159,7 +159,7 @@ def test_two_blanks_causal_by_hand(tiny_gpt2_dir, data_dir):
     from lm_eval.models.huggingface import HFLM
 
     lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=8)
-    setup = scoring.Setup(TokenCounter(lm.tokenizer), "webtext", 1)
+    setup = Setup(TokenCounter(lm.tokenizer), "webtext", 1)
     hand = lambda problem, i: _causal_hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
     out = _run(lm, tiny_gpt2_dir, families.FAMILIES["causal"].methods, hand, setup=setup)
     assert out["results"][TWO_BLANKS]["acc,none"] == out["results"][TWO_BLANKS]["acc_smart,none"]
@@ -179,7 +179,7 @@ def test_two_blanks_t5_by_hand(tiny_t5_reid_dir):
     from lm_eval.models.huggingface import HFLM
 
     lm = HFLM(pretrained=str(tiny_t5_reid_dir), device="cpu", batch_size=8)
-    setup = scoring.Setup(TokenCounter(lm.tokenizer), "bos", 1)
+    setup = Setup(TokenCounter(lm.tokenizer), "bos", 1)
     hand = lambda problem, i: _t5_hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
     out = _run(lm, tiny_t5_reid_dir, families.FAMILIES["seq2seq"].methods, hand, setup=setup)
     sample = out["samples"][TWO_BLANKS][0]
@@ -190,4 +190,4 @@ def test_two_blanks_masked_by_hand(tiny_roberta_dir):  # noqa: F811 - the import
     lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
     hand = lambda problem, i: _hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
     methods = families.FAMILIES["masked"].methods
-    _run(lm, tiny_roberta_dir, methods, hand, "mlm_score", scoring.Setup())
+    _run(lm, tiny_roberta_dir, methods, hand, "mlm_score", Setup())

@@ -18,8 +18,8 @@ from lm_eval.tasks import TaskManager
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema
 from wsc_tasks.paths import include_path
-from wsc_tasks.scoring import families
-from wsc_tasks.scoring import methods as scoring
+from wsc_tasks.scoring import causal, families, seq2seq
+from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
@@ -97,8 +97,8 @@ def _hand_scores(model, tok, bos: int | None, problem, option: int, limit: int =
     before = problem.segments[0]
     answer = enc((" " if before.endswith(" ") else "") + problem.options[option][0])
     if bos is None:  # GPT-2: p1 from the WebText unigram frequencies
-        full = scoring.webtext_log_prob(sigma[0]) + abf
-        p_answer = scoring.webtext_log_prob(answer[0])
+        full = causal.webtext_log_prob(sigma[0]) + abf
+        p_answer = causal.webtext_log_prob(answer[0])
         p_answer += _sum_lp(model, answer, 1) if len(answer) > 1 else 0.0
     else:  # the model's own probability after its prefix token
         full = _sum_lp(model, [bos, *sigma], 1)
@@ -138,8 +138,8 @@ def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_d
     )
     model, tok = lm.model, lm.tokenizer
     bos = None if arch == "gpt2" else lm.prefix_token_id
-    setup = scoring.Setup(counter, "webtext" if arch == "gpt2" else "bos", 1)
-    right = {name: 0 for name in scoring.METHODS}
+    setup = Setup(counter, "webtext" if arch == "gpt2" else "bos", 1)
+    right = {name: 0 for name in causal.METHODS}
     problems = 0
     for sample in samples:
         schema = Schema.from_doc(sample["doc"])
@@ -150,13 +150,13 @@ def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_d
         for problem in schema.problems:
             problems += 1
             hand = [_hand_scores(model, tok, bos, problem, i) for i in (0, 1)]
-            for name, method in scoring.METHODS.items():
+            for name, method in causal.METHODS.items():
                 ours = method.option_scores(problem, results, setup)
                 assert ours == pytest.approx([h[name] for h in hand], abs=1e-5), (name, problem.uid)
                 choice = 0 if hand[0][name] >= hand[1][name] else 1
                 right[name] += choice == problem.label
     result = out["results"][TASK]
-    for name in scoring.METHODS:
+    for name in causal.METHODS:
         assert result[f"acc_{name},none"] == pytest.approx(right[name] / problems, abs=1e-12), name
     assert result["acc,none"] == result["acc_smart,none"]  # causal headline: smart at limit 1
     # Minimum forward passes: one per distinct model input the formulas need. A filled sentence
@@ -190,7 +190,7 @@ def save_tiny_t5(folder, texts: list[str], seed: int):
     from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
-    specials = ["<pad>", "</s>", "<unk>", *(scoring.sentinel(k) for k in range(3))]
+    specials = ["<pad>", "</s>", "<unk>", *(seq2seq.sentinel(k) for k in range(3))]
     core = Tokenizer(models.WordLevel(unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.Whitespace()
     core.train_from_iterator(texts + ["wsc:"], trainers.WordLevelTrainer(special_tokens=specials))
@@ -255,7 +255,7 @@ def test_every_t5_method_by_hand(tiny_t5_dir, data_dir):
     out = lm_eval.simple_evaluate(
         model=lm, tasks=[TASK], task_manager=manager, samples={TASK: [0, 1, 2, 3]}, log_samples=True
     )
-    setup = scoring.Setup(counter, "bos", 1)
+    setup = Setup(counter, "bos", 1)
     methods = families.FAMILIES["seq2seq"].methods
     right, problems = dict.fromkeys(methods, 0), 0
     for sample in out["samples"][TASK]:
@@ -283,7 +283,5 @@ def test_method_of_another_family_is_refused(tiny_gpt2_dir, data_dir):
         include_path=str(include_path()),
         metadata={"pretrained": str(tiny_gpt2_dir), "scoring": ["masked_prefix_mean"]},
     )
-    with pytest.raises(
-        scoring.ScoringError, match=r"task wsc266, causal model: .*masked_prefix_mean"
-    ):
+    with pytest.raises(ScoringError, match=r"task wsc266, causal model: .*masked_prefix_mean"):
         manager.load([TASK])

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from wsc_tasks.data import catalog
-from wsc_tasks.scoring.tokens import RequestMismatch, TokenCounter, check_request
+from wsc_tasks.scoring.tokens import (
+    RequestMismatch,
+    TokenCounter,
+    check_request,
+    counter_from_metadata,
+)
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +23,9 @@ def counter(gpt2_tok) -> TokenCounter:
 def _shares(counter, name):
     problems = [p for s in catalog.load(name) for p in s.problems]
     in_context = sum(len(set(counter.answer_lengths(p))) == 1 for p in problems)
-    without = sum(len(set(counter.answer_lengths_without_context(p))) == 1 for p in problems)
+    # each option alone, without the problem's context (the thesis's second column)
+    alone = [{len(counter.encode(f, False)) for f, *_ in p.options} for p in problems]
+    without = sum(len(lengths) == 1 for lengths in alone)
     return round(in_context / len(problems), 3), round(without / len(problems), 3)
 
 
@@ -86,3 +95,18 @@ def test_check_request_names_what_goes_wrong(counter):
             ("loglikelihood", ("The tro", "phy is small.")),
             counter.intended_split(sentence, 1),
         )
+
+
+def test_shared_counters_are_built_complete_and_never_changed(tiny_gpt2_dir):
+    """Every task of a run shares one counter per tokenizer and encoding rule: a task of an
+    encoder–decoder gets its own (contexts encoded alone) instead of changing the shared one."""
+    meta = {"pretrained": str(tiny_gpt2_dir)}
+    causal = counter_from_metadata(meta)
+    assert counter_from_metadata(meta) is causal and not causal.seq2seq
+    seq2seq = counter_from_metadata(meta, seq2seq=True)
+    assert seq2seq is not causal and seq2seq.seq2seq and not causal.seq2seq
+    # "I ate" + "n apple": a causal model reads "I aten apple" whole, an encoder–decoder "n apple"
+    assert causal.model_input("I ate", "n apple") == ([40, 15063], [268, 17180])
+    assert seq2seq.model_input("I ate", "n apple") == ([40, 15063], [77, 17180])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        causal.seq2seq = True  # type: ignore[misc]

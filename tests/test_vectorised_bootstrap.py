@@ -7,8 +7,8 @@ import oracles
 import pytest
 
 from wsc_tasks.data.knowledge import CATEGORIES
-from wsc_tasks.harness.winowhy import make_aggregations
 from wsc_tasks.metrics import registry, stats
+from wsc_tasks.metrics.winowhy import make_aggregations
 
 
 def _loop(values, metric, indexes):

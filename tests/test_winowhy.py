@@ -16,9 +16,9 @@ from test_mlm import _hand as _masked_hand
 from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
 from test_scoring import tiny_t5_dir  # noqa: F401  (fixture)
 
-from wsc_tasks.data import catalog, knowledge, parsers, sources
+from wsc_tasks.data import catalog, knowledge, parsers, sources, winowhy
 from wsc_tasks.data.problems import Problem, Schema
-from wsc_tasks.harness import mlm, winowhy
+from wsc_tasks.harness import mlm
 from wsc_tasks.metrics.plausibility import (
     accuracy_at,
     best_threshold,
@@ -27,6 +27,7 @@ from wsc_tasks.metrics.plausibility import (
     roc_auc,
 )
 from wsc_tasks.paths import include_path
+from wsc_tasks.scoring.methods import ScoringError
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
 
@@ -329,5 +330,5 @@ def test_no_tokenizer_falls_back_to_per_byte(data_dir, tiny_gpt2_dir, caplog):
         task = _manager({}).load(["winowhy"])["tasks"]["winowhy"]
     assert task.headline == "per_byte" and "roc_auc_mean" not in task.aggregation()
     assert "mean log-likelihood per byte" in caplog.text
-    with pytest.raises(winowhy.ScoringError, match="per-token mean needs the model's tokenizer"):
+    with pytest.raises(ScoringError, match="per-token mean needs the model's tokenizer"):
         _manager({"reason_score": "mean"}).load(["winowhy"])

@@ -37,7 +37,7 @@ import torch
 from wsc_tasks.cli.run import run_lm_eval
 from wsc_tasks.data import catalog
 from wsc_tasks.harness import mlm
-from wsc_tasks.scoring import methods
+from wsc_tasks.scoring.masked import answer_spans
 
 
 def roberta_tokenizer(core: Any) -> Any:
@@ -166,9 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                         "model, this many sentences per call")  # fmt: skip
     args = parser.parse_args(argv)
     problems = [p for s in catalog.load("wsc266") for p in s.problems]
-    requests = [
-        (p.fill(i), methods.answer_spans(p, i), "statement") for p in problems for i in (0, 1)
-    ][: args.sentences]
+    requests = [(p.fill(i), answer_spans(p, i), "statement") for p in problems for i in (0, 1)]
+    requests = requests[: args.sentences]
     timer = PhaseTimer()
     timer.wrap(mlm, "_masked_logits", "model forward")
     rows = []

@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from wsc_tasks.data import catalog, transforms
 from wsc_tasks.data.problems import Problem, Schema
@@ -179,12 +180,16 @@ def part_sent_faults(original: Problem, control: Problem) -> list[str]:
     return faults
 
 
+# the checks a control baseline gets: those of its transformation (``CHECKS``)
+ControlKind = Literal["nocands", "partsent"]
+
+
 @dataclass
 class ControlAudit:
     """One control dataset: its size, what was dropped and why, and what the checks found."""
 
     name: str
-    kind: str  # "nocands" or "partsent"
+    kind: ControlKind
     source: str
     source_schemas: int
     kept_schemas: int
@@ -206,7 +211,7 @@ CHECKS = {
 
 def audit_pairs(
     name: str,
-    kind: str,
+    kind: ControlKind,
     source: str,
     originals: Sequence[Schema],
     controls: Sequence[tuple[Schema, Schema]],

@@ -10,7 +10,7 @@ Each dataset also declares its ``Role``: a full set, a subset, a perturbation or
 baseline of another dataset, another formulation of one, or an adversarial set. The pair datasets
 of the consistency tasks, the report's perturbations, the leaderboard's control columns and the
 audited controls are read from the roles, so a new perturbation is one entry here (with its data
-file's checksum in ``data.py``, its task YAMLs and a row in ``task_configs/README.md``).
+file's checksum in ``sources.py``, its task YAMLs and a row in ``task_configs/README.md``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Final, Literal
 
 from wsc_tasks.data import parsers, sources
 from wsc_tasks.data.problems import Schema, count
@@ -31,20 +31,23 @@ WINOGRANDE_DEV = "elazar/winogrande/dev.jsonl"
 
 
 # -- roles: what each dataset is ---------------------------------------------------------------
-FULL = "full"  # a dataset in its own right
-ADVERSARIAL = "adversarial"  # a dataset in its own right, of schemas made to defeat models
-SUBSET = "subset"  # some schemas of ``of``, unchanged
-PERTURBATION = "perturbation"  # schemas of ``of`` changed in a way a reasoning model should follow
-CONTROL = "control"  # a control baseline of ``of``: the clue removed, near chance expected
-FORMULATION = "formulation"  # the schemas of ``of`` asked another way (zero-shot form, dyads)
+FULL: Final = "full"  # a dataset in its own right
+ADVERSARIAL: Final = "adversarial"  # a dataset in its own right, of schemas made to defeat models
+SUBSET: Final = "subset"  # some schemas of ``of``, unchanged
+# schemas of ``of`` changed in a way a reasoning model should follow
+PERTURBATION: Final = "perturbation"
+CONTROL: Final = "control"  # a control baseline of ``of``: the clue removed, near chance expected
+# the schemas of ``of`` asked another way (zero-shot form, dyads)
+FORMULATION: Final = "formulation"
 ROLE_KINDS = (FULL, ADVERSARIAL, SUBSET, PERTURBATION, CONTROL, FORMULATION)
+RoleKind = Literal["full", "adversarial", "subset", "perturbation", "control", "formulation"]
 
 
 @dataclass(frozen=True)
 class Role:
     """What a dataset is, relative to the dataset it is made from."""
 
-    kind: str  # one of ROLE_KINDS
+    kind: RoleKind
     of: str | None = None  # the catalog dataset it is made from; None for FULL and ADVERSARIAL
     change: str = ""  # "nocands", "inverted", "zeroshot", …; for a control, its audit.CHECKS key
     generated: bool = False  # made here from ``of`` by ``transforms.TRANSFORMS[change]``
@@ -82,7 +85,7 @@ def _winogrande_twins() -> list[Schema]:
 
 
 def _generated(
-    name: str, kind: str, base: str, transform: str, origin: str, **role: Any
+    name: str, kind: RoleKind, base: str, transform: str, origin: str, **role: Any
 ) -> DatasetSpec:
     """A dataset made here from ``base`` by ``transforms.TRANSFORMS[transform]``."""
     return DatasetSpec(

@@ -195,8 +195,62 @@ def group_twins(problems: list[Problem]) -> list[Schema]:
     return schemas
 
 
-def _clean(text: str) -> str:
+def normalise_space(text: str) -> str:
+    """Exterior whitespace removed, interior runs of whitespace one space."""
     return " ".join(text.split())
+
+
+@dataclass(frozen=True)
+class WSC273Question:
+    """One question of the raw WSC273 in ``winowhy.json``, its whitespace normalised."""
+
+    number: int  # its WSC273 problem number: 1-based position in the file
+    before: str  # the text before the pronoun
+    pronoun: str
+    after: str
+    answers: tuple[str, str]
+    correct: int  # index of the correct answer
+    # WinoWhy's reasons as the file holds them (``wsc_tasks.data.winowhy`` reads them); None
+    # when the question has none
+    reasons: tuple[object, ...] | None
+
+
+def read_wsc273_json(path: str | Path) -> list[WSC273Question]:
+    """The questions of ``winowhy.json`` (WSC273 with WinoWhy's reasons), each checked for the
+    fields both its readers need: the text around the pronoun, two answers, A or B correct."""
+    path = Path(path)
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ParseError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
+    if not isinstance(rows, list):
+        raise ParseError(f"{path}: expected a JSON list of questions")
+    questions = []
+    for index, row in enumerate(rows):
+        where = f"{path}: question {index + 1}"
+        try:
+            text = row["text"]
+            before, pron, after = (normalise_space(text[k]) for k in ("txt1", "pron", "txt2"))
+            answers = tuple(normalise_space(a) for a in row["answers"])
+            correct = row["correctAnswer"].strip().rstrip(".").upper()
+            reasons = row.get("reasons")
+            reasons = None if reasons is None else tuple(reasons)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise ParseError(f"{where}: missing or malformed field ({error})") from error
+        if len(answers) != 2 or correct not in ("A", "B"):
+            raise ParseError(f"{where}: needs two answers and correctAnswer A or B")
+        questions.append(
+            WSC273Question(
+                number=index + 1,
+                before=before,
+                pronoun=pron,
+                after=after,
+                answers=(answers[0], answers[1]),
+                correct="AB".index(correct),
+                reasons=reasons,
+            )
+        )
+    return questions
 
 
 def parse_wsc273_raw(path: str | Path) -> list[Schema]:
@@ -205,29 +259,13 @@ def parse_wsc273_raw(path: str | Path) -> list[Schema]:
     Exterior and interior whitespace is normalised, the answers are lower-cased unless the pronoun
     starts a sentence, and made possessive when the pronoun is 'his' or 'her'.
     """
-    path = Path(path)
-    name = portable_name(path)
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ParseError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
-    if not isinstance(rows, list):
-        raise ParseError(f"{path}: expected a JSON list of questions")
+    name = portable_name(Path(path))
     problems = []
-    for index, row in enumerate(rows):
-        where = f"{path}: question {index + 1}"
-        source = f"{name}: question {index + 1}"
-        try:
-            before, pron, after = (_clean(row["text"][k]) for k in ("txt1", "pron", "txt2"))
-            answers = [_clean(a) for a in row["answers"]]
-            correct = row["correctAnswer"].strip().rstrip(".").upper()
-        except (KeyError, TypeError, AttributeError) as error:
-            raise ParseError(f"{where}: missing or malformed field ({error})") from error
-        if len(answers) != 2 or correct not in ("A", "B"):
-            raise ParseError(f"{where}: needs two answers and correctAnswer A or B")
+    for question in read_wsc273_json(path):
+        before, pron, after = question.before, question.pronoun, question.after
         sentence_start = not before or before[-1] in ".!?"
         fixed = []
-        for answer in answers:
+        for answer in question.answers:
             if not sentence_start and answer[:1].isupper() and answer.split()[0] in _ARTICLES_CAP:
                 answer = answer[0].lower() + answer[1:]
             if sentence_start:
@@ -239,12 +277,12 @@ def parse_wsc273_raw(path: str | Path) -> list[Schema]:
         segments = (before + " " if before else "", joiner + after)
         problems.append(
             Problem(
-                uid=str(index + 1),
+                uid=str(question.number),
                 segments=segments,
                 options=((fixed[0],), (fixed[1],)),
-                label="AB".index(correct),
-                number=index + 1,
-                source=source,
+                label=question.correct,
+                number=question.number,
+                source=f"{name}: question {question.number}",
             )
         )
     # The XML marks no schemas: consecutive pairs, except the triple 253-255 (thesis §3.3.1).

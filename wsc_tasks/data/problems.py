@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -92,11 +92,15 @@ def default_groups(n_problems: int) -> tuple[tuple[int, ...], ...]:
     return (tuple(range(n_problems)),)
 
 
+# w: Winograd, s: substitution, t: transposition (the thesis's files), twin: Winogrande twins
+SchemaKind = Literal["w", "s", "t", "twin"]
+
+
 @dataclass(frozen=True)
 class Schema:
     uid: str
     problems: tuple[Problem, ...]
-    kind: str = "w"  # w: Winograd, s: substitution, t: transposition, twin: Winogrande twins
+    kind: SchemaKind = "w"
     number: int | None = None  # schema number in the original dataset
     groups: tuple[tuple[int, ...], ...] = field(default=())
 

@@ -9,9 +9,9 @@ changed there and the patch can probably go.
 
 When they apply (as before this module existed):
 
-- ``apply()`` — sections 1 to 6 and 9, when ``wsc_tasks.harness.task`` or
-  ``wsc_tasks.harness.winowhy`` is imported (that is, when lm-eval loads this package's tasks,
-  before any request is sent);
+- ``apply()`` — sections 1 to 6 and 9, when ``wsc_tasks.harness.base`` (the base of every task
+  class) is imported (that is, when lm-eval loads this package's tasks, before any request is
+  sent);
 - ``accept_several_include_paths()`` (7) — by ``wsc-tasks run`` before lm-eval's CLI starts;
 - ``without_lm_eval_tasks()`` (8) — around that CLI call, when every task asked for is ours.
 
@@ -309,7 +309,7 @@ def _remember_tokens() -> None:
 # -- 5. schema_stderr ------------------------------------------------------------------------------
 # lm-eval asks ``stderr_for_metric(aggregation, bootstrap_iters)`` for every metric; it knows no
 # error for an aggregation outside its own list and prints ``N/A``. This hook answers for this
-# package's aggregations with the schema bootstrap of ``lm_eval_stderr`` (which says which
+# package's aggregations with the schema bootstrap of ``harness.stderr`` (which says which
 # aggregations are ours and computes the error); every other metric gets lm-eval's own answer.
 # lm-eval binds the name in two modules, so both are replaced. No upstream issue found; upstream, an
 # aggregation could carry its own stderr function (as a metric's ``stderr`` attribute or a registry

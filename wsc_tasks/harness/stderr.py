@@ -3,7 +3,7 @@
 lm-eval asks ``stderr_for_metric(aggregation, bootstrap_iters)`` for every metric; it knows no error
 for our aggregations and reports ``N/A`` (and the binomial error it would give ``mean`` ignores that
 the problems of a schema are not independent, thesis §3.8.2). This module answers for every
-metric of ``metric_registry``: the standard deviation of the metric over
+metric of ``metrics.registry``: the standard deviation of the metric over
 ``min(bootstrap_iters, MAX_ITERS)`` resamples of the documents (schemas), with a fixed seed.
 Counts whose record says ``stderr=False`` (``n_problems``, ``n_schemas``…) get none.
 ``--bootstrap_iters 0`` turns it off, as for lm-eval's own metrics.
@@ -31,7 +31,7 @@ SEED = 1234  # lm-eval's own numpy seed, for the look of it; any fixed value wil
 
 
 def is_ours(aggregation: Callable[..., Any]) -> bool:
-    """A metric of ``metric_registry`` (an aggregation bound to its record, or a pure aggregate)."""
+    """A metric of ``registry`` (an aggregation bound to its record, or a pure aggregate)."""
     return registry.record_of(aggregation) is not None
 
 

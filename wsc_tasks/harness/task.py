@@ -25,21 +25,16 @@ import logging
 from functools import cached_property
 from typing import Any
 
-import datasets
-from lm_eval.api.instance import Instance
-from lm_eval.api.task import ConfigurableTask
-
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema
-from wsc_tasks.harness import flags, patches
+from wsc_tasks.harness.base import RequestTask
 from wsc_tasks.metrics import associativity, registry
 from wsc_tasks.metrics.accuracy import SchemaOutcome, outcome, restrict
 from wsc_tasks.metrics.consistency import pair_outcome
 from wsc_tasks.metrics.registry import BLANK_AT_END, EQUAL_LEN, Key, TaskKind, bind
 from wsc_tasks.scoring import families
-from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setup, shifted_splits
-
-patches.apply()  # lm-eval as our tasks need it (logits cache, stderr, …); see that module
+from wsc_tasks.scoring.causal import shifted_splits
+from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setup
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -50,17 +45,6 @@ TOKEN_METRICS = (
     *(Key(record, subset=EQUAL_LEN) for record in ("acc", "schema_acc", "share")),
     Key("share", subset=BLANK_AT_END),
 )
-
-
-def request_task_config(config: dict[str, Any] | None) -> dict[str, Any]:
-    """lm-eval config defaults for a task that builds its own requests (no prompt template)."""
-    config = dict(config or {})
-    config.setdefault("output_type", "loglikelihood")
-    config.setdefault("test_split", "test")
-    config.setdefault("doc_to_text", "")
-    config.setdefault("doc_to_target", "")
-    config.pop("class", None)
-    return config
 
 
 def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
@@ -96,59 +80,22 @@ def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
             fail(key, "allowed: a Hub id or a local path")
 
 
-METRIC_CHOICES = ("headline", "all")
-
-
-def metric_choice(task: str, metadata: dict[str, Any]) -> str:
-    """``metadata.metrics``: which aggregations lm-eval computes and prints (see the docstring)."""
-    choice = metadata.get("metrics", "headline")
-    if choice not in METRIC_CHOICES:
-        raise ValueError(
-            f"task {task}: metadata.metrics is {choice!r}; use 'headline' (the default: the "
-            "metrics that define the task) or 'all' (--metadata '{\"metrics\": \"all\"}')"
-        )
-    return choice
-
-
-def select_metrics(
-    task: str, metadata: dict[str, Any], functions: dict[str, Any], headline: Any
-) -> dict[str, Any]:
-    """``functions`` restricted to the names in ``headline`` unless ``metrics`` is ``all``.
-
-    The other metrics' per-document values are still returned by ``process_results`` and logged;
-    ``patches`` keeps lm-eval from aggregating what ``aggregation()`` does not list.
-    """
-    if metric_choice(task, metadata) == "all":
-        return functions
-    return {name: fn for name, fn in functions.items() if name in headline}
-
-
-class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
+class SchemaTask(RequestTask):
     """A task whose documents are schemas; see the module docstring."""
 
-    VERSION = 1.0
     DATASETS = catalog.SPECS
     HEADLINE_METRICS = registry.headline(TaskKind.SCHEMA)
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        config = request_task_config(config)
-        meta = config.get("metadata") or {}
-        check_metadata(config.get("task"), meta, self.DATASETS)
-        metric_choice(str(config.get("task")), meta)
-        super().__init__(config=config, **kwargs)
+        super().__init__(config, **kwargs)
         self.setup, self.methods = self._plan()
 
-    def aggregation(self) -> dict[str, Any]:
-        """The aggregations lm-eval computes and prints (``metadata.metrics``)."""
-        return select_metrics(
-            self.config.task, self._meta, self.all_aggregations(), self.HEADLINE_METRICS
-        )
+    @classmethod
+    def validate_metadata(cls, task: Any, meta: dict[str, Any]) -> None:
+        check_metadata(task, meta, cls.DATASETS)
+        super().validate_metadata(task, meta)
 
     # -- configuration -------------------------------------------------------------------------
-    @property
-    def _meta(self) -> dict[str, Any]:
-        return self.config.metadata or {}
-
     def _plan(self) -> tuple[Setup, list[ScoringMethod]]:
         """Family, tokenizer and methods (``families.plan``), settled before any model work."""
         task, meta = self.config.task, self._meta
@@ -165,24 +112,11 @@ class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
         return plan.setup, list(plan.methods)
 
     # -- data -----------------------------------------------------------------------------------
-    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        name = self._meta["dataset"]
-        docs = [schema.to_doc() for schema in catalog.load(name)]
-        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
-
-    def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> str:
-        return ""
+    def documents(self) -> list[dict[str, Any]]:
+        return [schema.to_doc() for schema in catalog.load(self._meta["dataset"])]
 
     def doc_to_target(self, doc: dict, doc_to_target: Any = None) -> list[int]:
         return [int(p["label"]) for p in doc["problems"]]
-
-    def fewshot_context(self, doc: dict, num_fewshot: int = 0, **kwargs: Any) -> str:
-        if num_fewshot:
-            raise ValueError(
-                f"task {self.config.task}: few-shot prompting is not part of fill-in-the-blank "
-                f"scoring; run it with --num_fewshot 0"
-            )
-        return ""
 
     # -- requests and results --------------------------------------------------------------------
     def _problem_requests(self, problem: Problem) -> list[Request]:
@@ -202,23 +136,9 @@ class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
         """The schemas of one document, in the order their requests are sent."""
         return [Schema.from_doc(doc)]
 
-    def construct_requests(self, doc: dict, ctx: str, **kwargs: Any) -> list[Instance]:
-        kwargs.pop("apply_chat_template", None)
-        kwargs.pop("chat_template", None)
-        instances = []
+    def doc_requests(self, doc: dict) -> list[Request]:
         problems = [p for schema in self.schemas(doc) for p in schema.problems]
-        for problem in problems:
-            for request_type, arguments in self._problem_requests(problem):
-                instances.append(
-                    Instance(
-                        request_type=request_type,
-                        doc=doc,
-                        arguments=arguments,
-                        idx=len(instances),
-                        **kwargs,
-                    )
-                )
-        return instances
+        return [request for problem in problems for request in self._problem_requests(problem)]
 
     def document_outcomes(
         self, doc: dict, results: list[Any]
@@ -303,9 +223,6 @@ class SchemaTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
             functions.update(registry.aggregations(keys))
         return functions
 
-    def higher_is_better(self) -> dict[str, bool]:
-        return registry.higher_is_better(self.aggregation())
-
     @property
     def _counts_splits(self) -> bool:
         """Methods that may split sentences after their first token(s) are active (causal)."""
@@ -324,9 +241,8 @@ class ConsistencyTask(SchemaTask):
     DATASETS = catalog.PAIR_SPECS
     HEADLINE_METRICS = registry.headline(TaskKind.CONSISTENCY)
 
-    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        docs = [self.pair_doc(o, t) for o, t in catalog.load_pairs(self._meta["dataset"])]
-        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
+    def documents(self) -> list[dict[str, Any]]:
+        return [self.pair_doc(o, t) for o, t in catalog.load_pairs(self._meta["dataset"])]
 
     def pair_doc(self, original: Schema, transformed: Schema) -> dict[str, Any]:
         return {
@@ -359,9 +275,6 @@ class ConsistencyTask(SchemaTask):
 
     def all_aggregations(self) -> dict[str, Any]:
         return dict(self._aggregations)
-
-    def higher_is_better(self) -> dict[str, bool]:
-        return registry.higher_is_better(self.aggregation())
 
 
 class AssociativityTask(ConsistencyTask):

@@ -28,7 +28,7 @@ from typing import Any
 
 from wsc_tasks.data.knowledge import CATEGORIES
 from wsc_tasks.metrics import accuracy, associativity, consistency, ratios
-from wsc_tasks.scoring import methods
+from wsc_tasks.scoring import causal
 
 # the per-document value a metric aggregates
 OUTCOME = "outcome"  # accuracy.SchemaOutcome: one schema's problems right or wrong
@@ -272,7 +272,7 @@ REGISTRY: tuple[Metric, ...] = (
            form=ratios.Ratio("share", ratios.problem_parts), reported=False,
            variants=frozenset({"subset"})),
     _count("n_shifted_splits", "splits", "problem", SPLITS,
-           "causal requests split after their first token(s)", methods.n_shifted_splits),
+           "causal requests split after their first token(s)", causal.n_shifted_splits),
     # a schema and its transformed schema: ConsistencyTask, method pairs (thesis §3.7.2–3.7.3)
     *CONSISTENCY,
     *_sides(),
@@ -280,7 +280,7 @@ REGISTRY: tuple[Metric, ...] = (
            headline=frozenset({TaskKind.CONSISTENCY, TaskKind.ASSOCIATIVITY})),
     # associativity controls (thesis §4.4)
     *_associativity(),
-    # WinoWhy reasons (``plausibility``); functions bound per task (headline score)
+    # WinoWhy reasons (``plausibility``); functions bound per task (``winowhy``, its headline score)
     _plausibility("acc_best_threshold", "acc", "reason", "accuracy at the best threshold",
                   headline=WINOWHY, variants=frozenset({"score", "category"})),
     _plausibility("majority_baseline", "majority", "reason", "accuracy of the majority label",

@@ -5,7 +5,7 @@ accuracy is wrong; the unit of resampling is the lm-eval *document* (a schema, a
 dyad treated as independent schemas, §3.8.3). A metric is a function of the list of per-document
 values (``SchemaOutcome`` dicts, or ``{"before", "after"}`` pairs of them), so a bootstrap replicate
 is the metric of a resampled list. Shares that are a sum over documents divided by a sum over
-documents (every metric with a ratio form in ``metric_registry``) are computed for all
+documents (every metric with a ratio form in ``registry``) are computed for all
 replicates at once, and so is any aggregation that carries its own vectorised ``replicates``
 (``values``, ``indexes``) → one value per row (WinoWhy's, associativity's); any other function is
 applied to each resampled list.

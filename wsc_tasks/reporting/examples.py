@@ -21,7 +21,8 @@ from wsc_tasks.data.problems import Problem, Schema
 from wsc_tasks.metrics import registry
 from wsc_tasks.metrics.registry import Key, TaskKind
 from wsc_tasks.reporting.runs import TaskRun, _read_samples
-from wsc_tasks.scoring.methods import ScoringError, _partial_request
+from wsc_tasks.scoring.causal import partial_request
+from wsc_tasks.scoring.methods import ScoringError
 
 PER_KIND = 3  # examples shown per category
 CATEGORIES = ("solved", "half-solved", "anti-solved")
@@ -77,7 +78,7 @@ def _pair(scores: dict[tuple[str, str], float], keys: list[tuple[str, str]]):
 
 def _partial_keys(problem: Problem) -> list[tuple[str, str]] | None:
     try:
-        return [_partial_request(problem, i)[1] for i in (0, 1)]
+        return [partial_request(problem, i)[1] for i in (0, 1)]
     except ScoringError:
         return None
 

@@ -1,10 +1,11 @@
 """Model families: one record per family, and the one planner every task builds requests with.
 
 A family (causal, seq2seq, masked) says how a model is recognised from its transformers config, the
-scoring methods it serves (``wsc_tasks.scoring.methods``), its headline and token-free methods, the
-method pairs whose consistency is reported, how it scores a free continuation (WinoWhy), and which
-lm-eval model serves its requests. ``plan`` reads the registry for every task (``SchemaTask`` and
-its subclasses, WinoWhy), so a new family is one ``Family`` record plus its methods.
+scoring methods it serves (each family's module: ``causal``, ``seq2seq``, ``masked``), its headline
+and token-free methods, the method pairs whose consistency is reported, how it scores a free
+continuation (WinoWhy), and which lm-eval model serves its requests. ``plan`` reads the registry
+for every task (``SchemaTask`` and its subclasses, WinoWhy), so a new family is one ``Family``
+record plus a module of its methods.
 
 Which model *serves* the requests is checked where lm-eval hands them to it, not when a task is
 built: lm-eval may build the tasks before the model or after it, but it always calls the model's
@@ -22,17 +23,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from wsc_tasks.scoring import causal, masked, seq2seq
 from wsc_tasks.scoring.methods import (
-    CAUSAL_METHODS,
-    MASKED_METHODS,
-    SEQ2SEQ_METHODS,
     Continuation,
-    MaskedContinuation,
+    RequestType,
     ScoringError,
     ScoringMethod,
     Setup,
-    T5Continuation,
-    is_gpt2_tokenizer,
 )
 from wsc_tasks.scoring.tokens import TokenCounter, counter_from_metadata, gguf_parsed_once
 
@@ -66,7 +63,7 @@ class Family:
     # seen as a transformation of the first, ``<consistency metric>_<first>_to_<second>``
     method_pairs: tuple[tuple[str, str], ...]
     continuation: Continuation  # a free text after a context (WinoWhy's reasons)
-    request_type: str = "loglikelihood"  # what its methods send
+    request_type: RequestType = "loglikelihood"  # what its methods send
     model: str = "hf"  # the lm-eval model (``--model``) that serves its requests
     model_counts_tokens: bool = False  # results carry their token counts: no tokenizer needed
     context_alone: bool = False  # lm-eval encodes the context on its own (encoder–decoder)
@@ -81,31 +78,31 @@ FAMILIES: dict[str, Family] = {
         Family(
             name="causal",
             detects=None,
-            methods=CAUSAL_METHODS,
+            methods=causal.METHODS,
             headline="smart",
             token_free="partial",
             method_pairs=(("full", "partial"), ("partial", "smart")),
-            continuation=Continuation(),
+            continuation=causal.CausalContinuation(),
             shifted_splits=True,
         ),
         Family(
             name="seq2seq",
             detects=_is_encoder_decoder,
-            methods=SEQ2SEQ_METHODS,
+            methods=seq2seq.METHODS,
             headline="masked_prefix_mean",
             token_free="masked_prefix_noeos",
             method_pairs=(("loss_prefix", "masked_prefix_mean"),),
-            continuation=T5Continuation(),
+            continuation=seq2seq.T5Continuation(),
             context_alone=True,
         ),
         Family(
             name="masked",
             detects=_is_masked,
-            methods=MASKED_METHODS,
+            methods=masked.METHODS,
             headline="statement_mean",
             token_free="statement_mean",
             method_pairs=(("multi_mask_mean", "statement_mean"),),
-            continuation=MaskedContinuation(),
+            continuation=masked.MaskedContinuation(),
             request_type="mlm_score",
             model="hf-mlm",
             model_counts_tokens=True,
@@ -181,9 +178,10 @@ class Plan:
         return self.methods[0].name if self.methods else None
 
 
-def _tokens(task: str, meta: Mapping[str, Any]) -> TokenCounter | None:
+def _tokens(task: str, meta: Mapping[str, Any], family: Family) -> TokenCounter | None:
     try:
-        return counter_from_metadata(meta)
+        # lm-eval encodes an encoder–decoder's context alone
+        return counter_from_metadata(meta, seq2seq=family.context_alone)
     except Exception as error:  # noqa: BLE001 - any loading failure gets the same advice
         name = meta.get("tokenizer") or meta.get("pretrained")
         raise ScoringError(
@@ -223,22 +221,18 @@ def plan(task: str, meta: Mapping[str, Any], *, continuation: bool = False) -> P
     """
     family = detect(meta)
     if continuation:
-        tokens = None if family.model_counts_tokens else _tokens(task, meta)
-        if tokens is not None and family.context_alone:
-            tokens.seq2seq = True  # lm-eval encodes an encoder-decoder's context alone
+        tokens = None if family.model_counts_tokens else _tokens(task, meta, family)
         try:
             family.continuation.validate(tokens)
         except ScoringError as error:
             raise ScoringError(f"task {task}, {family.name} model: {error}") from error
         return Plan(family, Setup(tokens))
-    tokens = _tokens(task, meta)
+    tokens = _tokens(task, meta, family)
     names = _method_names(task, meta, family, tokens is not None)
     try:
         methods = get_methods(names, family.name)
-        prior = "webtext" if tokens is not None and is_gpt2_tokenizer(tokens) else "bos"
-        setup = Setup(tokens, prior, int(meta.get("smart_limit", 1)))
-        if tokens is not None and family.context_alone:
-            tokens.seq2seq = True  # lm-eval encodes an encoder-decoder's context alone
+        gpt2 = tokens is not None and causal.is_gpt2_tokenizer(tokens)
+        setup = Setup(tokens, "webtext" if gpt2 else "bos", int(meta.get("smart_limit", 1)))
         for method in methods:
             method.validate(setup)
     except ScoringError as error:

@@ -22,7 +22,9 @@ class RequestMismatch(ValueError):
     """A request would not give the model the tokens its scoring formula means."""
 
 
-@dataclass(eq=False)  # hashed by identity: one counter per tokenizer, a key of scoring caches
+# hashed by identity: one counter per tokenizer and encoding rule, a key of scoring caches; frozen,
+# since every task of a run shares it (``_counter``)
+@dataclass(frozen=True, eq=False)
 class TokenCounter:
     """Counts continuation tokens the way ``lm_eval.api.model.TemplateLM._encode_pair`` does."""
 
@@ -112,9 +114,6 @@ class TokenCounter:
             for filler, *_ in problem.options
         )
 
-    def answer_lengths_without_context(self, problem: Problem) -> tuple[int, int]:
-        return tuple(len(self.encode(f, False)) for f, *_ in problem.options)  # type: ignore
-
     def tokens_after_blank(self, problem: Problem, option: int) -> int:
         """Number of tokens after the (last) filled blank: what partial scoring predicts."""
         filled = problem.fill(option)
@@ -187,8 +186,11 @@ def _load_tokenizer(name: str, gguf_file: str | None, revision: str | None, trus
         return AutoTokenizer.from_pretrained(name, **kwargs)
 
 
-def counter_from_metadata(metadata: Mapping[str, Any]) -> TokenCounter | None:
-    """A counter for the model named in lm-eval's task metadata (the CLI merges model_args)."""
+def counter_from_metadata(
+    metadata: Mapping[str, Any], seq2seq: bool = False
+) -> TokenCounter | None:
+    """A counter for the model named in lm-eval's task metadata (the CLI merges model_args);
+    ``seq2seq``: lm-eval encodes the model's contexts alone (an encoder–decoder)."""
     name = metadata.get("tokenizer") or metadata.get("pretrained")
     if not isinstance(name, str):
         return None
@@ -201,12 +203,18 @@ def counter_from_metadata(metadata: Mapping[str, Any]) -> TokenCounter | None:
         metadata.get("revision"),
         bool(metadata.get("trust_remote_code", False)),
         None if add_bos is None else bool(add_bos),
+        seq2seq,
     )
 
 
 @lru_cache(maxsize=8)
 def _counter(
-    name: str, gguf_file: str | None, revision: str | None, trust: bool, add_bos: bool | None
+    name: str,
+    gguf_file: str | None,
+    revision: str | None,
+    trust: bool,
+    add_bos: bool | None,
+    seq2seq: bool,
 ) -> TokenCounter:
     """One counter per tokenizer, so that every task of a run shares its encodings."""
-    return TokenCounter(_load_tokenizer(name, gguf_file, revision, trust), add_bos)
+    return TokenCounter(_load_tokenizer(name, gguf_file, revision, trust), add_bos, seq2seq)

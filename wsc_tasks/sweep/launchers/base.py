@@ -12,7 +12,7 @@ import difflib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from wsc_tasks.sweep.models import ModelSpec
 from wsc_tasks.sweep.options import SweepOptions
@@ -35,6 +35,11 @@ def _lines(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list | tuple) else (str(value),)
 
 
+# how a setting is given: --name value; flag (--name alone is true); lines (repeatable --name,
+# a list)
+SettingForm = Literal["value", "flag", "lines"]
+
+
 @dataclass(frozen=True)
 class Setting:
     """One launcher setting: ``--<name>`` on the command line, ``<name>:`` in its section."""
@@ -43,7 +48,7 @@ class Setting:
     help: str
     parse: Callable[[Any], Any] = str
     default: Any = None
-    kind: str = "value"  # value; flag (--name alone is true); lines (repeatable --name, a list)
+    kind: SettingForm = "value"
     command_line_only: bool = False  # e.g. --dry-run: not a property of a models file
 
     @property

@@ -1,0 +1,128 @@
+"""The lm-eval task class every task of this package builds on (``SchemaTask``, WinoWhy).
+
+The tasks build their own documents (``documents``) and requests (``doc_requests``): there is no
+prompt template, no few-shot context and no chat template (``flags``). Each gives lm-eval the
+aggregations of every metric it reports (``all_aggregations``, bound to their records in
+``wsc_tasks.metrics.registry``); ``metadata.metrics`` says which of them lm-eval computes and
+prints: ``headline`` (default: the task's ``HEADLINE_METRICS``, the few metrics that define it) or
+``all``. Every per-document value is logged with ``--log_samples`` either way, so ``wsc-tasks
+report`` recomputes the rest from the samples.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import datasets
+from lm_eval.api.instance import Instance
+from lm_eval.api.task import ConfigurableTask
+
+from wsc_tasks.harness import flags, patches
+from wsc_tasks.metrics import registry
+from wsc_tasks.scoring.methods import Request
+
+patches.apply()  # lm-eval as our tasks need it (logits cache, stderr, …); see that module
+
+METRIC_CHOICES = ("headline", "all")
+
+
+def request_task_config(config: dict[str, Any] | None) -> dict[str, Any]:
+    """lm-eval config defaults for a task that builds its own requests (no prompt template)."""
+    config = dict(config or {})
+    config.setdefault("output_type", "loglikelihood")
+    config.setdefault("test_split", "test")
+    config.setdefault("doc_to_text", "")
+    config.setdefault("doc_to_target", "")
+    config.pop("class", None)
+    return config
+
+
+def metric_choice(task: str, metadata: dict[str, Any]) -> str:
+    """``metadata.metrics``: which aggregations lm-eval computes and prints (see the docstring)."""
+    choice = metadata.get("metrics", "headline")
+    if choice not in METRIC_CHOICES:
+        raise ValueError(
+            f"task {task}: metadata.metrics is {choice!r}; use 'headline' (the default: the "
+            "metrics that define the task) or 'all' (--metadata '{\"metrics\": \"all\"}')"
+        )
+    return choice
+
+
+def select_metrics(
+    task: str, metadata: dict[str, Any], functions: dict[str, Any], headline: Any
+) -> dict[str, Any]:
+    """``functions`` restricted to the names in ``headline`` unless ``metrics`` is ``all``.
+
+    The other metrics' per-document values are still returned by ``process_results`` and logged;
+    ``patches`` keeps lm-eval from aggregating what ``aggregation()`` does not list.
+    """
+    if metric_choice(task, metadata) == "all":
+        return functions
+    return {name: fn for name, fn in functions.items() if name in headline}
+
+
+class RequestTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
+    """A task that builds its own documents and requests; see the module docstring."""
+
+    VERSION = 1.0
+    HEADLINE_METRICS: frozenset[str] = frozenset()
+
+    def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        config = request_task_config(config)
+        self.validate_metadata(config.get("task"), config.get("metadata") or {})
+        super().__init__(config=config, **kwargs)
+
+    @classmethod
+    def validate_metadata(cls, task: Any, meta: dict[str, Any]) -> None:
+        """One-line errors for metadata the task cannot honour, before lm-eval builds it."""
+        metric_choice(str(task), meta)
+
+    @property
+    def _meta(self) -> dict[str, Any]:
+        return self.config.metadata or {}
+
+    # -- data -----------------------------------------------------------------------------------
+    def documents(self) -> list[dict[str, Any]]:
+        """The task's lm-eval documents, in order."""
+        raise NotImplementedError
+
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(self.documents())})
+
+    def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> str:
+        return ""
+
+    def fewshot_context(self, doc: dict, num_fewshot: int = 0, **kwargs: Any) -> str:
+        if num_fewshot:
+            raise ValueError(
+                f"task {self.config.task}: few-shot prompting is not part of log-likelihood "
+                "scoring; run it with --num_fewshot 0"
+            )
+        return ""
+
+    # -- requests -------------------------------------------------------------------------------
+    def doc_requests(self, doc: dict) -> list[Request]:
+        """Every request of one document, in the order its results come back."""
+        raise NotImplementedError
+
+    def construct_requests(self, doc: dict, ctx: str, **kwargs: Any) -> list[Instance]:
+        kwargs.pop("apply_chat_template", None)
+        kwargs.pop("chat_template", None)
+        return [
+            Instance(request_type=kind, doc=doc, arguments=arguments, idx=i, **kwargs)
+            for i, (kind, arguments) in enumerate(self.doc_requests(doc))
+        ]
+
+    # -- metrics --------------------------------------------------------------------------------
+    def all_aggregations(self) -> dict[str, Any]:
+        """Every metric ``process_results`` gives a per-document value for."""
+        raise NotImplementedError
+
+    def aggregation(self) -> dict[str, Any]:
+        """The aggregations lm-eval computes and prints (``metadata.metrics``)."""
+        return select_metrics(
+            self.config.task, self._meta, self.all_aggregations(), self.HEADLINE_METRICS
+        )
+
+    def higher_is_better(self) -> dict[str, bool]:
+        return registry.higher_is_better(self.aggregation())

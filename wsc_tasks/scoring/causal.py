@@ -1,0 +1,376 @@
+"""Causal LMs' scoring methods (thesis §3.1.1), every one from lm-eval ``loglikelihood`` requests.
+
+- ``partial``: log P(text after the blank | text up to and including the answer) (Trinh & Le);
+- ``all_but_first``: log P(σ2…σn | σ1); ``loss`` is its mean (eq. 3.8, 3.15);
+- ``full``: log p1 + log P(σ2…σn | σ1), p1 from the first-token prior (eq. 3.10, see below);
+- ``full_norm``: full − log P(answer alone) (eq. 3.6–3.7, 3.11); with two blanks (inverted
+  transposition schemas) the answer is the ordered pair, P(answer) the product of each filler
+  alone, so the normalizer cancels between options except where casing differs;
+- ``smart``: partial, unless the blank is followed by at most ``smart_limit`` tokens, then full;
+- ``<method>_mean``: divided by the number of tokens it predicts (eq. 3.12–3.14).
+
+First-token prior: with GPT-2's tokenizer, the WebText unigram frequencies the thesis used
+(``maler/token_frequencies/frequencies_with_eos.txt``); with any other tokenizer, the model's own
+probability after its BOS/EOS prefix token (lm-eval's empty-context request), for both p1 and
+P(answer). Partial, all-but-first and loss predict the same tokens from the same inputs, so lm-eval
+computes them in one forward pass per option (its logits cache groups requests by input tokens).
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+from typing import Any
+
+from wsc_tasks.data import sources
+from wsc_tasks.data.problems import Problem
+from wsc_tasks.scoring.methods import (
+    Continuation,
+    Request,
+    Results,
+    ScoringError,
+    ScoringMethod,
+    Setup,
+    log_likelihood,
+)
+from wsc_tasks.scoring.tokens import RequestMismatch, TokenCounter, check_request
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+FREQUENCIES = "maler/token_frequencies/frequencies_with_eos.txt"
+
+
+@lru_cache(maxsize=1)
+def webtext_log_frequencies() -> tuple[float, dict[int, int]]:
+    """(log total, {GPT-2 token id: count}) over the public WebText subset (thesis §3.1.1)."""
+    path = sources.resolve(FREQUENCIES)
+    total_line, table_line = path.read_text(encoding="utf-8").splitlines()[:2]
+    return math.log(int(total_line)), ast.literal_eval(table_line)
+
+
+def webtext_log_prob(token_id: int) -> float:
+    """log f(token); a token never seen in WebText counts once rather than making −inf."""
+    log_total, counts = webtext_log_frequencies()
+    return math.log(max(counts.get(token_id, 0), 1)) - log_total
+
+
+def is_gpt2_tokenizer(counter: TokenCounter) -> bool:
+    """GPT-2's byte-level BPE: the tokens of thesis eq. 3.2 and its 50,257-entry vocabulary."""
+    try:
+        return (
+            len(counter.tokenizer) == 50257
+            and counter.encode("The trophy", False) == [464, 16383]
+            and counter.encode(" the trophy", False) == [262, 16383]
+        )
+    except Exception:  # noqa: BLE001 - any tokenizer that cannot answer is not GPT-2's
+        return False
+
+
+Split = tuple[tuple[int, ...], tuple[int, ...]]  # (context ids, continuation ids) lm-eval feeds
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """The requests and token counts of one filled sentence, shared by all causal methods."""
+
+    partial: Request
+    partial_tokens: int
+    all_but_first: Request
+    sentence_tokens: int
+    # σ1…σk: the tokens all-but-first conditions on (k = 1 unless the tokenizer has no
+    # reproducible boundary after σ1, see ``token_split``); the WebText prior scores them
+    first_tokens: tuple[int, ...]
+    bos_full: Request | None
+    # per filler: the rest of it given its first tokens, or all of it (None: nothing to ask)
+    answers: tuple[Request | None, ...]
+    answer_first_tokens: tuple[tuple[int, ...], ...]
+    answer_tokens: int  # over all fillers
+    # every request with the ids it must give the model (``tokens.check_request``)
+    intended: tuple[tuple[Request, Split], ...]
+    shifted: int  # splits moved past the first token because no request could express it
+
+
+def token_split(tokens: TokenCounter, text: str) -> tuple[Request | None, int, Split | None]:
+    """The all-but-first request of ``text``: (σ1…σk, σk+1…σn) for the smallest k ≥ 1 at which
+    a string request reproduces the split under lm-eval's rules (checked by re-encoding).
+
+    k > 1 when σ1 alone cannot be a context: a lone space (GPT-2 splits " iced" into 'Ġ' +
+    'iced', and lm-eval moves a context's trailing space into the continuation) or a lone '▁'
+    whose text re-encodes differently (SentencePiece). The documented equivalent conditions on
+    the first k tokens instead of the first one, the prior scores all k (``Pieces.shifted``
+    counts it). (None, n, None) when no k < n works: the prior covers the whole text.
+    """
+    ids = tokens.encode(text, False)
+    offsets = tokens.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)[
+        "offset_mapping"
+    ]
+    for k in range(1, len(ids)):
+        for cut in dict.fromkeys((offsets[k - 1][1], offsets[k][0])):  # end of σk first
+            head = text[:cut]
+            if not head:
+                continue
+            request: Request = ("loglikelihood", (head, text[cut:]))
+            intended = tokens.intended_split(text, k)
+            try:
+                check_request(tokens, request, intended)
+            except RequestMismatch:
+                continue
+            return request, k, (tuple(intended[0]), tuple(intended[1]))
+    return None, len(ids), None
+
+
+def _bos_request(tokens: TokenCounter, text: str) -> tuple[Request, Split]:
+    if tokens.prefix_token_id is None:
+        raise ScoringError(
+            "the tokenizer has neither a BOS nor an EOS token: lm-eval has no prefix token for "
+            "the empty-context requests of full scoring; choose methods without them, e.g. "
+            '--metadata \'{"scoring": ["partial", "all_but_first", "loss"]}\''
+        )
+    context, continuation = tokens.intended_split(text, 0)
+    return ("loglikelihood", ("", text)), (tuple(context), tuple(continuation))
+
+
+def partial_continuation(problem: Problem) -> str:
+    """Text after the blank as lm-eval's built-in ``winogrande`` scores it.
+
+    lm-eval sends ``" " + after.strip()``; when the blank is directly followed by punctuation
+    (``*target*'s``, thesis files) no space is inserted, which would change the tokens.
+    """
+    after = problem.segments[-1]
+    if not after.strip():
+        raise ScoringError(
+            f"{problem.source or problem.uid}: partial scoring needs text after the blank"
+        )
+    return " " + after.strip() if after[:1].isspace() else after.rstrip()
+
+
+def partial_request(problem: Problem, option: int) -> Request:
+    """The partial-scoring request of an option: lm-eval's ``winogrande`` request exactly."""
+    filled = problem.fill(option)
+    context = filled[: len(filled) - len(problem.segments[-1])]
+    return ("loglikelihood", (context, partial_continuation(problem)))
+
+
+def _partial_intended(tokens: TokenCounter, request: Request) -> Split:
+    """Partial scoring means the filled sentence's own tokens, split where the answer ends."""
+    context, continuation = request[1]
+    text = context + continuation
+    intended = tokens.intended_split(text, len(tokens.encode(context.rstrip(), False)))
+    return tuple(intended[0]), tuple(intended[1])
+
+
+@lru_cache(maxsize=65536)
+def pieces(problem: Problem, option: int, setup: Setup) -> Pieces:
+    """The requests of one option, each checked to give the model the ids its formula means."""
+    tokens = setup.need_tokens("full")
+    where = problem.source or problem.uid
+    partial = partial_request(problem, option)
+    sentence = problem.fill(option)
+    sentence_ids = tokens.encode(sentence, False)
+    if len(sentence_ids) < 2:
+        raise ScoringError(f"{where}: sentence has fewer than two tokens")
+    all_but_first, k, split = token_split(tokens, sentence)
+    if all_but_first is None or split is None:
+        raise ScoringError(
+            f"{where}: no token boundary of {sentence!r} can be sent as an lm-eval request with "
+            "this tokenizer (all-but-first and full scoring need one); use scoring=partial"
+        )
+    intended = [(partial, _partial_intended(tokens, partial)), (all_but_first, split)]
+    first_tokens, shifted = tuple(sentence_ids[:k]), int(k > 1)
+    bos_full = None
+    if setup.prior == "bos":
+        bos_full, split = _bos_request(tokens, sentence)
+        intended.append((bos_full, split))
+    answers: list[Request | None] = []
+    firsts, n_answer = [], 0
+    for filler, before in zip(problem.options[option], problem.segments, strict=False):
+        answer = (" " if before.endswith(" ") else "") + filler
+        answer_ids = tokens.encode(answer, False)
+        n_answer += len(answer_ids)
+        if setup.prior == "bos":
+            request, split = _bos_request(tokens, answer)
+            answers.append(request)
+            intended.append((request, split))
+            firsts.append(tuple(answer_ids[:1]))
+            continue
+        rest, k, rest_split = token_split(tokens, answer)
+        answers.append(rest)
+        firsts.append(tuple(answer_ids[:k]))
+        shifted += int(k > 1)
+        if rest is not None and rest_split is not None:
+            intended.append((rest, rest_split))
+    for request, split in intended:  # cheap: every encoding is in the counter's cache by now
+        try:
+            check_request(tokens, request, split)
+        except RequestMismatch as error:
+            raise ScoringError(
+                f"{where}: {error}; this tokenizer cannot express the request, run with "
+                'scoring methods that avoid it (e.g. --metadata \'{"scoring": ["full"]}\')'
+            ) from error
+    if shifted:
+        log.info(
+            f"wsc_tasks: {where}: {shifted} all-but-first split(s) of {sentence!r} "
+            "or its answer sit after the first few tokens, not the first (a lone-space or "
+            "lone-'▁' token)"
+        )
+    return Pieces(
+        partial=partial,
+        partial_tokens=tokens.n_continuation(*partial[1]),
+        all_but_first=all_but_first,
+        sentence_tokens=len(sentence_ids),
+        first_tokens=first_tokens,
+        bos_full=bos_full,
+        answers=tuple(answers),
+        answer_first_tokens=tuple(firsts),
+        answer_tokens=n_answer,
+        intended=tuple(intended),
+        shifted=shifted,
+    )
+
+
+def n_shifted_splits(items: Sequence[int]) -> int:
+    """Aggregation: all-but-first splits moved past the first token (``token_split``)."""
+    return int(sum(items))
+
+
+def shifted_splits(problem: Problem, setup: Setup) -> int:
+    """How many of the problem's all-but-first splits sit after more than the first token."""
+    return sum(pieces(problem, i, setup).shifted for i in range(len(problem.options)))
+
+
+@dataclass(frozen=True)
+class Partial(ScoringMethod):
+    """Partial scoring: the same requests as lm-eval's built-in ``winogrande`` and ``wsc273``."""
+
+    name: str = "partial"
+    needs_tokens: bool = False
+
+    def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
+        return [[partial_request(problem, i)] for i in range(len(problem.options))]
+
+    def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
+        return [
+            log_likelihood(results, partial_request(problem, i))
+            for i in range(len(problem.options))
+        ]
+
+
+class CausalFormula(str, Enum):
+    """The score of a filled sentence a token-counting causal method computes (see the module
+    docstring); ``Causal.mean`` divides it by the tokens it predicts."""
+
+    PARTIAL = "partial"
+    ALL_BUT_FIRST = "all_but_first"
+    FULL = "full"
+    FULL_NORM = "full_norm"
+    SMART = "smart"
+
+
+@dataclass(frozen=True)
+class Causal(ScoringMethod):
+    """Every token-counting causal method: a ``formula``, summed or its ``mean``."""
+
+    formula: CausalFormula = CausalFormula.FULL
+    mean: bool = False
+
+    def _needed(self, pieces: Pieces) -> list[Request]:
+        # p1 · P(σ2… | σ1): the model's own after BOS, or WebText's p1 with all-but-first
+        full = pieces.bos_full or pieces.all_but_first
+        answers = [request for request in pieces.answers if request is not None]
+        match self.formula:
+            case CausalFormula.PARTIAL:
+                return [pieces.partial]
+            case CausalFormula.ALL_BUT_FIRST:
+                return [pieces.all_but_first]
+            case CausalFormula.FULL:
+                return [full]
+            case CausalFormula.FULL_NORM:
+                return [full, *answers]
+            case CausalFormula.SMART:
+                return [pieces.partial, full]
+        raise AssertionError(self.formula)
+
+    def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
+        return [self._needed(pieces(problem, i, setup)) for i in range(len(problem.options))]
+
+    @staticmethod
+    def _full(pieces: Pieces, results: Results) -> float:
+        if pieces.bos_full is not None:
+            return log_likelihood(results, pieces.bos_full)
+        prior = sum(webtext_log_prob(t) for t in pieces.first_tokens)
+        return prior + log_likelihood(results, pieces.all_but_first)
+
+    @staticmethod
+    def _answer(pieces: Pieces, results: Results) -> float:
+        """log P(answer alone), over every filler."""
+        answer = 0.0
+        for first, request in zip(pieces.answer_first_tokens, pieces.answers, strict=True):
+            if pieces.bos_full is None:
+                answer += sum(webtext_log_prob(t) for t in first)
+            if request is not None:
+                answer += log_likelihood(results, request)
+        return answer
+
+    def _value(self, formula: CausalFormula, pieces: Pieces, results: Results) -> tuple[float, int]:
+        """(score, tokens it predicts) of a formula other than smart."""
+        match formula:
+            case CausalFormula.PARTIAL:
+                return log_likelihood(results, pieces.partial), pieces.partial_tokens
+            case CausalFormula.ALL_BUT_FIRST:
+                count = pieces.sentence_tokens - len(pieces.first_tokens)
+                return log_likelihood(results, pieces.all_but_first), count
+            case CausalFormula.FULL:
+                return self._full(pieces, results), pieces.sentence_tokens
+            case CausalFormula.FULL_NORM:
+                value = self._full(pieces, results) - self._answer(pieces, results)
+                return value, pieces.sentence_tokens - pieces.answer_tokens
+        raise AssertionError(formula)
+
+    def score(self, pieces: Pieces, results: Results, setup: Setup) -> float:
+        formula = self.formula
+        if formula is CausalFormula.SMART:
+            short = pieces.partial_tokens <= setup.smart_limit
+            formula = CausalFormula.FULL if short else CausalFormula.PARTIAL
+        value, count = self._value(formula, pieces, results)
+        return value / max(count, 1) if self.mean else value
+
+    def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
+        return [
+            self.score(pieces(problem, i, setup), results, setup)
+            for i in range(len(problem.options))
+        ]
+
+
+METHODS: dict[str, ScoringMethod] = {
+    m.name: m
+    for m in (
+        Partial(),
+        Causal(name="partial_mean", formula=CausalFormula.PARTIAL, mean=True),
+        Causal(name="full", formula=CausalFormula.FULL),
+        Causal(name="full_mean", formula=CausalFormula.FULL, mean=True),
+        Causal(name="all_but_first", formula=CausalFormula.ALL_BUT_FIRST),
+        Causal(name="full_norm", formula=CausalFormula.FULL_NORM),
+        Causal(name="full_norm_mean", formula=CausalFormula.FULL_NORM, mean=True),
+        Causal(name="smart", formula=CausalFormula.SMART),
+        Causal(name="smart_mean", formula=CausalFormula.SMART, mean=True),
+        Causal(name="loss", formula=CausalFormula.ALL_BUT_FIRST, mean=True),
+    )
+}
+
+
+@dataclass(frozen=True)
+class CausalContinuation(Continuation):
+    """lm-eval ``loglikelihood(context, " " + text)``, counted as lm-eval splits it."""
+
+    def request(self, context: str, text: str, tokens: TokenCounter | None) -> Request:
+        return ("loglikelihood", (context, " " + text))
+
+    def total(
+        self, request: Request, result: Any, tokens: TokenCounter | None
+    ) -> tuple[float, int]:
+        return float(result[0]), tokens.n_continuation(*request[1]) if tokens is not None else 0
