@@ -50,7 +50,7 @@ def test_run_passes_user_flags_through():
 
 
 def test_other_backend_without_model_args_is_refused():
-    with pytest.raises(SystemExit, match="needs its --model_args"):
+    with pytest.raises(ValueError, match="^wsc-tasks: --model vllm needs --model_args; it takes"):
         cli_run.lm_eval_argv(["--model", "vllm"])
 
 

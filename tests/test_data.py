@@ -73,16 +73,40 @@ def test_missing_file_offline_names_file_url_and_variable(tmp_path, monkeypatch)
 
 
 def test_corrupt_local_file_is_a_checksum_error(data_dir, tmp_path, monkeypatch):
+    """The fix it names is one that works here: `wsc-tasks data fetch` only when the source can
+    be reached (before, it was suggested offline too)."""
     target = tmp_path / REL
     target.parent.mkdir(parents=True)
     shutil.copy(data_dir / REL, target)
     with open(target, "a", encoding="utf-8") as handle:
         handle.write("\n")
     monkeypatch.setenv("WSC_TASKS_DATA", str(tmp_path))
-    with pytest.raises(
-        sources.DataError, match=r"checksum mismatch for .*wsc266.txt.*wsc-tasks data fetch"
-    ):
+
+    class Reached:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *args):
+            return False
+
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.setattr(sources.urllib.request, "urlopen", lambda *a, **k: Reached())
+    with pytest.raises(sources.DataError) as online:
         sources.resolve(REL)
+    assert str(online.value).startswith(f"checksum mismatch for {target}: SHA-256 is ")
+    assert str(online.value).endswith(
+        "delete it and run `wsc-tasks data fetch` to download the pinned one."
+    )
+    monkeypatch.setattr(sources.urllib.request, "urlopen", offline)
+    with pytest.raises(sources.DataError) as error:
+        sources.resolve(REL)
+    assert str(error.value).endswith(
+        "The file is corrupt or a different version; replace it with a copy of the pinned file "
+        "(`wsc-tasks data fetch` cannot: raw.githubusercontent.com cannot be reached (no "
+        "network)), or set WSC_TASKS_DATA to a folder that holds the pinned files."
+    )
 
 
 def test_download_is_verified_and_atomic(data_dir, tmp_path, monkeypatch):

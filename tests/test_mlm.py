@@ -270,3 +270,18 @@ def test_batch_size_auto_leaves_rows_to_the_token_budget(tiny_roberta_dir):
     assert (lm.batch_size, lm.max_batch_tokens) == (64, mlm.DEFAULT_MAX_BATCH_TOKENS)
     lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=8)
     assert (lm.batch_size, lm.max_batch_tokens) == (8, mlm.DEFAULT_MAX_BATCH_TOKENS)
+
+
+@pytest.mark.parametrize("family", ["seq2seq", "causal"])
+def test_a_model_hf_mlm_does_not_serve_names_the_model_that_does(family, tmp_path):
+    """Before, a T5 said only "no mask token: not a masked LM"; ``--model hf`` serves it."""
+    from transformers import GPT2Config, T5Config
+
+    config = T5Config(d_model=8, d_ff=16, num_layers=1, num_heads=1, d_kv=8, vocab_size=32)
+    (config if family == "seq2seq" else GPT2Config(n_layer=1)).save_pretrained(tmp_path)
+    with pytest.raises(ValueError) as error:
+        mlm.MaskedLM(pretrained=str(tmp_path), device="cpu")
+    assert str(error.value) == (
+        f"hf-mlm: {tmp_path} is a {family} model, not a masked LM; --model hf serves it "
+        f"(wsc-tasks run --model hf --model_args pretrained={tmp_path})"
+    )

@@ -163,3 +163,46 @@ def test_problem_validation():
         Problem(uid="x", segments=("a ", " b"), options=(("x", "y"), ("z",)), label=0)
     with pytest.raises(ValueError, match="label"):
         Problem(uid="x", segments=("a ", " b"), options=(("x",), ("z",)), label=2)
+
+
+_WINOGRANDE_ROW = (
+    '{"qID": "q-1", "sentence": "Ann asked Mary because _ knew.", "option1": "Ann", '
+    '"option2": "Mary", "answer": "2"}\n'
+)
+_MALER_TEXT = (
+    "source: mine\nby answer\n"
+    "w/  1/ a/  1/   1/   1: Ann asked Mary because *target* knew.&Ann&Mary&1\n"
+)
+
+
+@pytest.mark.parametrize("parse,text", [(parsers.parse_winogrande, _WINOGRANDE_ROW),
+                                        (parsers.parse_maler, _MALER_TEXT)])  # fmt: skip
+def test_one_encoding_rule_for_both_formats(parse, text, tmp_path):
+    """UTF-8 with or without a byte-order mark reads the same in both formats (before, the
+    ``.txt`` kept it in its first header key and the ``.jsonl`` failed on it); any other encoding
+    names the file, line and byte offset; an empty file is an error (before: "0 problems")."""
+    plain, marked = tmp_path / "plain", tmp_path / "marked"
+    plain.write_bytes(text.encode("utf-8"))
+    marked.write_bytes(parsers.UTF8_BOM + text.replace("Mary", "Marié").encode("utf-8"))
+    plain_parsed, marked_parsed = parse(plain), parse(marked)
+    assert repr(plain_parsed).replace("Mary", "Marié").replace("plain", "marked") == repr(
+        marked_parsed
+    )
+    latin = tmp_path / "latin"
+    latin.write_bytes(text.replace("Mary", "Marié").encode("latin-1"))
+    offset = text.encode("utf-8").index(b"Mary") + 4
+    line = text[:offset].count("\n") + 1
+    with pytest.raises(
+        parsers.ParseError,
+        match=f"^{latin}:{line}: not UTF-8: byte 0xe9 at offset {offset}; save the file as UTF-8$",
+    ):
+        parse(latin)
+    wide = tmp_path / "wide"
+    wide.write_bytes(text.encode("utf-16"))
+    with pytest.raises(parsers.ParseError, match=f"^{wide}:1: UTF-16 text .* at offset 0;"):
+        parse(wide)
+    for content in (b"", b"\n\n", parsers.UTF8_BOM):
+        empty = tmp_path / "empty"
+        empty.write_bytes(content)
+        with pytest.raises(parsers.ParseError, match=f"^{empty}: empty file: no problems in it$"):
+            parse(empty)

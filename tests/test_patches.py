@@ -354,3 +354,100 @@ def test_lm_eval_still_has_no_method_for_our_request_types():
         assert getattr(method, patches._MARK, False), (
             f"lm-eval's LM defines {request_type} itself now: section 9 of patches.py can go"
         )
+
+
+# -- 10. warn_unkeyed_request_cache ----------------------------------------------------------------
+def _constant_lm(value: float) -> object:
+    """An lm-eval LM that answers every log-likelihood request with ``value``."""
+    from lm_eval.api.model import LM
+
+    methods = {
+        "loglikelihood": lambda self, requests, **kwargs: [(value, False) for _ in requests],
+        "loglikelihood_rolling": None,
+        "generate_until": None,
+    }
+    return type("Constant", (LM,), methods)()
+
+
+def test_lm_eval_still_keys_its_request_cache_by_the_request_only(tmp_path):
+    from lm_eval.api.model import CachingLM
+
+    request = Instance("loglikelihood", {}, SHORT[0], 0)
+    first = CachingLM(_constant_lm(-1.0), str(tmp_path / "shared.db"))
+    assert first.loglikelihood([request]) == [(-1.0, False)]
+    other_model = CachingLM(_constant_lm(-2.0), str(tmp_path / "shared.db"))
+    assert other_model.loglikelihood([request]) == [(-1.0, False)], _gone(
+        "10. warn_unkeyed_request_cache (the other model got its own answer)"
+    )
+
+
+def test_an_unkeyed_request_cache_of_our_tasks_warns_once(tmp_path, caplog):
+    from lm_eval.api.model import CachingLM
+
+    ours, theirs = _task("wsc_tasks.harness.task"), _task("lm_eval.api.task")
+    plain = CachingLM(_constant_lm(-1.0), str(tmp_path / "plain_rank0.db"))
+    with caplog.at_level(logging.WARNING):
+        patches.warn_unkeyed_request_cache(plain, {"other": theirs})
+        assert not caplog.records  # lm-eval's own tasks: not ours to warn about
+        patches.warn_unkeyed_request_cache(plain, {"group": {"t": ours}})
+        patches.warn_unkeyed_request_cache(plain, {"t": ours})
+    [line] = [r.getMessage() for r in caplog.records]
+    db = tmp_path / "plain_rank0.db"
+    assert f"request cache {db} (--use_cache) is keyed by the request alone" in line
+    caplog.clear()
+    patches.mark_cache_keyed(str(tmp_path / "keyed_0123456789abcdef"))
+    keyed = CachingLM(_constant_lm(-1.0), str(tmp_path / "keyed_0123456789abcdef_rank0.db"))
+    with caplog.at_level(logging.WARNING):
+        patches.warn_unkeyed_request_cache(keyed, {"t": ours})
+        patches.warn_unkeyed_request_cache(_constant_lm(-1.0), {"t": ours})  # no cache at all
+    assert not caplog.records
+
+
+# -- 11. request_cache_tag -------------------------------------------------------------------------
+def _cache_names(task, method, monkeypatch) -> list[str]:
+    """The request-cache file names ``method`` asks lm-eval for (nothing is read or written)."""
+    from lm_eval.api import task as lm_task
+
+    names: list[str] = []
+    monkeypatch.setattr(
+        lm_task, "load_from_cache", lambda file_name, cache: names.append(file_name)
+    )
+    monkeypatch.setattr(lm_task, "save_to_cache", lambda file_name, obj: None)
+    method(task, limit=2, cache_requests=True)
+    return names
+
+
+def _loaded(metadata: dict) -> object:
+    from lm_eval.tasks import TaskManager
+
+    from wsc_tasks.paths import include_path
+
+    manager = TaskManager(
+        include_path=str(include_path()), include_defaults=False, metadata=metadata
+    )
+    return manager.load(["wsc266_associative"])["tasks"]["wsc266_associative"]
+
+
+def test_lm_eval_still_names_its_request_cache_without_the_metadata(data_dir, monkeypatch):
+    from lm_eval.api.task import ConfigurableTask
+
+    partial, every = _loaded({"scoring": "partial"}), _loaded({"scoring": "all"})
+    theirs = [_cache_names(t, ConfigurableTask.build_all_requests, monkeypatch) for t in (
+        partial, every)]  # fmt: skip
+    assert theirs[0] == theirs[1], _gone("11. request_cache_tag")
+    ours = [_cache_names(t, type(t).build_all_requests, monkeypatch) for t in (partial, every)]
+    assert ours[0] != ours[1] and all("-wsc_tasks" in name[0] for name in ours)
+    again = _cache_names(_loaded({"scoring": "partial"}), type(partial).build_all_requests,
+                         monkeypatch)  # fmt: skip
+    assert again == ours[0]  # the same setup finds its own file again
+
+
+def test_the_request_cache_tag_follows_metadata_and_named_files(tmp_path):
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_text("{}")
+    tag = patches.request_cache_tag({"tokenizer": str(folder)})
+    assert tag == patches.request_cache_tag({"tokenizer": str(folder)})
+    assert tag != patches.request_cache_tag({"tokenizer": str(folder), "headline": "partial"})
+    (folder / "tokenizer.json").write_text('{"changed": 1}')
+    assert tag != patches.request_cache_tag({"tokenizer": str(folder)})

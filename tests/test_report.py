@@ -177,3 +177,58 @@ def test_incomplete_samples_and_limit_are_noted(folders, tmp_path):
     text = (tmp_path / "r" / "report.md").read_text()
     assert "**Note:** copy was run with --limit 133" in text
     assert "**Note:** copy, wsc266: samples file samples_wsc266_" in text
+
+
+def test_results_of_a_json_output_path_are_found(folders, tmp_path):
+    """``--output_path X.json`` makes lm-eval write ``X_<date>.json``; before, ``report`` and
+    ``summary`` looked for ``results_*.json`` only and found nothing."""
+    from wsc_tasks.reporting.summary import newest_results
+
+    copy = _copy(folders[0], tmp_path / "copy")
+    [results] = copy.rglob("results_*.json")
+    named = results.with_name("mine" + results.name.removeprefix("results"))
+    results.rename(named)
+    run = runs.load_run(copy, "mine")
+    assert set(run.tasks) == set(TASKS.split(",")) and run.tasks["wsc266"].docs  # and samples
+    assert newest_results(copy) == named
+    (named.parent / "notes_2024-01-01T00-00-00.json").write_text('{"results": 1}')
+    with pytest.raises(runs.RunError, match=r"notes_2024-01-01T00-00-00.json: not an lm-eval"):
+        runs.load_run(copy)
+
+
+def test_a_truncated_gzip_samples_file_is_named_and_set_aside(folders, tmp_path):
+    """Before: "Compressed file ended before the end-of-stream marker was reached", no file."""
+    import gzip
+
+    copy = _copy(folders[0], tmp_path / "copy")
+    [samples] = copy.rglob("samples_wsc266_2*.jsonl")
+    packed = samples.with_suffix(".jsonl.gz")
+    packed.write_bytes(gzip.compress(samples.read_bytes())[:500])
+    samples.unlink()
+    run = runs.load_run(copy, "cut")
+    assert "wsc266" not in run.tasks and "wsc266_switched" in run.tasks
+    assert run.incomplete["wsc266"] == (
+        f"samples file {packed.name} cannot be read to its end (Compressed file ended before the "
+        "end-of-stream marker was reached): truncated or corrupt, left out of every table"
+    )
+
+
+def test_reports_name_a_local_model_by_its_folder_unless_keep_paths(folders, tmp_path):
+    """Results written by plain lm-eval name the model's absolute path; report.md and
+    report.html did too."""
+
+    def edit(path: Path, text: str) -> str:
+        if not path.name.startswith("results_"):
+            return text
+        data = json.loads(text)
+        data["config"]["model_args"] = "seed=1,tokenizer=/home/someone/models/tok"
+        return json.dumps(data)
+
+    copy = _copy(folders[0], tmp_path / "copy", edit)
+    for out, extra in (("hidden", []), ("kept", ["--keep-paths"])):
+        argv = [str(copy), "--iters", "20", "--quiet", "--out", str(tmp_path / out), *extra]
+        assert report.main(argv) == 0
+    for name, shown in (("report.md", "tokenizer=<tok>"), ("report.html", "tokenizer=&lt;tok&gt;")):
+        hidden = (tmp_path / "hidden" / name).read_text()
+        assert "/home/someone" not in hidden and shown in hidden, name
+        assert "/home/someone/models/tok" in (tmp_path / "kept" / name).read_text(), name

@@ -84,6 +84,7 @@ def test_command_and_shared_cache_of_two_scoring_setups(tmp_path):
     assert one[one.index("--model_args") + 1] == default_model_args()
     assert "--log_samples" in one and one[-2:] == ["--limit", "3"]
     assert one[one.index("--use_cache") + 1] == two[two.index("--use_cache") + 1]
+    assert one[one.index("--use_cache") + 1] == f"{tmp_path / 'c' / '.cache'}/"  # run keys it
     assert json.loads(two[two.index("--metadata") + 1]) == {"headline": "partial"}
     chance = ModelSpec("chance", "wsc-chance", "default,seed=1")
     assert resolved_args(chance) == f"{default_model_args()},seed=1"
@@ -213,6 +214,30 @@ def test_new_weights_at_the_same_path_never_read_the_old_cache(tmp_path, data_di
     old, new = _responses(out / "old"), _responses(out / "new")
     assert len(old) == len(new) == 4 and old == new != before
     assert len(list((out / ".cache").glob("*.db"))) == 2
+    # the model's path is written <model>, as the embedded model's is (before: verbatim)
+    written = [p for p in out.rglob("*") if p.is_file() and p.suffix in (".json", ".txt", ".md")]
+    assert {p.name for p in written} >= {"spec.json", "done.json", "log.txt", "leaderboard.md"}
+    assert [p for p in written if str(model) in p.read_text()] == []
+    spec = json.loads((out / "old" / protocol.SPEC).read_text())["spec"]
+    assert spec["model_args"] == "pretrained=<model>"
+
+
+def test_sweep_bookkeeping_is_never_committed():
+    """Locks name a pid and a host: ignored under any --out, and none in the repository."""
+    repo = Path(__file__).resolve().parents[1]
+    ignored = [
+        "results/.sweep/lock",
+        "results/.sweep/locks/chance.lock",
+        "out/.sweep/slurm/x.sh",
+        "results/.sweep.lock",
+        "results/.locks/chance.lock",
+        "results/.cache/k_rank0.db",
+    ]
+    git = ["git", "-C", str(repo)]
+    found = subprocess.run([*git, "check-ignore", *ignored], capture_output=True, text=True)
+    assert found.stdout.split() == ignored
+    tracked = subprocess.run([*git, "ls-files"], capture_output=True, text=True, check=True)
+    assert [name for name in tracked.stdout.split() if name.endswith(".lock")] == []
 
 
 def test_yaml_syntax_errors_and_bad_entries_name_the_file_and_line(tmp_path):

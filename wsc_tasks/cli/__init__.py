@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 
 from wsc_tasks.cli.run import run_lm_eval
-from wsc_tasks.paths import include_path
+from wsc_tasks.paths import KEEP_PATHS, include_path
 
 VERBOSE_ENV = "WSC_TASKS_VERBOSE"  # 1: errors with their traceback (same as --verbose)
+INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)
 
 
 def _data(args: argparse.Namespace) -> int:
@@ -60,8 +61,8 @@ def _data(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``wsc-tasks``: an error is one line on stderr (exit 2) unless ``--verbose`` (anywhere) or
-    ``WSC_TASKS_VERBOSE=1`` asks for the traceback."""
+    """``wsc-tasks``: an error is one line on stderr (exit 2), Ctrl-C one line (exit 130), unless
+    ``--verbose`` (anywhere) or ``WSC_TASKS_VERBOSE=1`` asks for the traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in argv or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
     if "--verbose" in argv:
@@ -69,6 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != "--verbose"]
     try:
         return _main(argv)
+    except KeyboardInterrupt as error:  # Ctrl-C: one line, the shell's 128 + SIGINT
+        if verbose:
+            raise
+        print(str(error) or "wsc-tasks: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except SystemExit as error:  # argparse's own exit codes stand; a message is an error
+        if verbose or not isinstance(error.code, str):
+            raise
+        print(one_line(error), file=sys.stderr)
+        return 2
     except Exception as error:
         if verbose:
             raise
@@ -108,6 +119,9 @@ def _main(argv: list[str]) -> int:
         "summary", help="print a Markdown table of the newest lm-eval results file under a folder"
     )
     summary_parser.add_argument("path", help="an lm-eval --output_path folder or results_*.json")
+    summary_parser.add_argument(
+        KEEP_PATHS, action="store_true", help="local model paths as given (default: <last part>)"
+    )
     parser.add_argument("--verbose", action="store_true", help="errors with their traceback")
     sub.add_parser(
         "run",
@@ -148,7 +162,7 @@ def _main(argv: list[str]) -> int:
     if args.command == "summary":
         from wsc_tasks.reporting.summary import markdown, newest_results
 
-        print(markdown(newest_results(args.path)), end="")
+        print(markdown(newest_results(args.path), args.keep_paths), end="")
         return 0
     return _data(args)
 

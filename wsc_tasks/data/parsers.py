@@ -31,6 +31,29 @@ class ParseError(ValueError):
     """A row of a dataset file does not have the documented format."""
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def read_text(path: Path) -> str:
+    """A data file's text, one rule for every format: UTF-8, with or without a byte-order mark
+    (dropped); another encoding, or an empty file, is an error naming the file (and the byte)."""
+    raw = path.read_bytes()
+    data = raw.removeprefix(UTF8_BOM)
+    if not data.strip():
+        raise ParseError(f"{path}: empty file: no problems in it")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        offset = error.start + len(raw) - len(data)
+        line = raw.count(b"\n", 0, offset) + 1
+        utf16 = raw[:2] in (b"\xff\xfe", b"\xfe\xff")
+        what = "UTF-16 text (its byte-order mark)" if utf16 else "not UTF-8"
+        raise ParseError(
+            f"{path}:{line}: {what}: byte 0x{raw[offset]:02x} at offset {offset}; save the "
+            "file as UTF-8"
+        ) from None
+
+
 @dataclass(frozen=True)
 class MalerFile:
     header: dict[str, str]
@@ -57,7 +80,7 @@ def parse_maler(path: str | Path) -> MalerFile:
     """Read a file of the thesis's text format (all ``maler/`` data files)."""
     path = Path(path)
     name = portable_name(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path).splitlines()
     if len(lines) < 3:
         raise ParseError(f"{path}: expected a header line, a mode line and problems")
     header = {}
@@ -131,7 +154,7 @@ def parse_maler(path: str | Path) -> MalerFile:
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
     rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:

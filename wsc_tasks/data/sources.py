@@ -13,6 +13,7 @@ import logging
 import os
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -123,11 +124,31 @@ def _check(relpath: str, path: Path) -> None:
     actual = sha256_of(path)
     expected = CHECKSUMS[relpath]
     if actual != expected:
+        url = source_url(relpath)
+        why_not = _why_fetch_cannot_help(url, path)
+        fix = (
+            "delete it and run `wsc-tasks data fetch` to download the pinned one"
+            if why_not is None
+            else f"replace it with a copy of the pinned file (`wsc-tasks data fetch` cannot: "
+            f"{why_not}), or set {ENV_VAR} to a folder that holds the pinned files"
+        )
         raise DataError(
             f"checksum mismatch for {path}: SHA-256 is {actual}, expected {expected} "
-            f"(the pinned file {source_url(relpath)}). The file is corrupt or a different "
-            f"version; delete it and run `wsc-tasks data fetch` to download the pinned one."
+            f"(the pinned file {url}). The file is corrupt or a different version; {fix}."
         )
+
+
+def _why_fetch_cannot_help(url: str, path: Path) -> str | None:
+    """Why ``wsc-tasks data fetch`` could not replace ``path`` (a folder it cannot write, or no
+    network to the source: a short probe, on this error path only), or None if it could."""
+    if not os.access(path.parent, os.W_OK):
+        return f"{path.parent} is not writable"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=5):
+            return None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", None) or error
+        return f"{urllib.parse.urlsplit(url).netloc} cannot be reached ({reason})"
 
 
 def _download(relpath: str, dest: Path) -> None:

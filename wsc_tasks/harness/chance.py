@@ -57,13 +57,15 @@ def check_seed(seed: Any) -> int:
 class ChanceLM(LM):
     """Random log-likelihoods; no generation. See the module docstring."""
 
+    ARGUMENTS = "seed=<int> (and tokenizer= or pretrained=, read by the tasks to count tokens)"
+
     def __init__(self, seed: int = 0, **kwargs: Any) -> None:
         super().__init__()
         unknown = set(kwargs) - IGNORED
         if unknown:
             raise ValueError(
-                f"wsc-chance: unknown model argument(s) {sorted(unknown)}; it takes seed=<int> "
-                "(and tokenizer= or pretrained=, read by the tasks to count tokens)"
+                f"wsc-chance: unknown model argument(s) {sorted(unknown)}; it takes "
+                f"{self.ARGUMENTS}"
             )
         self.seed = check_seed(seed)
         log.info(f"wsc_tasks: wsc-chance model, seed {self.seed}")

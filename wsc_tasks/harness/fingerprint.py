@@ -14,9 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-# model arguments that name weights or a tokenizer: a local path, or a Hub id
-MODEL_PATH_ARGS = ("pretrained", "tokenizer", "peft", "delta")
-MODEL_FILE_ARGS = (*MODEL_PATH_ARGS, "gguf_file")  # gguf_file: a file inside pretrained
+from wsc_tasks.paths import MODEL_FILE_ARGS  # pretrained=, tokenizer=, peft=, delta=, gguf_file=
 
 
 def _files_fingerprint(path: Path) -> list[tuple[str, int, int]]:

@@ -1,4 +1,5 @@
-"""lm-eval flags that would change what is measured but that these tasks cannot honour: refused.
+"""lm-eval flags that would change what is measured but that these tasks cannot honour: refused
+(and a ``--limit`` that leaves no document).
 
 The tasks build their own requests: plain sentences with the blank filled, scored by
 log-likelihood. There is no prompt to wrap in a chat turn, put a system instruction before or
@@ -33,8 +34,26 @@ class UnsupportedFlag(ValueError):
     """A flag that would be recorded in the results but could not change what is measured."""
 
 
+LIMIT_ALLOWED = (
+    "allowed: a whole number of documents ≥ 1, or a share of each task's documents between 0 "
+    "and 1 (0.1: the first tenth)"
+)
+
+
 def message(flag: str, where: str = "wsc-tasks") -> str:
     return f"{where}: {flag} is not supported: {WHY[flag]}"
+
+
+def check_limit(value: Any) -> None:
+    """``--limit`` as lm-eval reads it: a count if ≥ 1 (``int()``, so 2.5 would be 2), a share of
+    each task if below 1; 0 and negatives would end in lm-eval's "did not find any docs" or an
+    ``islice`` error."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not number > 0 or (number >= 1 and not number.is_integer()):
+        raise UnsupportedFlag(f"wsc-tasks: --limit {value} is invalid; {LIMIT_ALLOWED}")
 
 
 def check_task(
@@ -43,9 +62,13 @@ def check_task(
     num_fewshot: int | None = 0,
     apply_chat_template: Any = False,
     system_instruction: str | None = None,
+    limit: int | None = None,
 ) -> None:
-    """Raise for the flags lm-eval hands a task (``build_all_requests``) that it cannot honour."""
+    """Raise for the flags lm-eval hands a task (``build_all_requests``) that it cannot honour,
+    and for a ``--limit`` that leaves no document (lm-eval has made a share a count by then)."""
     where = f"task {task}"
+    if limit is not None and limit < 1:
+        raise UnsupportedFlag(f"{where}: --limit leaves {limit} documents; {LIMIT_ALLOWED}")
     if apply_chat_template:
         raise UnsupportedFlag(message("--apply_chat_template", where))
     if system_instruction:
@@ -61,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fewshot_as_multiturn", nargs="?", const="true", default=None)
     parser.add_argument("--num_fewshot", "-f", default=None)
     parser.add_argument("--gen_kwargs", nargs="+", default=None)
+    parser.add_argument("--limit", "-L", default=None)
     parser.add_argument("--config", "-C", default=None)
     return parser
 
@@ -85,6 +109,8 @@ def check_argv(argv: list[str]) -> None:
             raise UnsupportedFlag(message(f"--{name}"))
     if settings.get("fewshot_as_multiturn") is not None and _true(settings["fewshot_as_multiturn"]):
         raise UnsupportedFlag(message("--fewshot_as_multiturn"))
+    if settings.get("limit") is not None:
+        check_limit(settings["limit"])
     shots = settings.get("num_fewshot")
     if shots is not None and str(shots).strip() not in ("0", ""):
         raise UnsupportedFlag(message("--num_fewshot"))
@@ -101,5 +127,11 @@ class RefusesUnmeasuredFlags:
             num_fewshot=self.config.num_fewshot,  # type: ignore[attr-defined]
             apply_chat_template=kwargs.get("apply_chat_template"),
             system_instruction=kwargs.get("system_instruction"),
+            limit=kwargs.get("limit"),
         )
+        if kwargs.get("cache_requests"):  # lm-eval's file name knows no metadata: patches §11
+            from wsc_tasks.harness.patches import request_cache_tag
+
+            tag = request_cache_tag(self.config.metadata)  # type: ignore[attr-defined]
+            kwargs["tokenizer_name"] = f"{kwargs.get('tokenizer_name', '')}-wsc_tasks{tag}"
         super().build_all_requests(**kwargs)  # type: ignore[misc]

@@ -23,6 +23,8 @@ import torch
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
+from wsc_tasks.scoring import families
+
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 Span = tuple[int, int]
@@ -292,9 +294,17 @@ def score_requests(model: Any, tokenizer: Any, args: Sequence[tuple], batch_size
     return results
 
 
-@register_model("hf-mlm")
+MODEL = "hf-mlm"
+
+
+@register_model(MODEL)
 class MaskedLM(LM):
     """lm-eval model for masked LMs; ``--model hf-mlm --model_args pretrained=roberta-base``."""
+
+    ARGUMENTS = (  # what ``wsc-tasks run`` names when --model_args are missing
+        "pretrained=<Hub id or folder of a masked LM> (and dtype=, max_batch_tokens=, revision=, "
+        "trust_remote_code=)"
+    )
 
     def __init__(
         self,
@@ -310,7 +320,7 @@ class MaskedLM(LM):
     ) -> None:
         super().__init__()
         from accelerate import Accelerator
-        from transformers import AutoModelForMaskedLM, AutoTokenizer
+        from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
         accelerator = Accelerator()
         if accelerator.num_processes > 1:
@@ -322,6 +332,13 @@ class MaskedLM(LM):
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self._device = torch.device(device)
         options = {"revision": revision, "trust_remote_code": trust_remote_code}
+        family = families.family_of_config(AutoConfig.from_pretrained(pretrained, **options))
+        if family.model != MODEL:  # a causal LM or T5: no mask token, and another model serves it
+            raise ValueError(
+                f"{MODEL}: {pretrained} is a {family.name} model, not a masked LM; --model "
+                f"{family.model} serves it (wsc-tasks run --model {family.model} --model_args "
+                f"pretrained={pretrained})"
+            )
         self.tokenizer = AutoTokenizer.from_pretrained(pretrained, **options)
         if self.tokenizer.mask_token_id is None:
             raise ValueError(f"hf-mlm: {pretrained} has no mask token: not a masked LM")

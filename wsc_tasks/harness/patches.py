@@ -13,7 +13,9 @@ When they apply (as before this module existed):
   class) is imported (that is, when lm-eval loads this package's tasks, before any request is
   sent);
 - ``accept_several_include_paths()`` (7) — by ``wsc-tasks run`` before lm-eval's CLI starts;
-- ``without_lm_eval_tasks()`` (8) — around that CLI call, when every task asked for is ours.
+- ``without_lm_eval_tasks()`` (8) — around that CLI call, when every task asked for is ours;
+- ``warn_unkeyed_request_cache`` (10) — inside section 3's ``evaluate``, once per process;
+- ``request_cache_tag`` (11) — by this package's tasks as they build their requests.
 
 Every patch is idempotent: the replacement carries ``_MARK`` and is never wrapped twice.
 """
@@ -67,6 +69,10 @@ PATCHES: tuple[Patch, ...] = (
     Patch("without_lm_eval_tasks", "lm_eval.tasks.manager.TaskManager.__init__", TESTED,
           (f"{GITHUB}/issues/1801",)),
     Patch("refuse_unserved_requests", "lm_eval.api.model.LM.<our request types>", TESTED),
+    Patch("warn_unkeyed_request_cache", "lm_eval.api.model.CachingLM (a warning)", TESTED,
+          (f"{GITHUB}/issues/2715", f"{GITHUB}/issues/4063")),
+    Patch("request_cache_tag", "lm_eval.api.task.Task.build_all_requests(tokenizer_name=)",
+          TESTED),
 )  # fmt: skip
 
 
@@ -236,6 +242,7 @@ def _send_distinct_requests() -> None:
         method = getattr(lm, "loglikelihood", None)
         if method is None or getattr(method, _MARK, False):
             return evaluate_original(lm, *args, **kwargs)
+        warn_unkeyed_request_cache(lm, kwargs.get("task_dict", args[0] if args else {}))
         lm.loglikelihood = deduplicated(method)
         try:
             return evaluate_original(lm, *args, **kwargs)
@@ -463,6 +470,78 @@ def refuse_unserved_requests() -> None:
     for family in families.FAMILIES.values():
         if not hasattr(LM, family.request_type):
             setattr(LM, family.request_type, _refusal(family))
+
+
+# -- 10. warn_unkeyed_request_cache ----------------------------------------------------------------
+# lm-eval's ``--use_cache PATH`` (``CachingLM``, a SQLite file ``PATH_rank<r>.db``) keys each answer
+# by the request alone (``hash_args``: request type and arguments), not by the model (upstream
+# issues #2715 and #4063): a second model, or new weights saved at the same path, run with the
+# same PATH reads the first one's log-likelihoods as its own, and the log only says
+# ``Cached requests: N, Requests remaining: 0``. ``wsc-tasks run`` (and the sweep) add the model's
+# fingerprint (``harness.fingerprint.cache_key``) to PATH and mark that path here; a plain
+# ``lm_eval --use_cache`` run of this package's tasks gets one warning. Upstream, ``CachingLM``
+# could hash the model's identity into every key.
+_KEYED_CACHES: set[str] = set()
+_warned_caches: set[str] = set()
+
+
+def mark_cache_keyed(prefix: str) -> None:
+    """``--use_cache`` paths under ``prefix`` are keyed by the model: no warning for them."""
+    _KEYED_CACHES.add(prefix)
+
+
+def _tasks_of(task_dict: Any) -> Iterator[Any]:
+    for value in (task_dict or {}).values() if isinstance(task_dict, dict) else ():
+        yield from _tasks_of(value) if isinstance(value, dict) else (value,)
+
+
+def warn_unkeyed_request_cache(lm: Any, task_dict: Any) -> None:
+    """Warn once per cache file when ``lm`` is lm-eval's request cache, not keyed by the model,
+    and one of this package's tasks is about to read it."""
+    from lm_eval.api.model import CachingLM
+
+    if not isinstance(lm, CachingLM) or not any(map(is_our_task, _tasks_of(task_dict))):
+        return
+    db = str(lm.cache_db)
+    if db in _warned_caches or any(db.startswith(prefix) for prefix in _KEYED_CACHES):
+        return
+    _warned_caches.add(db)
+    line = (
+        f"wsc_tasks: lm-eval's request cache {db} (--use_cache) is keyed by the request alone, "
+        "not by the model: another model, or new weights at the same path, run with the same "
+        "--use_cache reads these answers as its own; give each model its own --use_cache path, "
+        "or run `wsc-tasks run`, which keys the path by the model"
+    )
+    log.warning(line)
+
+
+# -- 11. request_cache_tag -------------------------------------------------------------------------
+# lm-eval's ``--cache_requests`` saves each task's built requests in a file named by the task,
+# few-shot count, rank, world size, chat template, system prompt and the model's tokenizer name
+# (``Task.build_all_requests``), not by the task's metadata. This package's requests depend on it
+# (``scoring``, ``headline``, the tokenizer named by ``pretrained=``/``tokenizer=``): a run with
+# other ``--metadata`` read the requests of the first, sent them all to the model, then failed in
+# ``zip()`` (fewer requests than its methods need), or scored the wrong ones. This package's tasks
+# pass ``tokenizer_name`` with a tag of their metadata, the files it names and this package's
+# version (``tokenizer_name`` is used for that file name only), so each setup has its own file.
+# No upstream issue found; upstream, the cache name could include the task config's metadata.
+def request_cache_tag(task_metadata: dict[str, Any] | None) -> str:
+    """16 hex digits that change with the metadata, the model files it names, and the package."""
+    import hashlib
+    import json
+
+    from wsc_tasks.harness.fingerprint import model_fingerprint
+    from wsc_tasks.paths import MODEL_FILE_ARGS
+
+    meta = dict(task_metadata or {})
+    named = ",".join(f"{key}={meta[key]}" for key in MODEL_FILE_ARGS if meta.get(key))
+    try:
+        package = metadata.version("wsc-tasks")
+    except metadata.PackageNotFoundError:  # a source checkout on sys.path
+        package = "source"
+    identity = {"metadata": meta, "files": model_fingerprint(named), "wsc_tasks": package}
+    text = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 check_lm_eval_version()

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wsc_tasks.metrics import stats
+from wsc_tasks.paths import KEEP_PATHS
 from wsc_tasks.reporting import rendering, sections
 from wsc_tasks.reporting.estimates import Estimates
 from wsc_tasks.reporting.runs import Run, RunError, load_run, parse_folder_argument
@@ -52,12 +53,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R")
     parser.add_argument("--seed", type=int, default=stats.DEFAULT_SEED)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument(
+        KEEP_PATHS, action="store_true", help="local model paths as given (default: <last part>)"
+    )
     args = parser.parse_args(argv)
     runs = []
     for text in args.folders:
         label, folder = parse_folder_argument(text)
         try:
-            runs.append(load_run(folder, label))
+            runs.append(load_run(folder, label, keep_paths=args.keep_paths))
         except RunError as error:
             parser.error(str(error))
     labels = [r.label for r in runs]

@@ -8,6 +8,7 @@ figure lm-eval reported before any interval is computed from it; a metric that w
 aggregated (the per-method metrics of a run without ``metrics: all``) gets its figure from the
 samples. Each task also keeps the catalog dataset it ran on (its config's ``metadata.dataset``), so
 readers find tasks by their dataset's role, and its kind (``registry.task_kind``).
+``--output_path X.json`` names the results file ``X_<time>.json``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import gzip
 import json
 import logging
 import math
+import re
+import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -26,11 +29,16 @@ from wsc_tasks.data.pairing import PairingError, pair_schemas
 from wsc_tasks.data.problems import Schema
 from wsc_tasks.metrics import ratios, registry
 from wsc_tasks.metrics.registry import Key, TaskKind
-from wsc_tasks.paths import portable
+from wsc_tasks.paths import hide_model_paths, portable
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 TOLERANCE = 1e-9
+# lm-eval's results file: <stem>_<date>.json, the date as datetime.isoformat() with '-' for ':';
+# the stem is "results" for an --output_path folder, X for --output_path X.json
+RESULTS_FILE = re.compile(
+    r"^(?P<stem>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.json$"
+)
 
 
 class RunError(ValueError):
@@ -117,23 +125,54 @@ class Run:
         return notes
 
 
-def _model_of(data: dict[str, Any]) -> tuple[str, str]:
+def stamp_of(path: Path) -> str:
+    """The date lm-eval put in a results file's name; its samples files end with it too."""
+    found = RESULTS_FILE.match(path.name)
+    if found is None:
+        raise RunError(f"{path}: not named as lm-eval names a results file (<stem>_<date>.json)")
+    return found["stamp"]
+
+
+def results_files(folder: str | Path) -> list[Path]:
+    """lm-eval's results files at or below ``folder``, oldest first."""
+    found = [p for p in Path(folder).rglob("*.json") if RESULTS_FILE.match(p.name)]
+    return sorted(found, key=lambda p: (stamp_of(p), str(p)))
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """A results file's JSON; a truncated or foreign file is an error naming it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RunError(f"{path}: not a complete lm-eval results file ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise RunError(f"{path}: not an lm-eval results file (no 'results' mapping)")
+    return data
+
+
+def _model_of(data: dict[str, Any], keep_paths: bool = False) -> tuple[str, str]:
     config = data.get("config", {})
     args = config.get("model_args")
-    text = json.dumps(args, sort_keys=True) if isinstance(args, dict) else str(args or "")
-    return str(config.get("model")), portable(text)
+    text = portable(json.dumps(args, sort_keys=True) if isinstance(args, dict) else str(args or ""))
+    return str(config.get("model")), text if keep_paths else hide_model_paths(text)
 
 
 def _read_samples(path: Path) -> list[dict[str, Any]]:
     rows = []
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise RunError(f"{path}:{number}: not a JSON line ({error})") from error
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as error:
+                        raise RunError(f"{path}:{number}: not a JSON line ({error})") from error
+    except (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as error:
+        raise IncompleteSamples(
+            f"samples file {path.name} cannot be read to its end ({error}): truncated or corrupt, "
+            "left out of every table"
+        ) from None
     return sorted(rows, key=lambda r: r["doc_id"])
 
 
@@ -184,10 +223,11 @@ def _task_run(
     return run
 
 
-def load_run(folder: str | Path, label: str | None = None) -> Run:
-    """One model's runs under ``folder``; ``label`` defaults to the folder's name."""
+def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = False) -> Run:
+    """One model's runs under ``folder``; ``label`` defaults to the folder's name; an absolute
+    model path in its arguments reads ``<last component>`` unless ``keep_paths``."""
     folder = Path(folder)
-    files = sorted(folder.rglob("results_*.json"), key=lambda p: (p.name, str(p)))
+    files = results_files(folder)
     if not files:
         raise RunError(f"{folder}: no lm-eval results_*.json (run lm-eval with --output_path)")
     tasks: dict[str, TaskRun] = {}
@@ -195,11 +235,11 @@ def load_run(folder: str | Path, label: str | None = None) -> Run:
     incomplete: dict[str, str] = {}
     limits: list[float] = []
     for path in files:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        models.setdefault(_model_of(data), path)
+        data = read_results(path)
+        models.setdefault(_model_of(data, keep_paths), path)
         if data.get("config", {}).get("limit") is not None:
             limits.append(float(data["config"]["limit"]))
-        stamp = path.name[len("results_") : -len(".json")]
+        stamp = stamp_of(path)
         groups = set(data.get("groups", {}))
         for task, row in data.get("results", {}).items():
             if task in groups:

@@ -8,7 +8,8 @@ from typing import Any
 
 from wsc_tasks.metrics import associativity, registry
 from wsc_tasks.metrics.registry import BLANK_AT_END, EQUAL_LEN, Key, TaskKind
-from wsc_tasks.paths import portable
+from wsc_tasks.paths import hide_model_paths, portable
+from wsc_tasks.reporting.runs import read_results, results_files
 
 COLUMNS = tuple(Key(m.name) for m in registry.in_summary("schemas"))
 TOKEN_COLUMNS = (
@@ -18,11 +19,12 @@ TOKEN_COLUMNS = (
 
 
 def newest_results(path: str | Path) -> Path:
-    """The newest ``results_*.json`` at or below ``path`` (lm-eval nests them by model name)."""
+    """The newest ``results_*.json`` at or below ``path`` (lm-eval nests them by model name;
+    ``--output_path X.json`` writes ``X_<date>.json``)."""
     path = Path(path)
     if path.is_file():
         return path
-    found = sorted(path.rglob("results_*.json"), key=lambda p: p.name)
+    found = results_files(path)
     if not found:
         raise FileNotFoundError(f"no lm-eval results_*.json under {path}; run with --output_path")
     return found[-1]
@@ -34,8 +36,9 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def markdown(results_file: str | Path) -> str:
-    data = json.loads(Path(results_file).read_text(encoding="utf-8"))
+def markdown(results_file: str | Path, keep_paths: bool = False) -> str:
+    """The summary; an absolute model path reads ``<last component>`` unless ``keep_paths``."""
+    data = read_results(Path(results_file))
     results = {name: registry.reported(row) for name, row in data["results"].items()}
     groups = set(data.get("groups", {}))
     lines = [
@@ -58,7 +61,7 @@ def markdown(results_file: str | Path) -> str:
     head = [
         f"Results of `{Path(results_file).name}`",
         "",
-        f"- model: `{config.get('model')}` with `{_portable(model)}`",
+        f"- model: `{config.get('model')}` with `{_portable(model, keep_paths)}`",
         f"- lm-eval {data.get('lm_eval_version', '?')}, "
         f"batch size {config.get('batch_size')}, device {config.get('device')}",
         "",
@@ -66,9 +69,10 @@ def markdown(results_file: str | Path) -> str:
     return "\n".join(head + lines) + "\n"
 
 
-def _portable(model_args: Any) -> str:
-    """Model arguments without this machine's site-packages prefix."""
-    return portable(json.dumps(model_args) if isinstance(model_args, dict) else str(model_args))
+def _portable(model_args: Any, keep_paths: bool = False) -> str:
+    """Model arguments without this machine's site-packages prefix (nor model paths)."""
+    text = portable(json.dumps(model_args) if isinstance(model_args, dict) else str(model_args))
+    return text if keep_paths else hide_model_paths(text)
 
 
 Row = dict[Key, Any]

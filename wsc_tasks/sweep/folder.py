@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR
+from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, hide_model_paths
 from wsc_tasks.sweep.models import ModelSpec
 from wsc_tasks.sweep.options import SweepOptions
 
@@ -40,8 +40,19 @@ def model_lock(out: Path, name: str) -> Path:
 
 
 def request(spec: ModelSpec, options: SweepOptions) -> dict[str, Any]:
-    """What was asked of one model; a finished run of another request is run again."""
-    return {"spec": asdict(spec), "tasks": options.tasks, "lm_eval_flags": [*options.lm_eval_flags]}
+    """What was asked of one model; a finished run of another request is run again. An absolute
+    model path is written ``<its last component>`` (``hide_model_paths``) unless ``keep_paths``:
+    the weights themselves are told apart by the fingerprint."""
+    asked = asdict(spec)
+    if not options.keep_paths:
+        asked["model_args"] = hide_model_paths(spec.model_args)
+        asked["metadata"] = {
+            key: hide_model_paths(f"{key}={value}")[len(key) + 1 :]
+            if isinstance(value, str)
+            else value
+            for key, value in spec.metadata.items()
+        }
+    return {"spec": asked, "tasks": options.tasks, "lm_eval_flags": [*options.lm_eval_flags]}
 
 
 @dataclass(frozen=True)

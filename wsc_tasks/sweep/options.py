@@ -21,6 +21,7 @@ class SweepOptions:
     cache: bool = True  # lm-eval's request cache, one file per model fingerprint
     retry_failed: bool = False
     quiet: bool = False
+    keep_paths: bool = False  # local model paths written as given (else <last component>)
 
     def to_json(self) -> dict[str, Any]:
         found = asdict(self)
@@ -37,6 +38,7 @@ class SweepOptions:
             cache=bool(data.get("cache", True)),
             retry_failed=bool(data.get("retry_failed", False)),
             quiet=bool(data.get("quiet", False)),
+            keep_paths=bool(data.get("keep_paths", False)),
         )
 
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from wsc_tasks.harness.fingerprint import cache_key
-from wsc_tasks.paths import include_path, scrub
+from wsc_tasks.paths import KEEP_PATHS, include_path, local_model_paths, scrub
 from wsc_tasks.sweep import folder as protocol
 from wsc_tasks.sweep.lock import Busy, FileLock
 from wsc_tasks.sweep.models import ModelSpec, resolved_args
@@ -52,6 +52,13 @@ def fingerprint(spec: ModelSpec) -> str:
     return cache_key(spec.model, resolved_args(spec))
 
 
+def _named_files(spec: ModelSpec) -> dict[str, str]:
+    """The model arguments and metadata values of ``spec`` (paths among them are scrubbed)."""
+    found = {k: str(v) for k, v in spec.metadata.items() if isinstance(v, str)}
+    items = [item for item in resolved_args(spec).split(",") if "=" in item]
+    return {**found, **dict(item.split("=", 1) for item in items)}
+
+
 def run_command(
     spec: ModelSpec, folder: Path, options: SweepOptions, processes: int = 1
 ) -> list[str]:
@@ -63,9 +70,10 @@ def run_command(
     command += ["--output_path", str(folder / "lm_eval" / "results.json")]  # files right there
     if spec.metadata:
         command += ["--metadata", json.dumps(spec.metadata, sort_keys=True)]
-    if options.cache:
-        cache = options.out / ".cache" / cache_key(spec.model, args)
-        command += ["--use_cache", str(cache)]
+    if options.cache:  # `wsc-tasks run` names the file by the model's cache_key
+        command += ["--use_cache", f"{options.out / '.cache'}{os.sep}"]
+    if options.keep_paths:
+        command.append(KEEP_PATHS)
     command += options.lm_eval_flags
     if processes > 1:
         launch = [sys.executable, "-m", "accelerate.commands.launch"]
@@ -149,7 +157,9 @@ def _run_locked(
     started, clock = time.strftime("%FT%T%z"), time.monotonic()
     code = _run_child(command, folder / protocol.LOG, env, lock, stops)
     wall = time.monotonic() - clock
-    scrub([folder / protocol.LOG], {str(include_path()): "<wsc_tasks.task_configs>"})
+    if not options.keep_paths:
+        local = local_model_paths(_named_files(spec))
+        scrub([folder / protocol.LOG], {str(include_path()): "<wsc_tasks.task_configs>", **local})
     results = list((folder / "lm_eval").rglob("results_*.json"))
     if code in STOPPED or _stops[0] != stops:
         log.warning(f"wsc_tasks: sweep: {spec.name}: stopped by a signal; run again next time")
