@@ -361,7 +361,9 @@ def test_compare_names_a_plain_disagreement_and_a_missing_generated_entry():
     assert "'d' -3.00 after 3 probe tokens" in verdict.finding and "path -0.20" in verdict.finding
     right = [-0.5, -1.0, -0.2, -2.0]
     cut = served.compare(_echo(right, tops, generated=False), DISTS, prompt=5)
-    assert "no entry for the generated token" in cut.finding
+    assert cut.finding == served.NO_GENERATED
+    both = served.compare(_echo(values, tops, generated=False), DISTS, prompt=5)
+    assert both.finding.endswith(f"; also, {served.NO_GENERATED}")
     extra = served.compare(_echo(right, tops), DISTS, prompt=4)
     assert "echoed 5 prompt tokens where the tokenizer lm-eval counts with gives 4" in extra.finding
 
@@ -517,14 +519,25 @@ def test_llama_cpp_python_server_is_refused_before_any_task_request(
 ):
     base_url, tokenizer_dir = llama_cpp_server
     args = (f"model=smollm2,base_url={base_url},tokenizer={tokenizer_dir},"
-            "tokenizer_backend=huggingface,max_retries=1")  # fmt: skip
-    argv = ["run", "--model", "local-completions", "--tasks", "wsc266", "--limit", "2",
-            "--batch_size", "1"]  # fmt: skip
-    assert cli([*argv, "--model_args", f"{args},tokenized_requests=False"]) == 2
+            "tokenizer_backend=huggingface,max_retries=1,tokenized_requests=False")  # fmt: skip
+    argv = ["run", "--model", "local-completions", "--model_args", args, "--tasks", "wsc266",
+            "--limit", "2", "--batch_size", "1"]  # fmt: skip
+    assert cli(argv) == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line.startswith(f"wsc-tasks: error: served model local-completions at {base_url}: ")
-    assert WRONG["next"] in line and "logprob_check=false" in line
-    # lm-eval's default, token ids: the server wants text, and is told so
-    assert cli([*argv, "--model_args", args]) == 2
-    line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "HTTP 500" in line and "add tokenized_requests=False to --model_args" in line
+    assert WRONG["next"] in line and served.NO_GENERATED in line
+    assert "add logprob_check=false to --model_args" in line
+
+
+def test_llama_cpp_python_server_wants_text_one_prompt_at_a_time(llama_cpp_server):
+    base_url, tokenizer_dir = llama_cpp_server
+    # lm-eval's default, token ids: HTTP 500, and the way out named
+    with pytest.raises(served.ServedModelError) as error:
+        served.check(_completions_lm(base_url.removesuffix("/v1/completions"), tokenizer_dir))
+    assert "HTTP 500" in str(error.value)
+    assert "add tokenized_requests=False to --model_args" in str(error.value)
+    # text, but a batch of prompts in one request
+    lm = _completions_lm(base_url.removesuffix("/v1/completions"), tokenizer_dir,
+                         tokenized_requests=False, batch_size=4)  # fmt: skip
+    with pytest.raises(served.ServedModelError, match="HTTP 500 .*run with --batch_size 1$"):
+        served.check(lm)

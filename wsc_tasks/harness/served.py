@@ -30,8 +30,12 @@ log = logging.getLogger(f"lm_eval.{__name__}")
 
 PROBE = "The trophy would not fit in the brown suitcase because it was too big."
 TOP_N = 5  # log-probabilities asked of the generation path (OpenAI's API allows at most 5)
-ABS_TOLERANCE = 0.15  # nats: quantised weights run in another batch shape move a value this much
-REL_TOLERANCE = 0.02  # plus this share of the value
+# How far an echoed value may be from the generation path's: llama.cpp's Q4_1 SmolLM2 on CPU gives
+# values up to 0.20 nats apart for the same position computed in the whole prompt and in a prefix
+# (other batch shapes, other kernels), the order GPU servers in bf16 show too; twice that, plus a
+# share of the value for unlikely tokens. A value of the wrong position is off by nats.
+ABS_TOLERANCE = 0.4
+REL_TOLERANCE = 0.02
 MIN_COMPARED = 4  # probe positions the generation path must answer for a verdict
 SKIP_KEY = "logprob_check"  # --model_args / --metadata: false skips the check
 RESULTS_KEY = "logprob_check"  # the outcome, a top-level entry of lm-eval's results
@@ -111,8 +115,15 @@ def _unnormalised(values: Sequence[float], tops: Sequence[Top]) -> str | None:
     return None
 
 
+NO_GENERATED = (
+    "the echo has no entry for the generated token, and lm-eval drops the echo's last entry as "
+    "that token, so each request's last token would go unscored"
+)
+
+
 def _layout(echo: Echo, prompt: int, generated: int) -> Verdict | None:
-    """What is wrong with the echo before any value is compared, if anything."""
+    """What is wrong with the echo before any value is compared, if anything (an echo without
+    its generated token is compared, and ``compare`` says so besides)."""
     positions = range(1, min(prompt, len(echo.logprobs)))
     missing = sum(not isinstance(echo.logprobs[i], int | float) for i in positions)
     if missing or len(echo.logprobs) < 2:
@@ -123,14 +134,8 @@ def _layout(echo: Echo, prompt: int, generated: int) -> Verdict | None:
     if len(echo.tops) != len(echo.logprobs) or any(echo.tops[i] is None for i in positions):
         return Verdict("echoed top_logprobs are missing (lm-eval reads them for is_greedy)")
     entries = len(echo.logprobs)
-    if entries == prompt + generated:
+    if entries == prompt + generated or (generated and entries == prompt):  # see NO_GENERATED
         return None
-    if generated and entries == prompt:
-        return Verdict(
-            "the echo has no entry for the generated token (the model's next token was the end "
-            "of text?), and lm-eval drops the echo's last entry as that token, so a text's last "
-            "token would go unscored"
-        )
     return Verdict(
         f"the server echoed {entries - generated} prompt tokens where the tokenizer lm-eval "
         f"counts with gives {prompt} (a BOS token added?), so lm-eval would cut every request "
@@ -165,6 +170,18 @@ def compare(echo: Echo, nexts: Mapping[int, Top], prompt: int, generated: int = 
     """Whether the echo of a ``prompt``-token probe (followed by ``generated`` tokens) says what
     the generation path says: ``nexts[k]`` is its top log-probabilities after the first ``k``
     tokens (a prefix it gave none for is absent). Position 0 has no context and is skipped."""
+    verdict = _compare_values(echo, nexts, prompt, generated)
+    if generated and len(echo.logprobs) == prompt and not verdict.finding:
+        return Verdict(NO_GENERATED)
+    if generated and len(echo.logprobs) == prompt:
+        return Verdict(
+            f"{verdict.finding}; also, {NO_GENERATED}", verdict.advice, verdict.compared,
+            verdict.largest,
+        )  # fmt: skip
+    return verdict
+
+
+def _compare_values(echo: Echo, nexts: Mapping[int, Top], prompt: int, generated: int) -> Verdict:
     wrong_layout = _layout(echo, prompt, generated)
     if wrong_layout:
         return wrong_layout
