@@ -303,12 +303,16 @@ def test_sglang_generate_and_gguf_are_checked_in_their_own_protocols(server_stat
     assert any("input_ids" in r for r in state.requests)
 
 
-def test_models_that_are_not_served_are_not_checked(tiny_gpt2_dir):
+def test_models_that_are_not_served_are_not_checked(tiny_gpt2_dir, monkeypatch, caplog):
     from lm_eval.models.huggingface import HFLM
     from lm_eval.models.openai_completions import LocalChatCompletion
+    from lm_eval.models.textsynth import TextSynthLM
 
     assert served.check(HFLM(pretrained=str(tiny_gpt2_dir), device="cpu")) is None
     assert served.check(LocalChatCompletion(base_url="http://127.0.0.1:9/v1/chat")) is None
+    monkeypatch.setenv("TEXTSYNTH_API_SECRET_KEY", "unused")
+    assert served.check(TextSynthLM(engine="gptj_6B")) is None  # scored by its server: said so
+    assert "textsynth: its log-probabilities are not checked before the run" in caplog.text
 
 
 def test_the_skip_switch_is_read_and_checked():

@@ -38,6 +38,9 @@ ABS_TOLERANCE = 0.4
 REL_TOLERANCE = 0.02
 MIN_COMPARED = 4  # probe positions the generation path must answer for a verdict
 SKIP_KEY = "logprob_check"  # --model_args / --metadata: false skips the check
+# lm-eval's other log-likelihood API models: TextSynth's server scores (context, continuation)
+# itself, watsonx goes through IBM's SDK; neither is checked, and a run says so
+UNCHECKED = ("lm_eval.models.textsynth", "lm_eval.models.ibm_watsonx_ai")
 RESULTS_KEY = "logprob_check"  # the outcome, a top-level entry of lm-eval's results
 SKIP_ADVICE = f"if you know this server is right, add {SKIP_KEY}=false to --model_args"
 FIX_SERVER = (
@@ -406,6 +409,12 @@ def check(lm: Any) -> dict[str, Any] | None:
     record, None when the model is not served. Raises ``ServedModelError`` with the finding."""
     server = server_of(lm)
     if server is None:
+        model = getattr(lm, "lm", lm)
+        if type(model).__module__ in UNCHECKED:
+            log.warning(
+                f"wsc_tasks: {model_type(model)}: its log-probabilities are not checked before "
+                "the run (the check speaks OpenAI's /v1/completions and SGLang's /generate)"
+            )
         return None
     (echo, sent, offsets), *batched = server.echo()
     generated = 0 if server.protocol == "sglang" else 1
