@@ -451,3 +451,47 @@ def test_the_request_cache_tag_follows_metadata_and_named_files(tmp_path):
     assert tag != patches.request_cache_tag({"tokenizer": str(folder), "headline": "partial"})
     (folder / "tokenizer.json").write_text('{"changed": 1}')
     assert tag != patches.request_cache_tag({"tokenizer": str(folder)})
+
+
+# -- 12. check_served_logprobs -------------------------------------------------------------------
+def test_lm_eval_still_sums_echoed_logprobs_unchecked():
+    """Section 12: lm-eval adds up whatever a server echoes, positive "log-probabilities"
+    included, without a word. The day it checks them itself (this fails), section 12 may go."""
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    echoed = {"tokens": ["a", "b", "c", "d"], "token_logprobs": [None, 3.0, 5.0, -1.0],
+              "top_logprobs": [None, {"b": 3.0}, {"c": 5.0}, {"d": -1.0}]}  # fmt: skip
+    outputs = {"choices": [{"index": 0, "logprobs": echoed}]}
+    assert LocalCompletionsAPI.parse_logprobs(outputs, ctxlens=[1]) == [(8.0, True)], _gone(
+        "12. check_served_logprobs"
+    )
+
+
+def test_lm_eval_still_merges_model_args_into_metadata_and_ignores_unknown_ones(tiny_gpt2_dir):
+    """What section 12 relies on: ``logprob_check=false`` in ``--model_args`` reaches the tasks'
+    metadata (lm-eval's CLI merges the model arguments in), and lm-eval's API models accept it
+    and ignore it (their ``**kwargs``)."""
+    from lm_eval.config.evaluate_config import EvaluatorConfig
+    from lm_eval.models.gguf import GGUFLM
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+    from lm_eval.utils import simple_parse_args_string
+
+    args = simple_parse_args_string("model=m,logprob_check=false")
+    assert args["logprob_check"] is False
+    config = EvaluatorConfig(model_args=args, metadata={"scoring": "all"})
+    config._process_arguments()
+    assert config.metadata == {"model": "m", "logprob_check": False, "scoring": "all"}
+    LocalCompletionsAPI(base_url="http://127.0.0.1:9/v1/completions", tokenizer=str(tiny_gpt2_dir),
+                        tokenizer_backend="huggingface", logprob_check=False)  # fmt: skip
+    GGUFLM(base_url="http://127.0.0.1:9", logprob_check=False)
+
+
+def test_the_check_wraps_evaluate_once_beside_section_3():
+    from lm_eval import evaluator
+
+    patches.apply()
+    assert patches.check_served_logprobs() is False
+    assert getattr(evaluator.evaluate, patches.CHECK_MARK)
+    assert getattr(evaluator.evaluate, patches._MARK)
+    lm_evals = inspect.signature(patches.original(evaluator, "evaluate"))
+    assert list(lm_evals.parameters)[:2] == ["lm", "task_dict"]

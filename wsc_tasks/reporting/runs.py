@@ -39,6 +39,9 @@ TOLERANCE = 1e-9
 RESULTS_FILE = re.compile(
     r"^(?P<stem>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.json$"
 )
+# lm-eval results entry where a served model's log-probability check is recorded
+# (``wsc_tasks.harness.served.RESULTS_KEY``; reporting reads results files, it imports no harness)
+LOGPROB_CHECK = "logprob_check"
 
 
 class RunError(ValueError):
@@ -107,6 +110,7 @@ class Run:
     tasks: dict[str, TaskRun]
     limit: float | None = None  # lm-eval's --limit, when the run used one
     incomplete: dict[str, str] = field(default_factory=dict)  # task -> why it was set aside
+    logprob_check: dict[str, Any] | None = None  # a served model's check, as its results say
 
     def task_on(self, dataset: str, kind: TaskKind = TaskKind.SCHEMA) -> TaskRun | None:
         """Its task of ``kind`` on catalog dataset ``dataset`` (the first by name), if any."""
@@ -114,13 +118,27 @@ class Run:
         return next(found, None)
 
     def notes(self) -> list[str]:
-        """What a reader of its tables must know: a --limit, tasks with incomplete samples."""
+        """What a reader of its tables must know: a --limit, tasks with incomplete samples, how a
+        served model's log-probabilities were checked."""
         notes = []
         if self.limit is not None:
             notes.append(
                 f"{self.label} was run with --limit {self.limit:g}: its figures come from the "
                 "first documents of each task, not the whole dataset"
             )
+        check = self.logprob_check
+        if check:
+            model, url = check.get("model"), check.get("base_url")
+            served = f"{self.label} was scored by a served model ({model} at {url})"
+            if check.get("outcome") == "passed":
+                notes.append(
+                    f"{served}; before the run its echoed prompt log-probabilities were checked "
+                    "against its generation path and agreed (largest difference "
+                    f"{check.get('largest_difference')} over {check.get('positions_compared')} "
+                    "probe positions)"
+                )
+            else:
+                notes.append(f"{served}; its log-probability check was {check.get('outcome')}")
         notes += [f"{self.label}, {task}: {why}" for task, why in self.incomplete.items()]
         return notes
 
@@ -234,9 +252,11 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
     models: dict[tuple[str, str], Path] = {}
     incomplete: dict[str, str] = {}
     limits: list[float] = []
+    checks: list[dict[str, Any]] = []
     for path in files:
         data = read_results(path)
         models.setdefault(_model_of(data, keep_paths), path)
+        checks += [data[LOGPROB_CHECK]] if isinstance(data.get(LOGPROB_CHECK), dict) else []
         if data.get("config", {}).get("limit") is not None:
             limits.append(float(data["config"]["limit"]))
         stamp = stamp_of(path)
@@ -264,7 +284,9 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
     (model, args), _ = next(iter(models.items()))
     log.info(f"wsc_tasks: {folder}: {len(tasks)} task(s) of {model} from {len(files)} file(s)")
     name, limit = label or folder.resolve().name, max(limits, default=None)
-    return Run(name, model, args, dict(sorted(tasks.items())), limit, incomplete)
+    skipped = [c for c in checks if c.get("outcome") != "passed"]  # noted before any passed one
+    check = (skipped or checks or [None])[-1]
+    return Run(name, model, args, dict(sorted(tasks.items())), limit, incomplete, check)
 
 
 def parse_folder_argument(text: str) -> tuple[str | None, str]:
