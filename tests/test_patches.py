@@ -13,7 +13,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 
 from wsc_tasks.harness import patches
-from wsc_tasks.metrics import accuracy
+from wsc_tasks.metrics import ratios
 
 slow = pytest.mark.slow
 
@@ -228,8 +228,8 @@ def test_lm_eval_still_has_no_stderr_for_our_aggregations():
 
     patches.apply()
     lookup = patches.original(evaluator_utils, "stderr_for_metric")
-    assert lookup(accuracy.schema_accuracy, 1000) is None, _gone("5. schema_stderr")
-    assert evaluator_utils.stderr_for_metric(accuracy.schema_accuracy, 1000) is not None
+    assert lookup(ratios.SCHEMA_ACCURACY, 1000) is None, _gone("5. schema_stderr")
+    assert evaluator_utils.stderr_for_metric(ratios.SCHEMA_ACCURACY, 1000) is not None
 
 
 # -- 6. drop_expected_group_gaps -------------------------------------------------------------------

@@ -34,6 +34,8 @@ from typing import Any
 
 from wsc_tasks.data.winowhy import load_winowhy
 from wsc_tasks.harness.base import RequestTask
+from wsc_tasks.metrics import registry
+from wsc_tasks.metrics.registry import TaskKind
 from wsc_tasks.metrics.winowhy import SCORES, ReasonOutcome, make_aggregations
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.methods import Request, ScoringError
@@ -78,10 +80,7 @@ class WinoWhyTask(RequestTask):
     """
 
     # printed by default; ``--metadata '{"metrics": "all"}'`` for the rest
-    HEADLINE_METRICS = frozenset(
-        {"acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc", "n_reasons",
-         "n_questions"}
-    )  # fmt: skip
+    HEADLINE_METRICS = registry.headline(TaskKind.WINOWHY)
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)

@@ -3,10 +3,12 @@
 A folder is one model's ``--output_path`` (lm-eval nests a sub-folder per model name): every
 ``results_<time>.json`` in it and the ``samples_<task>_<time>.jsonl`` written beside it with
 ``--log_samples``. A task run twice keeps its newest run. Each per-document value is read with
-the ratio form of its metric (``registry.by_name``), and the form is checked to reproduce
-the figure lm-eval reported before any interval is computed from it; a metric that was logged but
-not aggregated (the per-method metrics of a run without ``metrics: all``) gets its figure from
-the samples. ``--output_path X.json`` names the results file ``X_<time>.json``.
+the ratio form of its metric (``registry.by_name``), and the form is checked to reproduce the
+figure lm-eval reported before any interval is computed from it; a metric that was logged but not
+aggregated (the per-method metrics of a run without ``metrics: all``) gets its figure from the
+samples. Each task also keeps the catalog dataset it ran on (its config's ``metadata.dataset``), so
+readers find tasks by their dataset's role, and its kind (``registry.task_kind``).
+``--output_path X.json`` names the results file ``X_<time>.json``.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ import math
 import re
 import zlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from wsc_tasks.data import catalog
 from wsc_tasks.data.pairing import PairingError, pair_schemas
 from wsc_tasks.data.problems import Schema
 from wsc_tasks.metrics import ratios, registry
+from wsc_tasks.metrics.registry import Key, TaskKind
 from wsc_tasks.paths import hide_model_paths, portable
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -57,20 +62,38 @@ class TaskRun:
     values: dict[str, list[Any]] = field(default_factory=dict)
     forms: dict[str, ratios.Form] = field(default_factory=dict)
     samples: Path | None = None  # the samples file, read again for the report's examples
+    dataset: str | None = None  # the catalog dataset it ran on (``metadata.dataset``)
 
     def reported(self, metric: str) -> float | None:
-        value = self.row.get(f"{metric},none")
+        value = self.row.get(registry.column(metric))
         return float(value) if isinstance(value, int | float) else None
+
+    @cached_property
+    def keys(self) -> list[Key]:
+        """The keys of the metrics it logged per document (or, without samples, reported)."""
+        if self.values:
+            return list(registry.parse_all(self.values).values())
+        return list(registry.reported(self.row))
+
+    @cached_property
+    def kind(self) -> TaskKind | None:
+        """What its documents are: schemas, pairs of schemas, WinoWhy questions…"""
+        return registry.task_kind(self.keys)
+
+    @property
+    def root(self) -> str | None:
+        """The full or adversarial dataset its dataset is made from (``catalog.root``)."""
+        try:
+            return catalog.root(self.dataset) if self.dataset else None
+        except KeyError:  # a dataset of a newer or older catalog
+            return None
 
     def methods(self) -> list[str]:
         """Scoring methods with per-document outcomes, in lm-eval's order (headline first)."""
         return [
-            name[len("acc_") :]
-            for name in self.values
-            if name.startswith("acc_")
-            and f"schema_{name}" in self.values
-            and self.forms.get(name) is ratios.PROBLEM_ACCURACY
-            and name != "acc_equal_len"
+            method
+            for method in registry.methods(self.keys)
+            if self.forms.get(Key("acc", method=method).name) is ratios.PROBLEM_ACCURACY
         ]
 
     def schemas(self, side: str | None = None) -> list[Schema]:
@@ -88,6 +111,11 @@ class Run:
     limit: float | None = None  # lm-eval's --limit, when the run used one
     incomplete: dict[str, str] = field(default_factory=dict)  # task -> why it was set aside
     logprob_check: dict[str, Any] | None = None  # a served model's check, as its results say
+
+    def task_on(self, dataset: str, kind: TaskKind = TaskKind.SCHEMA) -> TaskRun | None:
+        """Its task of ``kind`` on catalog dataset ``dataset`` (the first by name), if any."""
+        found = (t for t in self.tasks.values() if t.dataset == dataset and t.kind is kind)
+        return next(found, None)
 
     def notes(self) -> list[str]:
         """What a reader of its tables must know: a --limit, tasks with incomplete samples, how a
@@ -167,9 +195,13 @@ def _read_samples(path: Path) -> list[dict[str, Any]]:
 
 
 def _task_run(
-    task: str, row: dict[str, Any], samples: Path | None, expected: int | None = None
+    task: str,
+    row: dict[str, Any],
+    samples: Path | None,
+    expected: int | None = None,
+    dataset: str | None = None,
 ) -> TaskRun:
-    run = TaskRun(task, row, samples=samples)
+    run = TaskRun(task, row, samples=samples, dataset=dataset)
     if samples is None:
         log.warning(f"wsc_tasks: {task}: no samples file (run with --log_samples): no intervals")
         return run
@@ -191,8 +223,8 @@ def _task_run(
         except (ValueError, KeyError, TypeError) as error:
             log.warning(f"wsc_tasks: {task}: {name}: cannot recompute ({error}); no interval")
             continue
-        if f"{name},none" not in run.row:  # logged, not aggregated (metadata metrics: headline)
-            run.row[f"{name},none"] = value
+        if registry.column(name) not in run.row:  # logged, not aggregated (metrics: headline)
+            run.row[registry.column(name)] = value
             run.forms[name] = found
             continue
         reported = run.reported(name)
@@ -236,9 +268,10 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
             found = [p for p in (plain, plain.with_suffix(".jsonl.gz")) if p.is_file()]
             samples = found[0] if found else None
             expected = data.get("n-samples", {}).get(task, {}).get("effective")
+            metadata = data.get("configs", {}).get(task, {}).get("metadata") or {}
             incomplete.pop(task, None)
             try:
-                tasks[task] = _task_run(task, row, samples, expected)
+                tasks[task] = _task_run(task, row, samples, expected, metadata.get("dataset"))
             except IncompleteSamples as error:
                 log.warning(f"wsc_tasks: {folder}: {task}: {error}")
                 tasks.pop(task, None)
