@@ -11,7 +11,8 @@ import yaml
 
 from wsc_tasks.data import audit, catalog, transforms
 from wsc_tasks.data.catalog import CONTROL, FORMULATION, FULL, PERTURBATION, SUBSET
-from wsc_tasks.reporting import leaderboard, report
+from wsc_tasks.reporting import leaderboard
+from wsc_tasks.reporting.sections import perturbations
 
 CONFIGS = Path(__file__).resolve().parents[1] / "task_configs"
 
@@ -129,11 +130,12 @@ def _in_order(found: tuple[str, ...], expected: tuple[str, ...]) -> bool:
 
 
 def test_report_perturbations_are_the_catalogs():
-    assert report.PERTURBATIONS == tuple(catalog.datasets(PERTURBATION, of="wsc266"))
+    assert perturbations.PERTURBATIONS == tuple(catalog.datasets(PERTURBATION, of="wsc266"))
     thesis = ("wsc266_switched", "wsc266_adjectival", "wsc266_unbalanced", "wsc266_inverted")
-    assert _in_order(report.PERTURBATIONS, thesis)  # the rows of thesis Table 4.16, in its order
+    # the rows of thesis Table 4.16, in its order
+    assert _in_order(perturbations.PERTURBATIONS, thesis)
     schema_level = {n for n, s in catalog.SPECS.items() if not s.role.problem_level}
-    assert report.SCHEMA_TRANSFORMATIONS == schema_level
+    assert perturbations.SCHEMA_TRANSFORMATIONS == schema_level
     assert {"wsc266_inverted", "reid250_inverted"} <= schema_level
 
 
@@ -230,7 +232,7 @@ def test_group_yamls_list_exactly_what_the_roles_imply():
     for group, members in GROUPS.items():
         assert len(members) == len(set(members)), group
         assert set(members) == implied[group], group
-    assert implied["wsc266_perturbations"] >= set(report.PERTURBATIONS)
+    assert implied["wsc266_perturbations"] >= set(perturbations.PERTURBATIONS)
 
 
 def test_every_task_and_group_has_a_readme_row():

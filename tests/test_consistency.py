@@ -1,16 +1,41 @@
-"""Consistency metrics: the worked examples of thesis §3.7.3 and its inequalities."""
+"""Consistency metrics: the worked examples of thesis §3.7.3 and its inequalities.
+
+The metrics are the registry's aggregations (lm-eval's), called on schemas given as pairs of
+solved flags (one schema-metric group each), and checked against ``tests/oracles.py``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import SimpleNamespace
+
+import oracles
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wsc_tasks.metrics import consistency as cm
 from wsc_tasks.metrics import registry
+from wsc_tasks.metrics.accuracy import outcome
+from wsc_tasks.metrics.consistency import pair_outcome
 
 flags = st.tuples(st.integers(0, 1), st.integers(0, 1))
 pairs_strategy = st.lists(st.tuples(flags, flags), min_size=1, max_size=60)
+
+
+def _items(pairs) -> list:
+    """Each (before, after) pair of flags as one document whose schema is one group."""
+    return [
+        pair_outcome(outcome(b, [list(range(len(b)))]), outcome(a, [list(range(len(a)))]))
+        for b, a in pairs
+    ]
+
+
+def _metric(name: str) -> Callable:
+    return lambda pairs: registry.bind(name)(_items(pairs))
+
+
+RECORDS = registry.select(value=registry.PAIR, kind="consistency")
+cm = SimpleNamespace(**{m.name: _metric(m.name) for m in RECORDS})
 
 
 def test_half_solved_with_answers_flipped():
@@ -69,5 +94,17 @@ def test_consistent_schema_accuracy_can_be_below_strict_consistency():
 def test_problem_metrics_refuse_schema_transformations():
     with pytest.raises(ValueError, match="problem transformation"):
         cm.consistency([((1, 0), (1, 0, 1))])
-    assert "consistency" not in registry.SCHEMA_TRANSFORMATION_METRICS
-    assert "schema_consistency_strict" not in registry.SCHEMA_TRANSFORMATION_METRICS
+    assert "consistency" not in registry.pair_aggregations(problem_transformation=False)
+    assert "schema_consistency_strict" not in registry.pair_aggregations(False)
+
+
+def test_every_consistency_record_has_an_oracle():
+    assert [m.name for m in RECORDS] == list(oracles.CONSISTENCY)
+    assert [m.level for m in RECORDS] == [level for _, level in oracles.CONSISTENCY.values()]
+
+
+@given(pairs_strategy)
+def test_the_ratio_forms_equal_the_list_level_oracles(pairs):
+    for name, (oracle, _) in oracles.CONSISTENCY.items():
+        found, expected = getattr(cm, name)(pairs), oracle(pairs)
+        assert found == expected or (found != found and expected != expected), name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import oracles
 import pytest
 
 from wsc_tasks.harness import stderr
@@ -41,6 +42,8 @@ def test_every_registered_metric_has_exactly_one_record(task_aggregations):
             record = function.metric
             assert registry.METRICS[record.name] is record, (task, name)
             assert [m for m in registry.REGISTRY if m is record] == [record]
+            assert function.key.name == name, (task, name)  # named by its key
+            assert registry.Key.parse(name) == function.key, (task, name)  # and read back
             if record.form is not None:  # the samples reader finds its form by name
                 assert name == record.name or name.startswith(record.name + "_"), (task, name)
 
@@ -71,8 +74,8 @@ def test_record_names_are_unique_and_fields_valid():
 
 
 def test_pure_aggregates_are_known_by_identity():
-    assert registry.record_of(accuracy.problem_accuracy) is registry.METRICS["acc"]
-    assert registry.form(accuracy.schema_accuracy) is ratios.SCHEMA_ACCURACY
+    assert registry.record_of(ratios.PROBLEM_ACCURACY) is registry.METRICS["acc"]
+    assert registry.form(registry.bind("schema_acc")) is ratios.SCHEMA_ACCURACY
     assert registry.record_of(len) is None  # len is nobody's: only a bound n_pairs is ours
     assert registry.record_of(registry.bind("n_pairs")) is registry.METRICS["n_pairs"]
     assert registry.record_of(np.mean) is None
@@ -87,7 +90,7 @@ def test_stderr_classification_reads_the_records():
     assert not stderr.is_ours(np.mean)
 
 
-def test_a_consistency_record_is_its_function_and_its_form():
+def test_a_consistency_record_is_its_oracle_and_its_form():
     rng = np.random.default_rng(5)
     items = [
         consistency.pair_outcome(
@@ -97,10 +100,7 @@ def test_a_consistency_record_is_its_function_and_its_form():
         for _ in range(37)
     ]
     for record in registry.select(value=registry.PAIR, kind="consistency"):
-        pairs = (
-            consistency.problem_pairs if record.level == "problem" else consistency.schema_pairs
-        )(items)
-        expected = record.function(pairs)
+        expected = oracles.consistency_metric(record.name, items)
         assert registry.bind(record.name)(items) == expected, record.name
         assert record.form(items) == pytest.approx(expected, abs=1e-12), record.name
 
@@ -141,3 +141,83 @@ def test_counts_and_differences_get_no_arrow_in_lm_evals_table():
     rows = {line.split("|")[5].strip(): line.split("|")[6] for line in
             make_table(result).splitlines()[2:]}  # fmt: skip
     assert rows == {"acc": "↑  ", "n_problems": "   ", "acc_diff": "   "}
+
+
+def test_headline_flags_are_the_metrics_each_task_kind_prints():
+    kinds = registry.TaskKind
+    assert registry.headline(kinds.SCHEMA) == {"acc", "schema_acc", "n_problems", "n_schemas"}
+    assert registry.headline(kinds.CONSISTENCY) == {
+        "acc_original", "acc_perturbed", "acc_diff", "schema_acc_diff", "consistency",
+        "schema_consistency", "n_pairs",
+    }  # fmt: skip
+    assert registry.headline(kinds.ASSOCIATIVITY) == {
+        f"{m}_{s}_adjusted" for m in ("acc", "schema_acc")
+        for s in ("wsc266", "associative", "nonassociative")
+    } | {"n_pairs"}  # fmt: skip
+    assert registry.headline(kinds.WINOWHY) == {
+        "acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc", "n_reasons",
+        "n_questions",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, key",
+    [
+        ("acc", registry.Key("acc")),
+        ("acc_smart_mean", registry.Key("acc", method="smart_mean")),
+        ("acc_equal_len", registry.Key("acc", subset="equal_len")),
+        ("share_blank_at_end", registry.Key("share", subset="blank_at_end")),
+        ("acc_cat_spatial", registry.Key("acc", category="spatial")),
+        ("n_cat_single", registry.Key("n_problems", category="single")),
+        ("schema_consistency_weak_full_to_partial",
+         registry.Key("schema_consistency_weak", pair=("full", "partial"))),
+        ("schema_consistency_partial_to_smart",
+         registry.Key("schema_consistency", pair=("partial", "smart"))),
+        ("acc_wsc266_rel_gain", registry.Key("acc_wsc266_rel_gain")),
+        ("roc_auc_spatial", registry.Key("roc_auc", category="spatial")),
+        ("roc_auc_per_byte", registry.Key("roc_auc", score="per_byte")),
+        ("acc_best_threshold_mean", registry.Key("acc_best_threshold", score="mean")),
+        ("n_reasons_others", registry.Key("n_reasons", category="others")),
+    ],
+)  # fmt: skip
+def test_a_key_is_written_and_read_one_way(name, key):
+    assert key.name == name
+    assert registry.Key.parse(name) == key
+
+
+def test_names_that_are_not_ours_have_no_key():
+    for name in ("word_perplexity", "n_cat", "schema_consistency_full", "roc_auc_", "accuracy"):
+        assert registry.Key.parse(name) is None, name
+    assert registry.reported(
+        {"acc,none": 0.5, "acc_stderr,none": 0.1, "alias": "x", "bleu,none": 3.0, "acc,strict": 0.4}
+    ) == {registry.Key("acc"): 0.5}
+    with pytest.raises(ValueError, match="takes one of"):
+        registry.Key("schema_acc", category="spatial")
+    with pytest.raises(ValueError, match="takes one of"):
+        registry.Key("acc", method="smart", subset="equal_len")
+    with pytest.raises(KeyError, match="no metric record"):
+        registry.Key("accuracy")
+
+
+def test_task_kind_is_read_from_the_metric_names():
+    def kind(*names: str) -> registry.TaskKind | None:
+        return registry.task_kind(registry.parse_all(names).values())
+
+    assert kind("acc", "acc_smart", "consistency_full_to_partial") == registry.TaskKind.SCHEMA
+    assert kind("schema_consistency", "acc_diff") == registry.TaskKind.CONSISTENCY
+    assert kind("acc_wsc266_adjusted", "n_pairs") == registry.TaskKind.ASSOCIATIVITY
+    assert kind("roc_auc", "n_questions") == registry.TaskKind.WINOWHY
+    assert kind("word_perplexity") is None
+    names = ["acc_full", "schema_acc_full", "acc_equal_len", "acc_cat_single", "acc_partial",
+             "schema_acc_partial", "acc_smart"]  # fmt: skip
+    keys = registry.parse_all(names).values()
+    assert registry.methods(keys) == ["full", "partial"]
+
+
+def test_relative_change_is_the_oracles_elementwise():
+    rng = np.random.default_rng(11)
+    r, r_b = rng.choice([0.0, 0.25, 0.5, 1.0], 200), rng.choice([0.0, 0.5, 0.75, 1.0], 200)
+    for function, oracle in ((ratios.relative_loss, oracles.relative_loss),
+                             (ratios.relative_gain, oracles.relative_gain)):  # fmt: skip
+        expected = np.array([oracle(x, y) for x, y in zip(r, r_b, strict=True)])
+        assert np.array_equal(function(r, r_b), expected, equal_nan=True)

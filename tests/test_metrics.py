@@ -1,23 +1,24 @@
-"""Schema metrics on hand-computed cases, the identity a = A + A'/2, and chance levels."""
+"""Schema metrics on hand-computed cases, the identity a = A + A'/2, and chance levels.
+
+The figures are the registry's aggregations (the ratio forms lm-eval calls), checked against hand
+computations and against the list-level oracles of ``tests/oracles.py``.
+"""
 
 from __future__ import annotations
 
 import itertools
 
+import oracles
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wsc_tasks.metrics.accuracy import (
-    anti_solved,
-    half_solved,
-    n_problems,
-    n_schemas,
-    outcome,
-    problem_accuracy,
-    schema_accuracy,
+from wsc_tasks.metrics import registry
+from wsc_tasks.metrics.accuracy import n_problems, n_schemas, outcome
+
+problem_accuracy, schema_accuracy, half_solved, anti_solved = (
+    registry.bind(name) for name in ("acc", "schema_acc", "half_solved", "anti_solved")
 )
-from wsc_tasks.metrics.registry import SCHEMA_METRICS
 
 PAIR = [[0, 1]]
 
@@ -87,7 +88,8 @@ def test_always_first_answer_is_half_right_and_never_solves():
 
 
 def test_metric_registry_names_and_directions():
-    assert list(SCHEMA_METRICS) == [
+    schema_metrics = {m.name: m.higher_is_better for m in registry.in_summary("schemas")}
+    assert list(schema_metrics) == [
         "acc",
         "schema_acc",
         "half_solved",
@@ -95,4 +97,15 @@ def test_metric_registry_names_and_directions():
         "n_problems",
         "n_schemas",
     ]
-    assert SCHEMA_METRICS["acc"][1] and not SCHEMA_METRICS["anti_solved"][1]
+    assert schema_metrics["acc"] and not schema_metrics["anti_solved"]
+
+
+groups = st.sampled_from([[[0, 1]], [[0, 1], [1, 2]], [], [[0, 1, 2]]])
+
+
+@given(st.lists(st.tuples(st.lists(st.booleans(), min_size=3, max_size=3), groups), max_size=40))
+def test_the_ratio_forms_equal_the_list_level_oracles(docs):
+    outs = [outcome(correct, g) for correct, g in docs]
+    for name, oracle in oracles.ACCURACY.items():
+        found, expected = registry.bind(name)(outs), oracle(outs)
+        assert found == expected or (found != found and expected != expected), name

@@ -13,7 +13,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 
 from wsc_tasks.harness import patches
-from wsc_tasks.metrics import accuracy
+from wsc_tasks.metrics import ratios
 
 slow = pytest.mark.slow
 
@@ -228,8 +228,8 @@ def test_lm_eval_still_has_no_stderr_for_our_aggregations():
 
     patches.apply()
     lookup = patches.original(evaluator_utils, "stderr_for_metric")
-    assert lookup(accuracy.schema_accuracy, 1000) is None, _gone("5. schema_stderr")
-    assert evaluator_utils.stderr_for_metric(accuracy.schema_accuracy, 1000) is not None
+    assert lookup(ratios.SCHEMA_ACCURACY, 1000) is None, _gone("5. schema_stderr")
+    assert evaluator_utils.stderr_for_metric(ratios.SCHEMA_ACCURACY, 1000) is not None
 
 
 def test_a_schema_stderr_with_no_finite_replicate_is_not_available():
@@ -472,11 +472,55 @@ def test_the_request_cache_tag_follows_metadata_and_named_files(tmp_path):
     assert tag != patches.request_cache_tag({"tokenizer": str(folder)})
 
 
-# -- 12. tasks_meet_the_model ----------------------------------------------------------------------
+# -- 12. check_served_logprobs -------------------------------------------------------------------
+def test_lm_eval_still_sums_echoed_logprobs_unchecked():
+    """Section 12: lm-eval adds up whatever a server echoes, positive "log-probabilities"
+    included, without a word. The day it checks them itself (this fails), section 12 may go."""
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    echoed = {"tokens": ["a", "b", "c", "d"], "token_logprobs": [None, 3.0, 5.0, -1.0],
+              "top_logprobs": [None, {"b": 3.0}, {"c": 5.0}, {"d": -1.0}]}  # fmt: skip
+    outputs = {"choices": [{"index": 0, "logprobs": echoed}]}
+    assert LocalCompletionsAPI.parse_logprobs(outputs, ctxlens=[1]) == [(8.0, True)], _gone(
+        "12. check_served_logprobs"
+    )
+
+
+def test_lm_eval_still_merges_model_args_into_metadata_and_ignores_unknown_ones(tiny_gpt2_dir):
+    """What section 12 relies on: ``logprob_check=false`` in ``--model_args`` reaches the tasks'
+    metadata (lm-eval's CLI merges the model arguments in), and lm-eval's API models accept it
+    and ignore it (their ``**kwargs``)."""
+    from lm_eval.config.evaluate_config import EvaluatorConfig
+    from lm_eval.models.gguf import GGUFLM
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+    from lm_eval.utils import simple_parse_args_string
+
+    args = simple_parse_args_string("model=m,logprob_check=false")
+    assert args["logprob_check"] is False
+    config = EvaluatorConfig(model_args=args, metadata={"scoring": "all"})
+    config._process_arguments()
+    assert config.metadata == {"model": "m", "logprob_check": False, "scoring": "all"}
+    LocalCompletionsAPI(base_url="http://127.0.0.1:9/v1/completions", tokenizer=str(tiny_gpt2_dir),
+                        tokenizer_backend="huggingface", logprob_check=False)  # fmt: skip
+    GGUFLM(base_url="http://127.0.0.1:9", logprob_check=False)
+
+
+def test_the_check_wraps_evaluate_once_beside_section_3():
+    from lm_eval import evaluator
+
+    patches.apply()
+    assert patches.check_served_logprobs() is False
+    assert getattr(evaluator.evaluate, patches.CHECK_MARK)
+    assert getattr(evaluator.evaluate, patches._MARK)
+    lm_evals = inspect.signature(patches.original(evaluator, "evaluate"))
+    assert list(lm_evals.parameters)[:2] == ["lm", "task_dict"]
+
+
+# -- 13. tasks_meet_the_model ----------------------------------------------------------------------
 def test_lm_eval_still_keeps_model_args_out_of_a_given_task_managers_metadata(
     monkeypatch, data_dir
 ):
-    """Section 12: ``simple_evaluate`` merges ``model_args`` into the task metadata only when it
+    """Section 13: ``simple_evaluate`` merges ``model_args`` into the task metadata only when it
     builds the ``TaskManager`` itself; the day it merges them into a given one too, the tasks
     would find the tokenizer there and the section may go."""
     from lm_eval import evaluator
@@ -504,10 +548,10 @@ def test_lm_eval_still_keeps_model_args_out_of_a_given_task_managers_metadata(
             model="wsc-chance", model_args="seed=1,tokenizer=gpt2", tasks=["wsc266"],
             task_manager=manager,
         )  # fmt: skip
-    assert "tokenizer" not in built["wsc266"].config.metadata, _gone("12. tasks_meet_the_model")
+    assert "tokenizer" not in built["wsc266"].config.metadata, _gone("13. tasks_meet_the_model")
 
 
-# -- 13. leave_out_undefined_metrics ---------------------------------------------------------------
+# -- 14. leave_out_undefined_metrics ---------------------------------------------------------------
 def _undefined_task(module: str) -> object:
     cls = type("Task", (), {"__module__": module, "task_name": "t"})
     cls.aggregation = lambda self: {"acc": lambda items: float("nan")}
@@ -524,7 +568,7 @@ def test_lm_eval_still_stores_an_undefined_aggregation_as_nan():
 
     compute = patches.original(evaluator_utils, "_compute_task_aggregations")
     aggregated, _ = compute(_undefined_task("elsewhere"), {("acc", "none"): [1, 2]}, 0)
-    assert math.isnan(aggregated["acc,none"]), _gone("13. leave_out_undefined_metrics")
+    assert math.isnan(aggregated["acc,none"]), _gone("14. leave_out_undefined_metrics")
 
 
 def test_our_undefined_metric_is_left_out_with_a_note():

@@ -45,7 +45,8 @@ def test_a_misspelt_metadata_key_is_one_line_naming_the_closest(capsys, data_dir
 
 def test_known_keys_lm_evals_own_and_model_arguments_pass():
     given = {"dataset": "wsc266", "scoring": "all", "version": 1.0, "config_source": "x.yaml",
-             "pretrained": "gpt2", "dtype": "float32", "seed": 1}  # fmt: skip
+             "pretrained": "gpt2", "dtype": "float32", "seed": 1,
+             "logprob_check": False}  # fmt: skip
     metadata_keys.check("task t: metadata", given, model_arguments={"dtype", "seed"})
     with pytest.raises(metadata_keys.UnknownKey, match="key 'dtype' is unknown"):
         metadata_keys.check("task t: metadata", given)  # not a model argument of this run

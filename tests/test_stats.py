@@ -6,6 +6,7 @@ import json
 import math
 
 import numpy as np
+import oracles
 import pytest
 from scipy import stats as scipy_stats
 
@@ -71,34 +72,45 @@ def _pair_items(rng: np.random.Generator, n: int) -> list[dict]:
     ]
 
 
-def test_ratio_forms_equal_the_aggregations():
+def test_ratio_forms_equal_the_oracles():
     rng = np.random.default_rng(3)
     docs = _outcomes(rng, 57, 0.6) + [accuracy.outcome([1], [])]  # a problem without a twin
-    for function, _ in registry.SCHEMA_METRICS.values():
-        form = registry.form(function)
-        if form is not None:
-            assert form(docs) == pytest.approx(function(docs), abs=1e-12)
-    items = _pair_items(rng, 41)
-    aggregations = {
-        name: registry.aggregation(name) for name in registry.PROBLEM_TRANSFORMATION_METRICS
-    }
-    aggregations.update(registry.accuracy_aggregations())
-    for name, function in aggregations.items():
-        form = registry.form(function)
+    for name, oracle in oracles.ACCURACY.items():
+        form = registry.form(registry.aggregation(name))
         assert form is not None, name
-        assert form(items) == pytest.approx(function(items), abs=1e-12), name
-        assert registry.by_name(f"{name}_full_to_partial", items[0]) is registry.METRICS[name].form
+        assert form(docs) == pytest.approx(oracle(docs), abs=1e-12)
+    items = _pair_items(rng, 41)
+    for record in registry.select(value=registry.PAIR, kind="consistency"):
+        form = registry.form(registry.aggregation(record.name))
+        assert form is not None, record.name
+        expected = oracles.consistency_metric(record.name, items)
+        assert form(items) == pytest.approx(expected, abs=1e-12), record.name
+        key = registry.Key(record.name, pair=("full", "partial"))
+        assert registry.by_name(key.name, items[0]) is record.form
+    sides = {
+        "acc_original": oracles.problem_accuracy([i["before"] for i in items]),
+        "acc_perturbed": oracles.problem_accuracy([i["after"] for i in items]),
+        "schema_acc_original": oracles.schema_accuracy([i["before"] for i in items]),
+        "schema_acc_perturbed": oracles.schema_accuracy([i["after"] for i in items]),
+    }
+    sides["acc_diff"] = sides["acc_perturbed"] - sides["acc_original"]
+    sides["schema_acc_diff"] = sides["schema_acc_perturbed"] - sides["schema_acc_original"]
+    for record in registry.select(value=registry.PAIR, kind="accuracy"):
+        form = registry.form(registry.aggregation(record.name))
+        assert form is not None, record.name
+        assert form(items) == pytest.approx(sides[record.name], abs=1e-12), record.name
+        assert registry.by_name(record.name, items[0]) is record.form
 
 
 def test_vectorised_replicates_equal_applying_the_function():
     rng = np.random.default_rng(4)
     docs = _outcomes(rng, 30)
     indexes = stats.resample_indexes(len(docs), 50, seed=9)
-    fast = stats.replicates(docs, accuracy.schema_accuracy, indexes)
-    slow = stats.replicates(docs, lambda v: accuracy.schema_accuracy(v), indexes)
+    fast = stats.replicates(docs, ratios.SCHEMA_ACCURACY, indexes)
+    slow = stats.replicates(docs, lambda v: oracles.schema_accuracy(v), indexes)
     assert np.allclose(fast, slow)
     items = _pair_items(rng, 30)
-    diff = registry.accuracy_aggregations()["acc_diff"]
+    diff = registry.aggregation("acc_diff")
     assert np.allclose(
         stats.replicates(items, diff, indexes), stats.replicates(items, lambda v: diff(v), indexes)
     )
@@ -111,14 +123,14 @@ def test_percentile_interval_covers_the_mean_at_the_nominal_rate():
     covered = 0
     for seed in range(trials):
         sample = [accuracy.outcome([x], []) for x in rng.random(n) < true]
-        e = stats.bootstrap(sample, accuracy.problem_accuracy, iters=1000, seed=seed)
+        e = stats.bootstrap(sample, ratios.PROBLEM_ACCURACY, iters=1000, seed=seed)
         covered += e.low <= true <= e.high
     assert 0.91 <= covered / trials <= 0.98
 
 
 def test_identical_conditions_give_p_one():
     docs = _outcomes(np.random.default_rng(1), 133)
-    e = stats.paired_difference(docs, docs, accuracy.schema_accuracy, iters=999)
+    e = stats.paired_difference(docs, docs, ratios.SCHEMA_ACCURACY, iters=999)
     assert e.value == 0 and e.p == 1.0 and e.low == e.high == 0
 
 
@@ -159,12 +171,12 @@ def test_unpaired_difference_and_alignment():
 # -- lm-eval's stderr column ----------------------------------------------------------------------
 def test_schema_stderr_is_independent_of_how_ranks_split_documents():
     docs = _outcomes(np.random.default_rng(7), 133)
-    one = stderr.schema_stderr(accuracy.schema_accuracy, docs, 1000)
+    one = stderr.schema_stderr(ratios.SCHEMA_ACCURACY, docs, 1000)
     # lm-eval concatenates rank 0's documents, then rank 1's (documents dealt round-robin)
     two = docs[0::2] + docs[1::2]
     three = docs[0::3] + docs[1::3] + docs[2::3]
-    assert stderr.schema_stderr(accuracy.schema_accuracy, two, 1000) == one
-    assert stderr.schema_stderr(accuracy.schema_accuracy, three, 1000) == one
+    assert stderr.schema_stderr(ratios.SCHEMA_ACCURACY, two, 1000) == one
+    assert stderr.schema_stderr(ratios.SCHEMA_ACCURACY, three, 1000) == one
     # about the binomial error of 133 schemas at 0.25, but not equal to it
     assert one == pytest.approx(math.sqrt(0.25 * 0.75 / 133), rel=0.3)
 
@@ -176,8 +188,8 @@ def test_stderr_patch_answers_for_our_aggregations_only():
     patches.apply()
     patches.apply()  # idempotent
     lookup = evaluator_utils.stderr_for_metric
-    assert lookup(accuracy.problem_accuracy, 100000) is not None
-    assert lookup(accuracy.problem_accuracy, 0) is None
+    assert lookup(ratios.PROBLEM_ACCURACY, 100000) is not None
+    assert lookup(ratios.PROBLEM_ACCURACY, 0) is None
     assert lookup(accuracy.n_problems, 100000) is None
     assert lookup(len, 100000) is None
     assert lookup(mean, 100) is not None  # lm-eval's own still answered

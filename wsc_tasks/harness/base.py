@@ -127,5 +127,5 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
             self.config.task, self._meta, self.all_aggregations(), self.HEADLINE_METRICS
         )
 
-    def higher_is_better(self) -> dict[str, bool]:
+    def higher_is_better(self) -> dict[str, bool | None]:
         return registry.higher_is_better(self.aggregation())

@@ -16,7 +16,7 @@ from wsc_tasks.data.knowledge import CATEGORIES, knowledge_count, wsc273_categor
 from wsc_tasks.data.problems import Problem, Schema
 from wsc_tasks.harness.task import SchemaTask
 from wsc_tasks.metrics.accuracy import SchemaOutcome, restrict
-from wsc_tasks.metrics.registry import bind
+from wsc_tasks.metrics.registry import Key, bind
 
 GROUPS = (*CATEGORIES, "single", "multiple")
 
@@ -38,19 +38,22 @@ class CategorizedSchemaTask(SchemaTask):
         values = super().process_results(doc, results)
         schema = Schema.from_doc(doc)
         memberships = [problem_groups(p, self.config.task) for p in schema.problems]
+        headline = values[Key("acc").name]
         for name in GROUPS:
-            subset = restrict(values["acc"], [name in m for m in memberships])
-            values[f"acc_cat_{name}"] = values[f"n_cat_{name}"] = subset
+            subset = restrict(headline, [name in m for m in memberships])
+            values[Key("acc", category=name).name] = subset
+            values[Key("n_problems", category=name).name] = subset
         return values
 
     def why_undefined(self, metric: str, items: list[Any]) -> str:
         reason = super().why_undefined(metric, items)
-        category = {f"acc_cat_{name}": name for name in GROUPS}.get(metric)
+        key = Key.parse(metric)
+        category = key.category if key is not None else ""
         return f"{reason} of knowledge category {category}" if category else reason
 
     def all_aggregations(self) -> dict[str, Any]:
         functions = super().all_aggregations()
         for name in GROUPS:
-            functions[f"acc_cat_{name}"] = bind("acc")
-            functions[f"n_cat_{name}"] = bind("n_problems")
+            for key in (Key("acc", category=name), Key("n_problems", category=name)):
+                functions[key.name] = bind(key)
         return functions

@@ -16,9 +16,12 @@ import logging
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-# read by the tasks (task_configs/README.md); ``dataset`` comes from each task's YAML
+from wsc_tasks.harness import served
+
+# read by the tasks (task_configs/README.md); ``dataset`` comes from each task's YAML; the
+# served-model check's switch (``served``), read from the tasks' metadata
 SETTINGS = ("dataset", "scoring", "headline", "smart_limit", "tokenizer", "metrics",
-            "reason_score")  # fmt: skip
+            "reason_score", served.SKIP_KEY)  # fmt: skip
 # the model arguments the tasks read to find the tokenizer and family (``scoring.tokens``)
 MODEL_DESCRIPTION = ("pretrained", "gguf_file", "revision", "trust_remote_code", "add_bos_token",
                      "base_url")  # fmt: skip

@@ -9,14 +9,14 @@ changed there and the patch can probably go.
 
 When they apply (as before this module existed):
 
-- ``apply()`` — sections 1 to 6 and 9, when ``wsc_tasks.harness.base`` (the base of every task
+- ``apply()`` — sections 1 to 6, 9 and 12, when ``wsc_tasks.harness.base`` (the base of every task
   class) is imported (that is, when lm-eval loads this package's tasks, before any request is
-  sent); 13 is part of section 2's replacement;
+  sent); 14 is part of section 2's replacement;
 - ``accept_several_include_paths()`` (7) — by ``wsc-tasks run`` before lm-eval's CLI starts;
 - ``without_lm_eval_tasks()`` (8) — around that CLI call, when every task asked for is ours;
 - ``warn_unkeyed_request_cache`` (10) — inside section 3's ``evaluate``, once per process;
 - ``request_cache_tag`` (11) — by this package's tasks as they build their requests;
-- ``tasks_meet_the_model`` (12) — inside section 3's ``evaluate``, before any request is built.
+- ``tasks_meet_the_model`` (13) — inside section 3's ``evaluate``, before any request is built.
 
 Every patch is idempotent: the replacement carries ``_MARK`` and is never wrapped twice.
 """
@@ -76,6 +76,8 @@ PATCHES: tuple[Patch, ...] = (
           (f"{GITHUB}/issues/2715", f"{GITHUB}/issues/4063")),
     Patch("request_cache_tag", "lm_eval.api.task.Task.build_all_requests(tokenizer_name=)",
           TESTED),
+    Patch("check_served_logprobs", "lm_eval.evaluator.evaluate", TESTED,
+          (f"{GITHUB}/issues/1949",)),
     Patch("tasks_meet_the_model", "lm_eval.evaluator.evaluate (simple_evaluate's model_args read)",
           TESTED),
     Patch("leave_out_undefined_metrics", "lm_eval.evaluator_utils._compute_task_aggregations",
@@ -115,13 +117,16 @@ def check_lm_eval_version() -> None:
         log.warning(line)
 
 
-def _replace(owner: Any, name: str, new: Callable[..., Any]) -> bool:
-    """Set ``owner.name = new`` unless already patched; keep the original for ``original``."""
+def _replace(owner: Any, name: str, new: Callable[..., Any], mark: str = _MARK) -> bool:
+    """Set ``owner.name = new`` unless already patched; keep the original for ``original``.
+
+    A second section wrapping the same function passes its own ``mark`` (its wrapper copies the
+    marks of what it wraps with ``functools.wraps``, so each section still applies once)."""
     current = getattr(owner, name)
-    if getattr(current, _MARK, False):
+    if getattr(current, mark, False):
         return False
-    _ORIGINALS[(id(owner), name)] = current
-    setattr(new, _MARK, True)
+    _ORIGINALS.setdefault((id(owner), name), current)
+    setattr(new, mark, True)
     if getattr(current, "__doc__", None) and not getattr(new, "__doc__", None):
         new.__doc__ = current.__doc__
     setattr(owner, name, new)
@@ -134,9 +139,10 @@ def original(owner: Any, name: str) -> Any:
 
 
 def apply() -> bool:
-    """Sections 1–6 and 9, once per process (12 and 13 are parts of 3 and 2); True if the
+    """Sections 1–6, 9 and 12, once per process (13 and 14 are parts of 3 and 2); True if the
     logits cache was patched now."""
     refuse_unserved_requests()
+    check_served_logprobs()
     _aggregate_listed_metrics_only()
     _send_distinct_requests()
     _schema_stderr()
@@ -197,7 +203,7 @@ def _aggregate_listed_metrics_only() -> None:
         listed = task.aggregation()
         raw_metrics = {key: items for key, items in raw_metrics.items() if key[0] in listed}
         aggregated, size = compute_original(task, raw_metrics, *args, **kwargs)
-        leave_out_undefined(task, aggregated, raw_metrics)  # section 13
+        leave_out_undefined(task, aggregated, raw_metrics)  # section 14
         return aggregated, size
 
     _replace(evaluator_utils, "_compute_task_aggregations", compute)
@@ -250,7 +256,7 @@ def _send_distinct_requests() -> None:
 
     @functools.wraps(evaluate_original)
     def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
-        meet_the_model(lm, kwargs["task_dict"] if "task_dict" in kwargs else args[0])  # 12
+        meet_the_model(lm, kwargs["task_dict"] if "task_dict" in kwargs else args[0])  # 13
         method = getattr(lm, "loglikelihood", None)
         if method is None or getattr(method, _MARK, False):
             return evaluate_original(lm, *args, **kwargs)
@@ -561,7 +567,53 @@ def request_cache_tag(task_metadata: dict[str, Any] | None) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# -- 12. tasks_meet_the_model ----------------------------------------------------------------------
+# -- 12. check_served_logprobs ---------------------------------------------------------------------
+# Not a bug of lm-eval's code: of what it trusts. Its API models (``local-completions``,
+# ``openai-completions``, ``sglang-generate``, ``gguf``) sum the prompt log-probabilities a server
+# echoes as they come, and check nothing (upstream #1949 asks whether servers' echoes are
+# compatible at all); llama-cpp-python 0.3.36's server echoes the next token's log-probabilities,
+# and the run ends with plausible metrics that mean nothing. Before lm-eval's ``evaluate`` sends
+# anything, a run of our tasks on such a model first has ``served.preflight`` compare the
+# server's echo with its generation path (once per model object) and stop with one line if they
+# disagree; the outcome goes into the results (``served.RESULTS_KEY``). lm-eval's CLI merges
+# ``--model_args`` into the tasks' metadata, which is where ``logprob_check=false`` is read, and
+# its API models ignore model arguments they do not know; ``tests/test_patches.py`` checks all
+# three (unchecked echo, merged arguments, ignored argument).
+CHECK_MARK = "_wsc_tasks_patch_check_served_logprobs"
+
+
+def our_tasks_metadata(task_dict: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(name, metadata) of this package's tasks among those lm-eval's ``evaluate`` was given."""
+    tasks = task_dict.get("tasks", {}) if isinstance(task_dict, dict) else {}
+    return [
+        (str(name), dict(task.config.metadata or {}))
+        for name, task in tasks.items()
+        if is_our_task(task)
+    ]
+
+
+def check_served_logprobs() -> bool:
+    """Run ``served.preflight`` at the start of lm-eval's ``evaluate``; True if patched now."""
+    from lm_eval import evaluator
+
+    from wsc_tasks.harness import served
+
+    evaluate_before = evaluator.evaluate
+
+    @functools.wraps(evaluate_before)
+    def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
+        task_dict = kwargs.get("task_dict", args[0] if args else None)
+        ours = our_tasks_metadata(task_dict)
+        outcome = served.preflight(lm, ours) if ours else None
+        results = evaluate_before(lm, *args, **kwargs)
+        if outcome is not None and isinstance(results, dict):
+            results[served.RESULTS_KEY] = outcome
+        return results
+
+    return _replace(evaluator, "evaluate", evaluate, CHECK_MARK)
+
+
+# -- 13. tasks_meet_the_model ----------------------------------------------------------------------
 # Not a bug of lm-eval: an ordering it has no hook for. lm-eval builds the tasks before it hands
 # them a model, and its CLI (and ``simple_evaluate`` without a ``TaskManager``) merges the model
 # arguments into every task's metadata, while ``simple_evaluate(..., task_manager=...)`` and
@@ -622,7 +674,7 @@ def meet_the_model(lm: Any, task_dict: Any) -> None:
         task.meet_model(lm, keys, shared)
 
 
-# -- 13. leave_out_undefined_metrics ---------------------------------------------------------------
+# -- 14. leave_out_undefined_metrics ---------------------------------------------------------------
 # lm-eval stores and prints whatever an aggregation returns, NaN included ("NaN ± nan"), and then
 # ``simple_evaluate`` and ``evaluate`` on the same documents no longer compare equal (NaN != NaN).
 # A metric of ours with no value on the documents evaluated (a share with nothing to count, e.g.

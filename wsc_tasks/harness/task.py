@@ -33,7 +33,7 @@ from wsc_tasks.harness.base import RequestTask
 from wsc_tasks.metrics import associativity, registry
 from wsc_tasks.metrics.accuracy import SchemaOutcome, outcome, restrict
 from wsc_tasks.metrics.consistency import pair_outcome
-from wsc_tasks.metrics.registry import bind
+from wsc_tasks.metrics.registry import BLANK_AT_END, EQUAL_LEN, Key, TaskKind, bind
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.causal import shifted_splits
 from wsc_tasks.scoring.families import ModelFacts
@@ -41,15 +41,15 @@ from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setu
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-PER_METHOD = ("acc", "schema_acc")  # reported as <metric>_<method>
-BASE_METRICS = tuple(m.name for m in registry.select(value="outcome", reported=True))
-TOKEN_METRICS = {  # reported name -> record
-    "acc_equal_len": "acc",
-    "schema_acc_equal_len": "schema_acc",
-    "share_equal_len": "share",
-    "share_blank_at_end": "share",
-}
-EQUAL_LENGTH = {"acc_equal_len", "schema_acc_equal_len"}  # restricted to equal-length answers
+PER_METHOD = ("acc", "schema_acc")  # reported per scoring method, ``Key(<record>, method=…)``
+BASE_METRICS = tuple(Key(m.name) for m in registry.select(value=registry.OUTCOME, reported=True))
+# the headline method on the problems with equal-length answers, and the token facts' shares
+TOKEN_METRICS = (
+    *(Key(record, subset=EQUAL_LEN) for record in ("acc", "schema_acc", "share")),
+    Key("share", subset=BLANK_AT_END),
+)
+# restricted to the problems whose two answers have the same number of tokens
+EQUAL_LENGTH = frozenset(Key(record, subset=EQUAL_LEN).name for record in ("acc", "schema_acc"))
 
 
 def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
@@ -89,7 +89,7 @@ class SchemaTask(RequestTask):
     """A task whose documents are schemas; see the module docstring."""
 
     DATASETS = catalog.SPECS
-    HEADLINE_METRICS = frozenset({"acc", "schema_acc", "n_problems", "n_schemas"})
+    HEADLINE_METRICS = registry.headline(TaskKind.SCHEMA)
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
@@ -217,39 +217,38 @@ class SchemaTask(RequestTask):
     def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
         [(schema, by_method)] = self.document_outcomes(doc, results)
         headline = by_method[self.methods[0].name]
-        values: dict[str, SchemaOutcome] = {name: headline for name in BASE_METRICS}
+        values: dict[str, Any] = {key.name: headline for key in BASE_METRICS}
         if self.setup.tokens is not None:
             equal, at_end = self._token_facts(schema)
-            values["acc_equal_len"] = values["schema_acc_equal_len"] = restrict(headline, equal)
-            values["share_equal_len"] = outcome(equal, [])
-            values["share_blank_at_end"] = outcome(at_end, [])
+            equal_outcome = restrict(headline, equal)
+            for record in ("acc", "schema_acc"):
+                values[Key(record, subset=EQUAL_LEN).name] = equal_outcome
+            values[Key("share", subset=EQUAL_LEN).name] = outcome(equal, [])
+            values[Key("share", subset=BLANK_AT_END).name] = outcome(at_end, [])
         if self._counts_splits:
             values["n_shifted_splits"] = sum(shifted_splits(p, self.setup) for p in schema.problems)
         for method_name, value in by_method.items():
             for metric in PER_METHOD:
-                values[f"{metric}_{method_name}"] = value
+                values[Key(metric, method=method_name).name] = value
         for first, second in self.method_pairs:
             pair = pair_outcome(by_method[first], by_method[second])
-            for metric in registry.select(value="pair", kind="consistency"):
-                values[f"{metric.name}_{first}_to_{second}"] = pair
+            for record in registry.select(value=registry.PAIR, kind="consistency"):
+                values[Key(record.name, pair=(first, second)).name] = pair
         return values
 
     def all_aggregations(self) -> dict[str, Any]:
         """Every metric ``process_results`` gives a per-document value for."""
         functions = registry.aggregations(BASE_METRICS)
         if self.setup.tokens is not None:
-            functions.update({name: bind(record) for name, record in TOKEN_METRICS.items()})
+            functions.update(registry.aggregations(TOKEN_METRICS))
         if self._counts_splits:
             functions["n_shifted_splits"] = bind("n_shifted_splits")
         for method in self.methods:
-            functions.update(registry.aggregations(PER_METHOD, f"_{method.name}"))
-        for first, second in self.method_pairs:
-            consistency_metrics = registry.select(value="pair", kind="consistency")
-            functions.update(
-                registry.aggregations(
-                    [m.name for m in consistency_metrics], f"_{first}_to_{second}"
-                )
-            )
+            functions.update(registry.aggregations(Key(m, method=method.name) for m in PER_METHOD))
+        for pair in self.method_pairs:
+            consistency_metrics = registry.select(value=registry.PAIR, kind="consistency")
+            keys = (Key(m.name, pair=tuple(pair)) for m in consistency_metrics)
+            functions.update(registry.aggregations(keys))
         return functions
 
     @property
@@ -268,10 +267,7 @@ class ConsistencyTask(SchemaTask):
     """
 
     DATASETS = catalog.PAIR_SPECS
-    HEADLINE_METRICS = frozenset(
-        {"acc_original", "acc_perturbed", "acc_diff", "schema_acc_diff", "consistency",
-         "schema_consistency", "n_pairs"}
-    )  # fmt: skip
+    HEADLINE_METRICS = registry.headline(TaskKind.CONSISTENCY)
 
     def documents(self) -> list[dict[str, Any]]:
         return [self.pair_doc(o, t) for o, t in catalog.load_pairs(self._meta["dataset"])]
@@ -313,10 +309,7 @@ class AssociativityTask(ConsistencyTask):
     """WSC266 against its no-candidates perturbation, split into associative and non-associative
     schemas (thesis §4.4); metrics in ``wsc_tasks.metrics.associativity``."""
 
-    HEADLINE_METRICS = frozenset(
-        {f"{m}_{s}_adjusted" for m in associativity.ACCURACIES for s in associativity.SCOPES}
-        | {"n_pairs"}
-    )
+    HEADLINE_METRICS = registry.headline(TaskKind.ASSOCIATIVITY)
 
     def pair_doc(self, original: Schema, transformed: Schema) -> dict[str, Any]:
         return {**super().pair_doc(original, transformed), "subset": associativity.subset(original)}
@@ -326,5 +319,5 @@ class AssociativityTask(ConsistencyTask):
 
     @cached_property
     def _aggregations(self) -> dict[str, Any]:
-        names = [m.name for m in registry.select(value="tagged pair")]
-        return {**registry.aggregations(names), "n_pairs": bind("n_pairs")}
+        records = registry.select(value=registry.TAGGED_PAIR)
+        return {**registry.aggregations(Key(m.name) for m in records), "n_pairs": bind("n_pairs")}

@@ -36,7 +36,9 @@ from typing import Any
 from wsc_tasks.data.winowhy import load_winowhy
 from wsc_tasks.harness import notes
 from wsc_tasks.harness.base import RequestTask
-from wsc_tasks.metrics.winowhy import CATEGORY_METRICS, SCORES, ReasonOutcome, make_aggregations
+from wsc_tasks.metrics import registry
+from wsc_tasks.metrics.registry import Key, TaskKind
+from wsc_tasks.metrics.winowhy import SCORES, ReasonOutcome, make_aggregations
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.families import ModelFacts
 from wsc_tasks.scoring.methods import Request, ScoringError
@@ -81,10 +83,7 @@ class WinoWhyTask(RequestTask):
     """
 
     # printed by default; ``--metadata '{"metrics": "all"}'`` for the rest
-    HEADLINE_METRICS = frozenset(
-        {"acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc", "n_reasons",
-         "n_questions"}
-    )  # fmt: skip
+    HEADLINE_METRICS = registry.headline(TaskKind.WINOWHY)
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
@@ -155,8 +154,9 @@ class WinoWhyTask(RequestTask):
 
     def why_undefined(self, metric: str, items: list[Any]) -> str:
         """A category's metrics on no question of it, or a ROC-AUC with reasons of one label."""
-        category = CATEGORY_METRICS.get(metric)
-        chosen = [i for i in items if category is None or category in i["categories"]]
+        key = Key.parse(metric)
+        category = key.category if key is not None else ""
+        chosen = [i for i in items if not category or category in i["categories"]]
         where = f" of knowledge category {category}" if category else ""
         labels = {y for i in chosen for y in i["labels"]}
         if not chosen:

@@ -1,13 +1,12 @@
 """Every share this package reports, as Σ numerator / Σ denominator over lm-eval documents.
 
-A bootstrap replicate of such a share is two weighted sums, so ``stats`` computes thousands of
-replicates at once instead of calling the aggregation on each resampled list. This module holds
-the machinery (``Ratio``, ``Difference``, ``Combination``) and the per-document parts mirroring
-the definitions of ``metrics`` (per-document ``SchemaOutcome``), ``consistency`` (per-document
-``PairOutcome``: the schema before and after a transformation) and ``associativity`` (a pair
-tagged with its subset; relative loss and gain are elementwise functions of two ratios); each
-metric's form is in its ``registry`` record, and the tests check that each form equals the
-aggregation lm-eval runs.
+The form of a share is its aggregation: lm-eval calls it on the per-document values, and because a
+bootstrap replicate of it is two weighted sums, ``stats`` computes thousands of replicates at once
+instead of calling it on each resampled list. This module holds the machinery (``Ratio``,
+``Difference``, ``Combination``), the per-document parts of the accuracies (per-document
+``SchemaOutcome``, thesis §3.7.1), the associativity scopes and the relative change (thesis §4.4);
+the consistency metrics' parts are in ``consistency``. Each metric's form is in its
+``registry`` record; the tests check every form against an independent list-level oracle.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from wsc_tasks.metrics import accuracy, associativity
+from wsc_tasks.metrics import accuracy
 
 Parts = Callable[[Any], tuple[float, float]]  # one document -> (numerator, denominator)
 
@@ -94,70 +93,40 @@ def anti_solved_parts(o: accuracy.SchemaOutcome) -> tuple[float, float]:
     return sum(right == 0 for right, _ in groups), len(groups)
 
 
+# a: each problem once; A, A', A'': each schema-metric group once (WSC273's three-problem schema
+# counts twice, a problem without a twin not at all), so a = A + A'/2 (eq. 3.80)
 PROBLEM_ACCURACY = Ratio("acc", problem_parts, "problem")
 SCHEMA_ACCURACY = Ratio("schema_acc", schema_parts, "schema")
+HALF_SOLVED = Ratio("half_solved", half_solved_parts, "schema")
+ANTI_SOLVED = Ratio("anti_solved", anti_solved_parts, "schema")
 
 
-# -- a schema before and after a transformation (PairOutcome) ------------------------------------
-def _problem_flags(item: dict[str, Any]) -> list[tuple[int, int]]:
-    before, after = item["before"]["correct"], item["after"]["correct"]
-    if len(before) != len(after):
-        raise ValueError(
-            f"problem metrics need a problem transformation: {len(before)} and {len(after)} "
-            "problems cannot be matched problem by problem"
-        )
-    return list(zip(before, after, strict=True))
-
-
-def _schema_flags(item: dict[str, Any]) -> list[tuple[list[int], list[int]]]:
-    before, after = item["before"], item["after"]
-    return [
-        ([before["correct"][i] for i in gb], [after["correct"][i] for i in ga])
-        for gb, ga in zip(before["groups"], after["groups"], strict=True)
-    ]
-
-
-def problem_pair_ratio(name: str, hit: Callable, base: Callable, of: str = "problem") -> Ratio:
-    """Problems (before, after) with ``hit`` over those with ``base`` (``of`` says which), both
-    called (before, after) with a problem's solved flags."""
-
-    def parts(item: dict[str, Any]) -> tuple[float, float]:
-        flags = _problem_flags(item)
-        return sum(bool(hit(b, a)) for b, a in flags), sum(bool(base(b, a)) for b, a in flags)
-
-    return Ratio(name, parts, of)
-
-
-def schema_pair_ratio(name: str, hit: Callable, base: Callable, of: str = "schema") -> Ratio:
-    """Schema groups with ``hit`` over those with ``base`` (``of`` says which), both called
-    (before, after) with the group's solved flags."""
-
-    def parts(item: dict[str, Any]) -> tuple[float, float]:
-        flags = _schema_flags(item)
-        return sum(bool(hit(b, a)) for b, a in flags), sum(bool(base(b, a)) for b, a in flags)
-
-    return Ratio(name, parts, of)
-
-
-# -- associativity (``associativity.aggregations``): ratios over one subset of the pairs ----------
-def scoped(parts: Parts, side: str, scope: str) -> Ratio:
-    """``parts`` of one side of the pairs in ``scope`` (all of WSC266, or one subset)."""
+# -- associativity: ratios over one subset of the pairs, and the relative change -----------------
+def scoped(name: str, parts: Parts, side: str, scope: str | None, of: str = "schema") -> Ratio:
+    """``parts`` of one side of the pairs in ``scope`` (one subset; None: all of them); ``of``:
+    what its denominator counts."""
 
     def inside_parts(item: dict[str, Any]) -> tuple[float, float]:
-        inside = scope == "wsc266" or item["subset"] == scope
+        inside = scope is None or item["subset"] == scope
         return parts(item[side]) if inside else (0.0, 0.0)
 
-    return Ratio(f"{side}_{scope}", inside_parts, associativity.SCOPE_UNITS[scope])
+    return Ratio(name, inside_parts, of)
 
 
-def relative_loss(r: np.ndarray, r_b: np.ndarray) -> np.ndarray:
+def relative(change: Any, scale: Any) -> np.ndarray:
+    """change / scale elementwise (arrays of replicates, or two numbers), NaN where scale is 0."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(r > 0, (r - r_b) / r, np.nan)
+        return np.where(np.not_equal(scale, 0), np.divide(change, scale), np.nan)
 
 
-def relative_gain(r: np.ndarray, r_b: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(r_b < 1, (r - r_b) / (1 - r_b), np.nan)
+def relative_loss(r: Any, r_b: Any) -> np.ndarray:
+    """(r − r_B)/r, eq. 4.1: the share of the accuracy r that the perturbation took away."""
+    return relative(np.subtract(r, r_b), r)
+
+
+def relative_gain(r: Any, r_b: Any) -> np.ndarray:
+    """(r − r_B)/(1 − r_B), eq. 4.2: the accuracy above r_B as a share of what r_B left to gain."""
+    return relative(np.subtract(r, r_b), np.subtract(1, r_b))
 
 
 def why_undefined(form: Form, values: Sequence[Any]) -> str | None:

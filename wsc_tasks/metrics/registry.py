@@ -1,38 +1,57 @@
-"""Every metric this package reports, one record each: the single place a metric is declared.
+"""Every metric this package reports, one record each, and the names it is reported under.
 
 A record says how the metric is computed per lm-eval document (a ``ratios`` form: Σ numerator /
-Σ denominator, or for the few that are not ratios — ROC-AUC, best threshold, group ranking — a
-task-built function with its own vectorised replicates), its direction, its symbol in the report,
-what it counts (problem, schema, document pair, reason, question) and what per-document value it
-needs. lm-eval's aggregations (``aggregation``, ``bind``), the schema-bootstrap stderr
-(``record_of``), the fast bootstrap (``form``), the samples reader (``by_name``), the report's
-consistency columns and the summary's columns all read ``REGISTRY``; nothing recognises a metric by
-its module or a name prefix of the function. Adding a consistency metric is its pure function in
-``consistency`` and one ``_consistency(...)`` line below.
+Σ denominator, which is also the aggregation lm-eval calls; for the few that are not ratios —
+counts, ROC-AUC, best threshold, group ranking — a count function or a task-built function with
+its own vectorised replicates), its direction, its symbol in the report, what it counts (problem,
+schema, document pair, reason, question), what per-document value it needs, which task kinds print
+it by default (``headline``) and how its name may be extended (``variants``). lm-eval's
+aggregations (``bind``), the schema-bootstrap stderr (``record_of``), the fast bootstrap
+(``form``), the samples reader (``by_name``), the report and the summary all read ``REGISTRY``.
+Adding a consistency metric is one ``_consistency(...)`` line below: its level, hit and base.
 
-A task reports a record under its name or a variant ``<name>_<variant>`` (``acc_full``,
-``consistency_full_to_partial``, ``acc_cat_spatial``); each aggregation it registers is an
-``Aggregation`` bound to its record, so the record of a reported metric is known without parsing
-its name. Only ``by_name`` — reading lm-eval's samples files, where a metric is just a name — maps
-a name back to a record, by that naming rule.
+A metric is reported under the name of a ``Key``: a record, extended by at most one variant — a
+scoring method (``acc_smart``), a pair of methods (``consistency_full_to_partial``), a subset of
+problems by token facts (``acc_equal_len``), a knowledge category (``acc_cat_spatial``,
+``roc_auc_spatial``) or a WinoWhy reason score (``roc_auc_mean``). ``Key.name`` is the one place
+such a name is written and ``Key.parse`` the one place it is read; no other module takes a metric
+name apart (tests/test_metric_names.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from functools import cache
 from typing import Any
 
-from wsc_tasks.metrics import accuracy as metrics
-from wsc_tasks.metrics import associativity, consistency, plausibility, ratios
+from wsc_tasks.data.knowledge import CATEGORIES
+from wsc_tasks.metrics import accuracy, associativity, consistency, ratios
 from wsc_tasks.scoring import causal
 
 # the per-document value a metric aggregates
-OUTCOME = "outcome"  # metrics.SchemaOutcome: one schema's problems right or wrong
+OUTCOME = "outcome"  # accuracy.SchemaOutcome: one schema's problems right or wrong
 PAIR = "pair"  # consistency.PairOutcome: a schema before and after a transformation (or 2 methods)
 TAGGED_PAIR = "tagged pair"  # a PairOutcome tagged with its associativity subset
 REASONS = "reasons"  # one WinoWhy question: its reasons' scores, labels and categories
 SPLITS = "splits"  # an int per schema: causal requests split after the first token(s)
+
+
+class TaskKind(StrEnum):
+    """What a task's documents are, read from the metrics it reports (``task_kind``)."""
+
+    SCHEMA = "schema"  # one schema (SchemaTask, CategorizedSchemaTask)
+    CONSISTENCY = "consistency"  # a schema and its transformed schema (ConsistencyTask)
+    ASSOCIATIVITY = "associativity"  # the same, tagged with an associativity subset
+    WINOWHY = "winowhy"  # one WinoWhy question and its reasons
+
+
+# the variants of a name (the fields of ``Key`` after ``record``) and their vocabularies
+VARIANTS = ("method", "pair", "subset", "category", "score")
+EQUAL_LEN, BLANK_AT_END = "equal_len", "blank_at_end"  # problems by token facts (thesis §3.7.4)
+SUBSETS = (EQUAL_LEN, BLANK_AT_END)
+CATEGORY_STEMS = {"n_problems": "n"}  # problems per knowledge category: n_cat_<category>
 
 
 @dataclass(frozen=True)
@@ -44,69 +63,71 @@ class Metric:
     level: str  # what it counts: problem, schema, pair (a document pair), reason, question
     value: str  # the per-document value it needs: OUTCOME, PAIR, TAGGED_PAIR, REASONS, SPLITS
     description: str
-    form: ratios.Form | None = None  # Σ numerator / Σ denominator form, for the fast bootstrap
-    aggregate: Callable[[Sequence[Any]], Any] | None = None  # None: the task binds its own
-    function: Callable[..., Any] | None = None  # the pure formula (consistency: over Pair lists)
+    form: ratios.Form | None = None  # Σ numerator / Σ denominator: the aggregate, fast to resample
+    aggregate: Callable[[Sequence[Any]], Any] | None = None  # the form, a count; None: task binds
     higher_is_better: bool | None = True  # None: neither (counts, differences): no arrow
     stderr: bool = True  # lm-eval's stderr is the schema bootstrap; False: N/A (fixed counts)
     problem_matched: bool = False  # needs problems matched one by one (problem transformations)
     kind: str = "accuracy"  # accuracy, count, consistency, associativity, plausibility
     reported: bool = True  # under its own name; False: only as variants (``share_equal_len``)
     summary: tuple[str, ...] = ()  # the summary tables it is a column of
+    headline: frozenset[TaskKind] = frozenset()  # the task kinds that print it by default
+    variants: frozenset[str] = frozenset()  # the ``Key`` variants its name takes
+    accuracy: str = ""  # associativity: the accuracy record (acc, schema_acc) it is a quantity of
+    scope: str = ""  # associativity: the subset, or ``associativity.ALL``
+    quantity: str = ""  # associativity: original, nocands, adjusted, rel_loss, rel_gain, assoc_gap…
+
+    def __post_init__(self) -> None:
+        if self.aggregate is None and self.form is not None:
+            object.__setattr__(self, "aggregate", self.form)  # the ratio form is the aggregate
+        unknown = set(self.variants) - set(VARIANTS)
+        if unknown:
+            raise ValueError(f"metric {self.name}: unknown variants {sorted(unknown)}")
 
 
 class Aggregation:
-    """What a task gives lm-eval for one metric: the function lm-eval calls, and its record."""
+    """What a task gives lm-eval for one metric: the function lm-eval calls, and its key."""
 
-    def __init__(self, metric: Metric, function: Callable[[Sequence[Any]], Any]) -> None:
-        self.metric = metric
+    def __init__(self, key: Key, function: Callable[[Sequence[Any]], Any]) -> None:
+        self.key = key
+        self.metric = key.metric
         self.function = function
+        self.__name__ = key.name
 
     def __call__(self, items: Sequence[Any]) -> Any:
         return self.function(items)
 
-    def __getattr__(self, name: str) -> Any:  # ``replicates`` of a WinoWhy function, __name__…
-        if name in ("metric", "function"):
+    def __getattr__(self, name: str) -> Any:  # ``replicates`` of a WinoWhy function, __doc__…
+        if name in ("key", "metric", "function"):
             raise AttributeError(name)
         return getattr(self.function, name)
 
     def __repr__(self) -> str:
-        return f"Aggregation({self.metric.name})"
+        return f"Aggregation({self.key.name})"
 
 
-# -- consistency: aggregations over PairOutcomes from the pure functions over Pair lists ----------
-def _pair_aggregate(name: str, function: consistency.Metric, level: str) -> Callable:
-    pairs = consistency.problem_pairs if level == "problem" else consistency.schema_pairs
-
-    def aggregate(items: Sequence[consistency.PairOutcome]) -> float:
-        return function(pairs(items))
-
-    aggregate.__name__ = name
-    aggregate.__doc__ = function.__doc__
-    return aggregate
-
-
+# -- consistency: a share of matched problems or schema groups, declared as (level, hit, base) ----
 def _consistency(
     name: str,
     symbol: str,
     level: str,
-    function: consistency.Metric,
-    hit: Callable[[Any, Any], Any],
-    base: Callable[[Any, Any], Any] = lambda before, after: True,
+    description: str,
+    hit: consistency.Condition,
+    base: consistency.Condition = lambda before, after: True,
     *,
     problem_matched: bool | None = None,
     summary: tuple[str, ...] = (),
+    headline: bool = False,
     base_is: str = "",
 ) -> Metric:
-    """A consistency metric: share of problems (or schema groups) ``(before, after)`` with
-    ``hit`` among those with ``base`` (``base_is``: which, in words); ``function`` is its pure
-    definition in ``consistency``."""
-    ratio = ratios.problem_pair_ratio if level == "problem" else ratios.schema_pair_ratio
+    """Of the problems (or schema groups) ``(b, a)`` = (before, after) with ``base`` (``base_is``:
+    which, in words), the share with ``hit``; a problem metric needs a problem transformation, as
+    does ``problem_matched``."""
     return Metric(
-        name, symbol, level, PAIR, (function.__doc__ or "").strip().split("\n")[0],
-        form=ratio(name, hit, base, f"{level} {base_is}".strip()),
-        aggregate=_pair_aggregate(name, function, level),
-        function=function, kind="consistency", summary=summary,
+        name, symbol, level, PAIR, description,
+        form=consistency.ratio(name, level, hit, base, base_is),
+        kind="consistency", summary=summary, variants=frozenset({"pair"}),
+        headline=frozenset({TaskKind.CONSISTENCY}) if headline else frozenset(),
         problem_matched=level == "problem" if problem_matched is None else problem_matched,
     )  # fmt: skip
 
@@ -120,62 +141,60 @@ _BEFORE, _AFTER = "solved before the transformation", "solved after the transfor
 
 # ``hit``, ``base``: a problem's (or schema group's) solved flags as (b, a) = (before, after)
 CONSISTENCY = (
-    _consistency("consistency", "c", "problem", consistency.consistency, lambda b, a: b == a,
-                 summary=("pairs", "methods")),
-    _consistency("consistent_acc", "c_a", "problem", consistency.consistent_acc,
+    _consistency("consistency", "c", "problem",
+                 "c (3.81): share of problems x with x and f(x) both solved or both not solved",
+                 lambda b, a: b == a, summary=("pairs", "methods"), headline=True),
+    _consistency("consistent_acc", "c_a", "problem",
+                 "c_a (3.82): share of problems with x and f(x) both solved",
                  lambda b, a: b and a, summary=("pairs",)),
-    _consistency("preserved_acc", "c_p", "problem", consistency.preserved_acc,
+    _consistency("preserved_acc", "c_p", "problem",
+                 "c_p (3.83): of the problems solved before, the share also solved after",
                  lambda b, a: b and a, lambda b, a: b, base_is=_BEFORE),
-    _consistency("preserved_acc_rev", "ĉ_p", "problem", consistency.preserved_acc_rev,
+    _consistency("preserved_acc_rev", "ĉ_p", "problem",
+                 "ĉ_p (3.84): of the problems solved after, the share also solved before",
                  lambda b, a: b and a, lambda b, a: a, base_is=_AFTER),
-    _consistency("schema_consistency_weak", "C̃", "schema", consistency.schema_consistency_weak,
+    _consistency("schema_consistency_weak", "C̃", "schema",
+                 "C̃ (3.87): share of schemas with w and F(w) both solved, or neither solved",
                  lambda b, a: all(b) == all(a), summary=("pairs",)),
-    _consistency("schema_consistency", "C", "schema", consistency.schema_consistency,
-                 lambda b, a: sum(b) == sum(a), summary=("pairs", "methods")),
+    _consistency("schema_consistency", "C", "schema",
+                 "C (3.88): share of schemas with equally many problems solved in w and F(w)",
+                 lambda b, a: sum(b) == sum(a), summary=("pairs", "methods"), headline=True),
     _consistency("schema_consistency_strict", "C*", "schema",
-                 consistency.schema_consistency_strict, lambda b, a: list(b) == list(a),
-                 problem_matched=True, summary=("pairs", "methods")),
-    _consistency("consistent_schema_acc", "C_a", "schema", consistency.consistent_schema_acc,
+                 "C* (3.89): share of schemas solved identically, problem by problem (3.86)",
+                 lambda b, a: list(b) == list(a), problem_matched=True,
+                 summary=("pairs", "methods")),
+    _consistency("consistent_schema_acc", "C_a", "schema",
+                 "C_a (3.90): share of schemas with w and F(w) both solved",
                  _both, summary=("pairs",)),
-    _consistency("preserved_schema_acc", "C_p", "schema", consistency.preserved_schema_acc,
+    _consistency("preserved_schema_acc", "C_p", "schema",
+                 "C_p (3.91): of the schemas solved before, the share also solved after",
                  _both, lambda b, a: all(b), base_is=_BEFORE),
     _consistency("preserved_schema_acc_rev", "Ĉ_p", "schema",
-                 consistency.preserved_schema_acc_rev, _both, lambda b, a: all(a),
-                 base_is=_AFTER),
+                 "Ĉ_p (3.92): of the schemas solved after, the share also solved before",
+                 _both, lambda b, a: all(a), base_is=_AFTER),
 )  # fmt: skip
 
 
 # -- accuracy of each side of a pair, and their difference ----------------------------------------
 def _sides() -> list[Metric]:
     out = []
-    accuracies = (
-        ("acc", "a", "problem", metrics.problem_accuracy, ratios.problem_parts),
-        ("schema_acc", "A", "schema", metrics.schema_accuracy, ratios.schema_parts),
-    )
-    for name, symbol, level, accuracy, parts in accuracies:
+    shown = frozenset({TaskKind.CONSISTENCY})
+    accuracies = (("acc", "a", "problem", ratios.problem_parts),
+                  ("schema_acc", "A", "schema", ratios.schema_parts))  # fmt: skip
+    for name, symbol, level, parts in accuracies:
         before = ratios.Ratio(f"{name}_original", lambda i, p=parts: p(i["before"]), level)
         after = ratios.Ratio(f"{name}_perturbed", lambda i, p=parts: p(i["after"]), level)
-
-        def side(key: str, accuracy: Callable = accuracy) -> Callable:
-            return lambda items: accuracy([item[key] for item in items])
-
-        def difference(accuracy: Callable = accuracy) -> Callable:
-            return lambda items: (
-                accuracy([i["after"] for i in items]) - accuracy([i["before"] for i in items])
-            )
-
+        sides = shown if name == "acc" else frozenset()
         out += [
             Metric(before.name, symbol, level, PAIR, "accuracy of the original schemas",
-                   form=before, aggregate=side("before"), summary=("pairs",)),
+                   form=before, summary=("pairs",), headline=sides),
             Metric(after.name, f"{symbol}_F", level, PAIR, "accuracy of the transformed schemas",
-                   form=after, aggregate=side("after"), summary=("pairs",)),
+                   form=after, summary=("pairs",), headline=sides),
             Metric(f"{name}_diff", f"{symbol}_F − {symbol}", level, PAIR,
                    "transformed − original accuracy",
-                   form=ratios.Difference(f"{name}_diff", after, before),
-                   aggregate=difference(), summary=("pairs",), higher_is_better=None),
+                   form=ratios.Difference(f"{name}_diff", after, before), summary=("pairs",),
+                   headline=shown, higher_is_better=None),
         ]  # fmt: skip
-    for metric in out:
-        metric.aggregate.__name__ = metric.name  # type: ignore[union-attr]
     return out
 
 
@@ -188,104 +207,104 @@ _ASSOCIATIVITY_SYMBOLS = {
 
 def _associativity() -> list[Metric]:
     out = []
-    functions = associativity.aggregations()
 
-    def add(name: str, quantity: str, level: str, form: ratios.Form) -> ratios.Form:
+    def add(name: str, scope: str, quantity: str, form: ratios.Form) -> None:
+        symbol = _ASSOCIATIVITY_SYMBOLS[quantity if scope else "assoc_gap"]
         out.append(
-            Metric(name, _ASSOCIATIVITY_SYMBOLS[quantity], level, TAGGED_PAIR,
+            Metric(name, symbol, level, TAGGED_PAIR,
                    "accuracy against no-candidates, per associativity subset (thesis §4.4)",
-                   form=form, aggregate=functions[name], kind="associativity",
-                   higher_is_better=None if quantity == "assoc_gap" else True)
+                   form=form, kind="associativity", accuracy=metric, scope=scope,
+                   quantity=quantity, higher_is_better=True if scope else None,
+                   headline=frozenset({TaskKind.ASSOCIATIVITY}) if quantity == "adjusted"
+                   else frozenset())
         )  # fmt: skip
-        return form
 
     for metric, parts in (("acc", ratios.problem_parts), ("schema_acc", ratios.schema_parts)):
         level = "problem" if metric == "acc" else "schema"
         sides: dict[tuple[str, str], ratios.Ratio] = {}
         for scope in associativity.SCOPES:
             name = f"{metric}_{scope}"
-            r = ratios.scoped(parts, "before", scope)
-            r_b = ratios.scoped(parts, "after", scope)
-            sides[scope, "original"] = add(f"{name}_original", "original", level, r)  # type: ignore[assignment]
-            sides[scope, "nocands"] = add(f"{name}_nocands", "nocands", level, r_b)  # type: ignore[assignment]
-            add(f"{name}_adjusted", "adjusted", level,
+            inside = None if scope == associativity.ALL else scope
+            unit = associativity.SCOPE_UNITS[scope]
+            r = ratios.scoped(f"{name}_original", parts, "before", inside, unit)
+            r_b = ratios.scoped(f"{name}_nocands", parts, "after", inside, unit)
+            sides[scope, "original"], sides[scope, "nocands"] = r, r_b
+            add(r.name, scope, "original", r)
+            add(r_b.name, scope, "nocands", r_b)
+            add(f"{name}_adjusted", scope, "adjusted",
                 ratios.Difference(f"{name}_adjusted", r, r_b))  # fmt: skip
             for quantity, function, undefined in (
                 ("rel_loss", ratios.relative_loss, f"r = 0: no {level} solved before no-cands"),
                 ("rel_gain", ratios.relative_gain, f"r_B = 1: every {level} solved after"),
             ):  # fmt: skip
                 form = ratios.Combination(f"{name}_{quantity}", function, (r, r_b), undefined)
-                add(f"{name}_{quantity}", quantity, level, form)
+                add(f"{name}_{quantity}", scope, quantity, form)
         for side in ("original", "nocands"):
             name = f"{metric}_assoc_gap_{side}"
-            gap = ratios.Difference(name, sides["associative", side], sides["nonassociative", side])
-            add(name, "assoc_gap", level, gap)
-    if [m.name for m in out] != list(functions):
-        raise AssertionError("associativity.aggregations and the registry disagree")
+            first, second = (sides[subset, side] for subset in associativity.SUBSETS)
+            add(name, "", f"assoc_gap_{side}", ratios.Difference(name, first, second))
     return out
 
 
 def _count(name: str, symbol: str, level: str, value: str, description: str,
            aggregate: Callable | None, summary: tuple[str, ...] = (),
-           stderr: bool = False) -> Metric:  # fmt: skip
+           stderr: bool = False, **more: Any) -> Metric:  # fmt: skip
     return Metric(name, symbol, level, value, description, aggregate=aggregate, stderr=stderr,
-                  kind="count", summary=summary, higher_is_better=None)  # fmt: skip
+                  kind="count", summary=summary, higher_is_better=None, **more)  # fmt: skip
 
 
-def _plausibility(
-    name: str, symbol: str, level: str, description: str, function: Callable
-) -> Metric:
-    return Metric(name, symbol, level, REASONS, description, function=function,
-                  kind="plausibility", summary=("reasons",))  # fmt: skip
+def _plausibility(name: str, symbol: str, level: str, description: str, **more: Any) -> Metric:
+    return Metric(name, symbol, level, REASONS, description, kind="plausibility",
+                  summary=("reasons",), **more)  # fmt: skip
 
 
+SCHEMA = frozenset({TaskKind.SCHEMA})
+WINOWHY = frozenset({TaskKind.WINOWHY})
 REGISTRY: tuple[Metric, ...] = (
     # one schema: SchemaTask, CategorizedSchemaTask (thesis §3.7.1)
     Metric("acc", "a", "problem", OUTCOME, "share of problems answered correctly",
-           form=ratios.PROBLEM_ACCURACY, aggregate=metrics.problem_accuracy,
-           function=metrics.problem_accuracy, summary=("schemas",)),
+           form=ratios.PROBLEM_ACCURACY, summary=("schemas",), headline=SCHEMA,
+           variants=frozenset({"method", "subset", "category"})),
     Metric("schema_acc", "A", "schema", OUTCOME, "share of schemas with every problem right",
-           form=ratios.SCHEMA_ACCURACY, aggregate=metrics.schema_accuracy,
-           function=metrics.schema_accuracy, summary=("schemas",)),
+           form=ratios.SCHEMA_ACCURACY, summary=("schemas",), headline=SCHEMA,
+           variants=frozenset({"method", "subset"})),
     Metric("half_solved", "A'", "schema", OUTCOME, "share of schemas with some problems right",
-           form=ratios.Ratio("half_solved", ratios.half_solved_parts, "schema"),
-           aggregate=metrics.half_solved, function=metrics.half_solved, higher_is_better=False,
-           summary=("schemas",)),
+           form=ratios.HALF_SOLVED, higher_is_better=False, summary=("schemas",)),
     Metric("anti_solved", "A''", "schema", OUTCOME, "share of schemas with no problem right",
-           form=ratios.Ratio("anti_solved", ratios.anti_solved_parts, "schema"),
-           aggregate=metrics.anti_solved, function=metrics.anti_solved, higher_is_better=False,
-           summary=("schemas",)),
-    _count("n_problems", "n", "problem", OUTCOME, "problems", metrics.n_problems, ("schemas",)),
-    _count("n_schemas", "N", "schema", OUTCOME, "schema-metric groups", metrics.n_schemas,
-           ("schemas",)),
+           form=ratios.ANTI_SOLVED, higher_is_better=False, summary=("schemas",)),
+    _count("n_problems", "n", "problem", OUTCOME, "problems", accuracy.n_problems, ("schemas",),
+           headline=SCHEMA, variants=frozenset({"category"})),
+    _count("n_schemas", "N", "schema", OUTCOME, "schema-metric groups", accuracy.n_schemas,
+           ("schemas",), headline=SCHEMA),
     Metric("share", "share", "problem", OUTCOME, "share of problems with a flag (token facts)",
-           form=ratios.Ratio("share", ratios.problem_parts, "problem"), aggregate=metrics.share,
-           function=metrics.share, reported=False),
+           form=ratios.Ratio("share", ratios.problem_parts, "problem"), reported=False,
+           variants=frozenset({"subset"})),
     _count("n_shifted_splits", "splits", "problem", SPLITS,
            "causal requests split after their first token(s)", causal.n_shifted_splits),
     # a schema and its transformed schema: ConsistencyTask, method pairs (thesis §3.7.2–3.7.3)
     *CONSISTENCY,
     *_sides(),
-    _count("n_pairs", "pairs", "pair", PAIR, "document pairs", len, ("pairs",)),
+    _count("n_pairs", "pairs", "pair", PAIR, "document pairs", len, ("pairs",),
+           headline=frozenset({TaskKind.CONSISTENCY, TaskKind.ASSOCIATIVITY})),
     # associativity controls (thesis §4.4)
     *_associativity(),
-    # WinoWhy reasons (``plausibility``); functions bound per task (headline score)
+    # WinoWhy reasons (``plausibility``); functions bound per task (``winowhy``, its headline score)
     _plausibility("acc_best_threshold", "acc", "reason", "accuracy at the best threshold",
-                  plausibility.best_threshold_accuracy),
+                  headline=WINOWHY, variants=frozenset({"score", "category"})),
     _plausibility("majority_baseline", "majority", "reason", "accuracy of the majority label",
-                  plausibility.majority_baseline),
-    _plausibility("roc_auc", "AUC", "reason", "area under the ROC curve",
-                  plausibility.roc_auc),
+                  headline=WINOWHY),
+    _plausibility("roc_auc", "AUC", "reason", "area under the ROC curve", headline=WINOWHY,
+                  variants=frozenset({"score", "category"})),
     _plausibility("question_group_acc", "group", "question",
                   "share of questions with every positive reason above every negative one",
-                  plausibility.group_ranking_accuracy),
+                  headline=WINOWHY, variants=frozenset({"score"})),
     Metric("best_threshold", "threshold", "reason", REASONS,
            "the best threshold itself (not a quality: no direction)",
-           function=plausibility.best_threshold, higher_is_better=None,
-           kind="plausibility"),
-    _count("n_reasons", "reasons", "reason", REASONS, "reasons", None, ("reasons",), stderr=True),
+           higher_is_better=None, kind="plausibility"),
+    _count("n_reasons", "reasons", "reason", REASONS, "reasons", None, ("reasons",), stderr=True,
+           headline=WINOWHY, variants=frozenset({"category"})),
     _count("n_positive", "positive", "reason", REASONS, "positive reasons", None, stderr=True),
-    _count("n_questions", "questions", "question", REASONS, "questions", len),
+    _count("n_questions", "questions", "question", REASONS, "questions", len, headline=WINOWHY),
 )  # fmt: skip
 
 METRICS: dict[str, Metric] = {m.name: m for m in REGISTRY}
@@ -296,32 +315,188 @@ _BY_AGGREGATE = {
 }
 
 
+# -- the names metrics are reported under ---------------------------------------------------------
+@dataclass(frozen=True)
+class Key:
+    """A reported metric: a record and at most one variant (see the module docstring)."""
+
+    record: str
+    method: str = ""  # a scoring method: <record>_<method>
+    pair: tuple[str, str] | None = None  # two scoring methods: <record>_<first>_to_<second>
+    subset: str = ""  # problems by token facts (``SUBSETS``): <record>_<subset>
+    category: str = ""  # a knowledge category: <record>_cat_<category>, WinoWhy <record>_<category>
+    score: str = ""  # a WinoWhy reason score: <record>_<score>
+
+    def __post_init__(self) -> None:
+        if self.record not in METRICS:
+            raise KeyError(f"no metric record {self.record!r}; known: {', '.join(METRICS)}")
+        used = [v for v in VARIANTS if getattr(self, v)]
+        allowed = METRICS[self.record].variants
+        if len(used) > 1 or not set(used) <= allowed:
+            raise ValueError(
+                f"metric {self.record}: variants {used} given; it takes one of {sorted(allowed)}"
+            )
+        if self.pair is not None:
+            if len(self.pair) != 2 or not all(self.pair):
+                raise ValueError(f"metric {self.record}: a method pair is two names: {self.pair}")
+            object.__setattr__(self, "pair", tuple(self.pair))
+
+    @property
+    def metric(self) -> Metric:
+        return METRICS[self.record]
+
+    @property
+    def variant(self) -> str:
+        """The variant given (``method``, ``pair``…), or '' for the record's own name."""
+        return next((v for v in VARIANTS if getattr(self, v)), "")
+
+    @property
+    def name(self) -> str:
+        """The name lm-eval reports the metric under: the inverse of ``parse``."""
+        if self.pair is not None:
+            return f"{self.record}_{self.pair[0]}_to_{self.pair[1]}"
+        if self.category and self.metric.value != REASONS:
+            return f"{CATEGORY_STEMS.get(self.record, self.record)}_cat_{self.category}"
+        extension = self.method or self.subset or self.category or self.score
+        return f"{self.record}_{extension}" if extension else self.record
+
+    @classmethod
+    def parse(cls, name: str) -> Key | None:
+        """The key whose ``name`` is ``name``; None for a name no record of ours has.
+
+        A record's own name first; else the pattern with the longest fixed part, a variant from a
+        vocabulary (token subsets, WinoWhy categories) before an open one (methods, scores).
+        """
+        if name in METRICS:
+            return cls(name)
+        best: tuple[tuple[int, bool], dict[str, Any]] | None = None
+        for prefix, record, variant, vocabulary in _patterns():
+            if not name.startswith(prefix) or len(name) == len(prefix):
+                continue
+            rest = name[len(prefix) :]
+            value: Any = rest
+            if variant == "pair":
+                first, _, second = rest.partition("_to_")
+                if not (first and second):
+                    continue
+                value = (first, second)
+            elif vocabulary is not None and rest not in vocabulary:
+                continue
+            rank = (len(prefix), vocabulary is not None)
+            if best is None or rank > best[0]:
+                best = rank, {"record": record, variant: value}
+        return cls(**best[1]) if best is not None else None
+
+
+@cache
+def _patterns() -> tuple[tuple[str, str, str, frozenset[str] | None], ...]:
+    """(fixed prefix, record, variant, vocabulary or None for any) of every name ``Key`` writes."""
+    out = []
+    for metric in REGISTRY:
+        for variant in sorted(metric.variants):
+            prefix, vocabulary = f"{metric.name}_", None
+            if variant == "subset":
+                vocabulary = frozenset(SUBSETS)
+            elif variant == "category" and metric.value == REASONS:
+                vocabulary = frozenset(CATEGORIES)
+            elif variant == "category":
+                prefix = f"{CATEGORY_STEMS.get(metric.name, metric.name)}_cat_"
+            out.append((prefix, metric.name, variant, vocabulary))
+    return tuple(out)
+
+
+def parse_all(names: Iterable[str]) -> dict[str, Key]:
+    """The names that are keys of ours, each with its key, in their order."""
+    found = ((name, Key.parse(name)) for name in names)
+    return {name: key for name, key in found if key is not None}
+
+
+# -- lm-eval's results rows: ``<metric>,<filter>`` and ``<metric>_stderr,<filter>`` -------------
+FILTER = "none"
+STDERR = "_stderr"
+
+
+def column(name: str) -> str:
+    """The column of an lm-eval results row that holds metric ``name``."""
+    return f"{name},{FILTER}"
+
+
+def reported(row: Mapping[str, Any]) -> dict[Key, Any]:
+    """The metrics of ours in an lm-eval results row (stderr columns left out), in row order."""
+    out = {}
+    for text, value in row.items():
+        name, comma, filtered = text.partition(",")
+        if comma and filtered == FILTER and not name.endswith(STDERR):
+            key = Key.parse(name)
+            if key is not None:
+                out[key] = value
+    return out
+
+
+# -- what the metric names of a task say ----------------------------------------------------------
+_KINDS = ((REASONS, TaskKind.WINOWHY), (TAGGED_PAIR, TaskKind.ASSOCIATIVITY),
+          (PAIR, TaskKind.CONSISTENCY), (OUTCOME, TaskKind.SCHEMA))  # fmt: skip
+
+
+def task_kind(keys: Iterable[Key]) -> TaskKind | None:
+    """What a task's documents are, from the keys of the metrics it reports or logs (method-pair
+    consistency is a schema task's); None when none is ours."""
+    values = {k.metric.value for k in keys if k.variant != "pair"}
+    return next((kind for value, kind in _KINDS if value in values), None)
+
+
+def methods(keys: Iterable[Key]) -> list[str]:
+    """The scoring methods with both accuracies (``acc_<m>``, ``schema_acc_<m>``), in order."""
+    keys = list(keys)
+    found = set(keys)
+    return [
+        k.method
+        for k in keys
+        if k.record == "acc" and k.method and Key("schema_acc", method=k.method) in found
+    ]
+
+
+def method_pairs(keys: Iterable[Key]) -> list[tuple[str, str]]:
+    """The method pairs of the method-consistency metrics, in order, each once."""
+    return list(dict.fromkeys(k.pair for k in keys if k.pair is not None))
+
+
+def headline(kind: TaskKind) -> frozenset[str]:
+    """The names a task of ``kind`` prints by default: records flagged for it, unvaried."""
+    return frozenset(m.name for m in REGISTRY if kind in m.headline)
+
+
 # -- what tasks, the bootstrap and the readers ask ------------------------------------------------
-def bind(name: str, function: Callable[[Sequence[Any]], Any] | None = None) -> Aggregation:
-    """The lm-eval aggregation of record ``name``: its own ``aggregate`` or a task's ``function``
-    (WinoWhy's, built for the task's headline score)."""
-    metric = METRICS[name]
-    chosen = function if function is not None else metric.aggregate
+def bind(key: Key | str, function: Callable[[Sequence[Any]], Any] | None = None) -> Aggregation:
+    """The lm-eval aggregation of ``key`` (a key or a record's name): its record's ``aggregate``
+    or a task's ``function`` (WinoWhy's, built for the task's headline score)."""
+    key = Key(key) if isinstance(key, str) else key
+    chosen = function if function is not None else key.metric.aggregate
     if chosen is None:
-        raise ValueError(f"metric {name} has no fixed aggregation: pass the task's function")
-    return Aggregation(metric, chosen)
+        raise ValueError(f"metric {key.name} has no fixed aggregation: pass the task's function")
+    return Aggregation(key, chosen)
 
 
 def aggregation(name: str) -> Aggregation:
     return bind(name)
 
 
-def aggregations(
-    names: Iterable[str], variant: str = "", kind: str | None = None
-) -> dict[str, Aggregation]:
-    """``{<name><variant>: aggregation}`` for the records named (of ``kind``, if given)."""
-    chosen = [METRICS[n] for n in names]
-    return {m.name + variant: bind(m.name) for m in chosen if kind is None or m.kind == kind}
+def aggregations(keys: Iterable[Key]) -> dict[str, Aggregation]:
+    """``{name: aggregation}`` of the keys."""
+    return {key.name: bind(key) for key in keys}
 
 
-def select(**fields: Any) -> list[Metric]:
-    """Records whose fields equal ``fields`` (``value=PAIR, kind="consistency"``), in order."""
-    return [m for m in REGISTRY if all(getattr(m, k) == v for k, v in fields.items())]
+def select(**wanted: Any) -> list[Metric]:
+    """Records whose fields equal ``wanted`` (``value=PAIR, kind="consistency"``), in order."""
+    names = {f.name for f in fields(Metric)}
+    if not set(wanted) <= names:
+        raise TypeError(f"no metric field {sorted(set(wanted) - names)}")
+    return [m for m in REGISTRY if all(getattr(m, k) == v for k, v in wanted.items())]
+
+
+def in_summary(table: str) -> list[Metric]:
+    """The records that are columns of summary table ``table`` (schemas, pairs, methods…)."""
+    return [m for m in REGISTRY if table in m.summary]
 
 
 def pair_aggregations(problem_transformation: bool) -> dict[str, Aggregation]:
@@ -332,12 +507,12 @@ def pair_aggregations(problem_transformation: bool) -> dict[str, Aggregation]:
         if problem_transformation or not m.problem_matched
     ]  # fmt: skip
     chosen += select(value=PAIR, kind="accuracy") + select(value=PAIR, kind="count")
-    return {m.name: bind(m.name) for m in chosen}
+    return aggregations(Key(m.name) for m in chosen)
 
 
 def record_of(aggregation: Callable[..., Any]) -> Metric | None:
-    """The record of an lm-eval aggregation of this package (or of a pure aggregate such as
-    ``metrics.problem_accuracy``); None for anyone else's."""
+    """The record of an lm-eval aggregation of this package (or of a record's own aggregate,
+    such as ``ratios.PROBLEM_ACCURACY``); None for anyone else's."""
     function = getattr(aggregation, "func", aggregation)  # functools.partial
     if isinstance(function, Aggregation):
         return function.metric
@@ -348,7 +523,7 @@ def record_of(aggregation: Callable[..., Any]) -> Metric | None:
 
 
 def form(aggregation: Callable[..., Any]) -> ratios.Form | None:
-    """The ratio form of a form, an aggregation or a registered pure aggregate; None if none."""
+    """The ratio form of a form, an aggregation or a record's aggregate; None if none."""
     if isinstance(aggregation, ratios.Ratio | ratios.Difference | ratios.Combination):
         return aggregation
     found = record_of(aggregation)
@@ -363,46 +538,14 @@ def higher_is_better(aggregations: dict[str, Any]) -> dict[str, bool | None]:
 def by_name(name: str, value: Any) -> ratios.Form | None:
     """The form of metric ``name`` of a logged sample whose per-document value is ``value``.
 
-    ``acc_<method>``, ``schema_acc_equal_len``, ``consistency_full_to_partial``…: the record of
-    the value's kind whose name is the metric's name or ``<record>_<variant>``, the longest such.
-    None for counts, the associativity task (its own quantities, see the report) and unknown names.
+    None for counts, the associativity task (its own quantities, see the report), names that are
+    not ours, and a value of another kind than the record's.
     """
-    if not isinstance(value, dict):
+    key = Key.parse(name)
+    if key is None or not isinstance(value, dict):
         return None
     if "before" in value and "after" in value:
-        if "subset" in value:
-            return None
-        kind = PAIR
-    elif "correct" in value:
-        kind = OUTCOME
+        kind = None if "subset" in value else PAIR
     else:
-        return None
-    candidates = {m.name: m.form for m in REGISTRY if m.value == kind and m.form is not None}
-    for key in sorted(candidates, key=len, reverse=True):
-        if name == key or name.startswith(key + "_"):
-            return candidates[key]
-    return None
-
-
-# views other modules and the tests use
-PROBLEM_TRANSFORMATION_METRICS: dict[str, consistency.Metric] = {
-    m.name: m.function
-    for m in CONSISTENCY  # type: ignore[misc]
-}
-SCHEMA_TRANSFORMATION_METRICS: dict[str, consistency.Metric] = {
-    m.name: m.function
-    for m in CONSISTENCY
-    if not m.problem_matched  # type: ignore[misc]
-}
-SCHEMA_METRICS: dict[
-    str, tuple[Callable[[Sequence[metrics.SchemaOutcome]], float], bool | None]
-] = {
-    m.name: (m.aggregate, m.higher_is_better)  # type: ignore[misc]
-    for m in REGISTRY
-    if "schemas" in m.summary
-}
-
-
-def accuracy_aggregations() -> dict[str, Aggregation]:
-    """Accuracy of the original side, of the transformed side, and transformed − original."""
-    return {m.name: bind(m.name) for m in select(value=PAIR, kind="accuracy")}
+        kind = OUTCOME if "correct" in value else None
+    return key.metric.form if key.metric.value == kind else None

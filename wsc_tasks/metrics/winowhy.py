@@ -24,6 +24,7 @@ from wsc_tasks.metrics.plausibility import (
     majority_baseline,
     roc_auc,
 )
+from wsc_tasks.metrics.registry import Key
 
 # a reason's score: mean log-likelihood per token, per UTF-8 byte, or summed
 SCORES = ("mean", "per_byte", "sum")
@@ -136,25 +137,13 @@ def make_aggregations(
         "n_positive": _with_replicates(lambda items: sum(_flat(items, headline)[1]), n_positive),
         "n_questions": len,
     }
-    records = {name: name for name in functions}  # reported name -> its ``registry`` record
+    keys = {Key(name): function for name, function in functions.items()}
     for score in scores:
-        functions[f"acc_best_threshold_{score}"] = threshold_acc(score)
-        functions[f"roc_auc_{score}"] = auc(score)
-        functions[f"question_group_acc_{score}"] = group(score)
-        for metric in ("acc_best_threshold", "roc_auc", "question_group_acc"):
-            records[f"{metric}_{score}"] = metric
+        keys[Key("acc_best_threshold", score=score)] = threshold_acc(score)
+        keys[Key("roc_auc", score=score)] = auc(score)
+        keys[Key("question_group_acc", score=score)] = group(score)
     for category in CATEGORIES:
-        functions[f"acc_best_threshold_{category}"] = category_acc(category)
-        functions[f"roc_auc_{category}"] = auc(headline, category)
-        functions[f"n_reasons_{category}"] = count(category)
-        for metric in ("acc_best_threshold", "roc_auc", "n_reasons"):
-            records[f"{metric}_{category}"] = metric
-    return {name: registry.bind(records[name], f) for name, f in functions.items()}
-
-
-# the per-category metrics of ``make_aggregations`` -> their category
-CATEGORY_METRICS = {
-    f"{metric}_{category}": category
-    for category in CATEGORIES
-    for metric in ("acc_best_threshold", "roc_auc", "n_reasons")
-}
+        keys[Key("acc_best_threshold", category=category)] = category_acc(category)
+        keys[Key("roc_auc", category=category)] = auc(headline, category)
+        keys[Key("n_reasons", category=category)] = count(category)
+    return {key.name: registry.bind(key, f) for key, f in keys.items()}

@@ -16,7 +16,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema
+from wsc_tasks.metrics import registry
+from wsc_tasks.metrics.registry import Key, TaskKind
 from wsc_tasks.reporting.runs import TaskRun, _read_samples
 from wsc_tasks.scoring.causal import partial_request
 from wsc_tasks.scoring.methods import ScoringError
@@ -101,12 +104,7 @@ def _choice(label: int, correct: int) -> int:
 
 def methods(row: dict[str, Any]) -> list[str]:
     """Scoring methods with per-problem outcomes in a logged document, headline first."""
-    names = row.get("metrics", [])
-    return [
-        n[len("acc_") :]
-        for n in names
-        if n.startswith("acc_") and f"schema_{n}" in names and n != "acc_equal_len"
-    ]
+    return registry.methods(registry.parse_all(row.get("metrics", [])).values())
 
 
 def _schema_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
@@ -118,7 +116,7 @@ def _schema_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
     first_examples: dict[tuple[str, str], list] = {p: [] for p in pairs}
     n_problems = 0
     for row in rows:
-        outcome = row.get("acc")
+        outcome = row.get(Key("acc").name)
         if not isinstance(outcome, dict) or "correct" not in outcome:
             continue
         schema = Schema.from_doc(row["doc"])
@@ -134,7 +132,7 @@ def _schema_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
             if len(shown[kind]) < PER_KIND:
                 shown[kind].append([view(schema.problems[i], scores, chosen[i]) for i in group])
         n_problems += len(schema.problems)
-        per_method = {m: row[f"acc_{m}"]["correct"] for m in all_methods}
+        per_method = {m: row[Key("acc", method=m).name]["correct"] for m in all_methods}
         for j, problem in enumerate(schema.problems):
             for a, b in pairs:
                 if per_method[a][j] != per_method[b][j]:
@@ -152,7 +150,7 @@ def _schema_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
             found.disagreement_examples.append(view(problem, scores, chosen))
 
 
-def _pair_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
+def _pair_examples(found: TaskExamples, rows: list[dict[str, Any]], problem_level: bool) -> None:
     for row in rows:
         items = [row.get(m) for m in row.get("metrics", [])]
         item = next((i for i in items if isinstance(i, dict) and "before" in i), None)
@@ -163,8 +161,7 @@ def _pair_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
         before, after = item["before"]["correct"], item["after"]["correct"]
         scores = request_scores(row)
         found.n_pairs += 1
-        names = row.get("metrics", [])
-        found.schema_level = "schema_consistency" in names and "consistency" not in names
+        found.schema_level = not problem_level
         if len(before) == len(after) and not found.schema_level:
             changed = [i for i, (x, y) in enumerate(zip(before, after, strict=True)) if x != y]
         else:
@@ -195,11 +192,11 @@ def task_examples(task: TaskRun, model: str) -> TaskExamples | None:
     rows = _read_samples(task.samples)
     if not rows:
         return None
-    doc = rows[0].get("doc", {})
     found = TaskExamples(task.task, model)
-    if "original" in doc and "transformed" in doc:
-        _pair_examples(found, rows)
-    elif "problems" in doc:
+    if task.kind in (TaskKind.CONSISTENCY, TaskKind.ASSOCIATIVITY):
+        spec = catalog.PAIR_SPECS.get(task.dataset) if task.dataset else None
+        _pair_examples(found, rows, spec is None or spec.problem_level)
+    elif task.kind is TaskKind.SCHEMA:
         _schema_examples(found, rows)
     else:
         return None

@@ -18,8 +18,10 @@ from pathlib import Path
 
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ratios, stats
+from wsc_tasks.metrics.registry import TaskKind
 from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR
 from wsc_tasks.reporting import html_report
+from wsc_tasks.reporting.estimates import chance
 from wsc_tasks.reporting.runs import Run, load_run
 from wsc_tasks.reporting.tables import Delta, Interval, Table, markdown, markdown_grid, numeric
 
@@ -66,15 +68,19 @@ def tables(runs: Sequence[Run], task: str, iters: int, seed: int) -> tuple[Table
     """(ranking, pairwise matrix) of the runs that have ``task``."""
     ranked = [r for r in rank(runs, task) if _outcomes(r, task, "schema_acc")]
     controls = [c for c in CONTROLS if any(_outcomes(r, c, "schema_acc") for r in ranked)]
-    perturbations = sorted(
-        {n for r in ranked for n, t in r.tasks.items() if "schema_consistency" in t.forms}
-    )
+    perturbed = {  # consistency task -> its pair dataset (the perturbation, or wsc266_nocands)
+        n: t.dataset or n
+        for r in ranked
+        for n, t in r.tasks.items()
+        if t.kind is TaskKind.CONSISTENCY and "schema_consistency" in t.forms
+    }
+    perturbations = sorted(perturbed)
     ranking = Table(
         "leaderboard",
         f"Models ranked by schema accuracy A on {task}",
         ["rank", "model", "A", "a", "A − next"]
         + [f"A {c}" for c in controls]
-        + [f"C {p.removesuffix('_consistency')}" for p in perturbations],
+        + [f"C {perturbed[p]}" for p in perturbations],
     )
     matrix = Table(
         "leaderboard_pairwise",
@@ -83,12 +89,8 @@ def tables(runs: Sequence[Run], task: str, iters: int, seed: int) -> tuple[Table
     )
 
     def estimate(values: list, form: ratios.Ratio, null: bool) -> Interval:
-        chance = None
-        if null:
-            chance = (
-                0.5 if form is ratios.PROBLEM_ACCURACY else stats.chance_schema_accuracy(values)
-            )
-        return Interval(stats.bootstrap(values, form, null=chance, iters=iters, seed=seed), null)
+        against = chance(values, form) if null else None
+        return Interval(stats.bootstrap(values, form, null=against, iters=iters, seed=seed), null)
 
     def paired(first: Run, second: Run) -> Delta | None:
         a, b = _keyed(first, task, "schema_acc"), _keyed(second, task, "schema_acc")

@@ -3,10 +3,12 @@
 A folder is one model's ``--output_path`` (lm-eval nests a sub-folder per model name): every
 ``results_<time>.json`` in it and the ``samples_<task>_<time>.jsonl`` written beside it with
 ``--log_samples``. A task run twice keeps its newest run. Each per-document value is read with
-the ratio form of its metric (``registry.by_name``), and the form is checked to reproduce
-the figure lm-eval reported before any interval is computed from it; a metric that was logged but
-not aggregated (the per-method metrics of a run without ``metrics: all``) gets its figure from
-the samples. ``--output_path X.json`` names the results file ``X_<time>.json``.
+the ratio form of its metric (``registry.by_name``), and the form is checked to reproduce the
+figure lm-eval reported before any interval is computed from it; a metric that was logged but not
+aggregated (the per-method metrics of a run without ``metrics: all``) gets its figure from the
+samples. Each task also keeps the catalog dataset it ran on (its config's ``metadata.dataset``), so
+readers find tasks by their dataset's role, and its kind (``registry.task_kind``).
+``--output_path X.json`` names the results file ``X_<time>.json``.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ import math
 import re
 import zlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from wsc_tasks.data import catalog
 from wsc_tasks.data.pairing import PairingError, pair_schemas
 from wsc_tasks.data.problems import Schema
 from wsc_tasks.metrics import ratios, registry
+from wsc_tasks.metrics.registry import Key, TaskKind
 from wsc_tasks.paths import hide_model_paths, portable
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -34,6 +39,9 @@ TOLERANCE = 1e-9
 RESULTS_FILE = re.compile(
     r"^(?P<stem>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.json$"
 )
+# lm-eval results entry where a served model's log-probability check is recorded
+# (``wsc_tasks.harness.served.RESULTS_KEY``; reporting reads results files, it imports no harness)
+LOGPROB_CHECK = "logprob_check"
 
 
 class RunError(ValueError):
@@ -54,20 +62,38 @@ class TaskRun:
     values: dict[str, list[Any]] = field(default_factory=dict)
     forms: dict[str, ratios.Form] = field(default_factory=dict)
     samples: Path | None = None  # the samples file, read again for the report's examples
+    dataset: str | None = None  # the catalog dataset it ran on (``metadata.dataset``)
 
     def reported(self, metric: str) -> float | None:
-        value = self.row.get(f"{metric},none")
+        value = self.row.get(registry.column(metric))
         return float(value) if isinstance(value, int | float) else None
+
+    @cached_property
+    def keys(self) -> list[Key]:
+        """The keys of the metrics it logged per document (or, without samples, reported)."""
+        if self.values:
+            return list(registry.parse_all(self.values).values())
+        return list(registry.reported(self.row))
+
+    @cached_property
+    def kind(self) -> TaskKind | None:
+        """What its documents are: schemas, pairs of schemas, WinoWhy questions…"""
+        return registry.task_kind(self.keys)
+
+    @property
+    def root(self) -> str | None:
+        """The full or adversarial dataset its dataset is made from (``catalog.root``)."""
+        try:
+            return catalog.root(self.dataset) if self.dataset else None
+        except KeyError:  # a dataset of a newer or older catalog
+            return None
 
     def methods(self) -> list[str]:
         """Scoring methods with per-document outcomes, in lm-eval's order (headline first)."""
         return [
-            name[len("acc_") :]
-            for name in self.values
-            if name.startswith("acc_")
-            and f"schema_{name}" in self.values
-            and self.forms.get(name) is ratios.PROBLEM_ACCURACY
-            and name != "acc_equal_len"
+            method
+            for method in registry.methods(self.keys)
+            if self.forms.get(Key("acc", method=method).name) is ratios.PROBLEM_ACCURACY
         ]
 
     def schemas(self, side: str | None = None) -> list[Schema]:
@@ -84,15 +110,35 @@ class Run:
     tasks: dict[str, TaskRun]
     limit: float | None = None  # lm-eval's --limit, when the run used one
     incomplete: dict[str, str] = field(default_factory=dict)  # task -> why it was set aside
+    logprob_check: dict[str, Any] | None = None  # a served model's check, as its results say
+
+    def task_on(self, dataset: str, kind: TaskKind = TaskKind.SCHEMA) -> TaskRun | None:
+        """Its task of ``kind`` on catalog dataset ``dataset`` (the first by name), if any."""
+        found = (t for t in self.tasks.values() if t.dataset == dataset and t.kind is kind)
+        return next(found, None)
 
     def notes(self) -> list[str]:
-        """What a reader of its tables must know: a --limit, tasks with incomplete samples."""
+        """What a reader of its tables must know: a --limit, tasks with incomplete samples, how a
+        served model's log-probabilities were checked."""
         notes = []
         if self.limit is not None:
             notes.append(
                 f"{self.label} was run with --limit {self.limit:g}: its figures come from the "
                 "first documents of each task, not the whole dataset"
             )
+        check = self.logprob_check
+        if check:
+            model, url = check.get("model"), check.get("base_url")
+            served = f"{self.label} was scored by a served model ({model} at {url})"
+            if check.get("outcome") == "passed":
+                notes.append(
+                    f"{served}; before the run its echoed prompt log-probabilities were checked "
+                    "against its generation path and agreed (largest difference "
+                    f"{check.get('largest_difference')} over {check.get('positions_compared')} "
+                    "probe positions)"
+                )
+            else:
+                notes.append(f"{served}; its log-probability check was {check.get('outcome')}")
         notes += [f"{self.label}, {task}: {why}" for task, why in self.incomplete.items()]
         return notes
 
@@ -149,9 +195,13 @@ def _read_samples(path: Path) -> list[dict[str, Any]]:
 
 
 def _task_run(
-    task: str, row: dict[str, Any], samples: Path | None, expected: int | None = None
+    task: str,
+    row: dict[str, Any],
+    samples: Path | None,
+    expected: int | None = None,
+    dataset: str | None = None,
 ) -> TaskRun:
-    run = TaskRun(task, row, samples=samples)
+    run = TaskRun(task, row, samples=samples, dataset=dataset)
     if samples is None:
         log.warning(f"wsc_tasks: {task}: no samples file (run with --log_samples): no intervals")
         return run
@@ -173,8 +223,8 @@ def _task_run(
         except (ValueError, KeyError, TypeError) as error:
             log.warning(f"wsc_tasks: {task}: {name}: cannot recompute ({error}); no interval")
             continue
-        if f"{name},none" not in run.row:  # logged, not aggregated (metadata metrics: headline)
-            run.row[f"{name},none"] = value
+        if registry.column(name) not in run.row:  # logged, not aggregated (metrics: headline)
+            run.row[registry.column(name)] = value
             run.forms[name] = found
             continue
         reported = run.reported(name)
@@ -202,9 +252,11 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
     models: dict[tuple[str, str], Path] = {}
     incomplete: dict[str, str] = {}
     limits: list[float] = []
+    checks: list[dict[str, Any]] = []
     for path in files:
         data = read_results(path)
         models.setdefault(_model_of(data, keep_paths), path)
+        checks += [data[LOGPROB_CHECK]] if isinstance(data.get(LOGPROB_CHECK), dict) else []
         if data.get("config", {}).get("limit") is not None:
             limits.append(float(data["config"]["limit"]))
         stamp = stamp_of(path)
@@ -216,9 +268,10 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
             found = [p for p in (plain, plain.with_suffix(".jsonl.gz")) if p.is_file()]
             samples = found[0] if found else None
             expected = data.get("n-samples", {}).get(task, {}).get("effective")
+            metadata = data.get("configs", {}).get(task, {}).get("metadata") or {}
             incomplete.pop(task, None)
             try:
-                tasks[task] = _task_run(task, row, samples, expected)
+                tasks[task] = _task_run(task, row, samples, expected, metadata.get("dataset"))
             except IncompleteSamples as error:
                 log.warning(f"wsc_tasks: {folder}: {task}: {error}")
                 tasks.pop(task, None)
@@ -231,7 +284,9 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
     (model, args), _ = next(iter(models.items()))
     log.info(f"wsc_tasks: {folder}: {len(tasks)} task(s) of {model} from {len(files)} file(s)")
     name, limit = label or folder.resolve().name, max(limits, default=None)
-    return Run(name, model, args, dict(sorted(tasks.items())), limit, incomplete)
+    skipped = [c for c in checks if c.get("outcome") != "passed"]  # noted before any passed one
+    check = (skipped or checks or [None])[-1]
+    return Run(name, model, args, dict(sorted(tasks.items())), limit, incomplete, check)
 
 
 def parse_folder_argument(text: str) -> tuple[str | None, str]:

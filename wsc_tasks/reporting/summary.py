@@ -6,12 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wsc_tasks.metrics import registry
+from wsc_tasks.metrics import associativity, registry
+from wsc_tasks.metrics.registry import BLANK_AT_END, EQUAL_LEN, Key, TaskKind
 from wsc_tasks.paths import hide_model_paths, portable
 from wsc_tasks.reporting.runs import read_results, results_files
 
-COLUMNS = tuple(m.name for m in registry.REGISTRY if "schemas" in m.summary)
-TOKEN_COLUMNS = ("acc_equal_len", "schema_acc_equal_len", "share_equal_len", "share_blank_at_end")
+COLUMNS = tuple(Key(m.name) for m in registry.in_summary("schemas"))
+TOKEN_COLUMNS = (
+    *(Key(record, subset=EQUAL_LEN) for record in ("acc", "schema_acc", "share")),
+    Key("share", subset=BLANK_AT_END),
+)
 
 
 def newest_results(path: str | Path) -> Path:
@@ -35,21 +39,23 @@ def _cell(value: Any) -> str:
 def markdown(results_file: str | Path, keep_paths: bool = False) -> str:
     """The summary; an absolute model path reads ``<last component>`` unless ``keep_paths``."""
     data = read_results(Path(results_file))
-    results: dict[str, dict[str, Any]] = data["results"]
+    results = {name: registry.reported(row) for name, row in data["results"].items()}
     groups = set(data.get("groups", {}))
     lines = [
-        "| task | " + " | ".join(COLUMNS) + " |",
+        "| task | " + " | ".join(c.name for c in COLUMNS) + " |",
         "|---|" + "---:|" * len(COLUMNS),
     ]
     for name, row in results.items():
-        if not any(f"{c},none" in row for c in COLUMNS):
+        if not any(c in row for c in COLUMNS):
             continue
         label = f"**{name}** (group: unweighted mean of its tasks)" if name in groups else name
-        cells = [_cell(row.get(f"{c},none")) for c in COLUMNS]
+        cells = [_cell(row.get(c)) for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += _method_table(results, groups)
-    lines += _consistency_tables(results)
-    lines += _plausibility_table(results)
+    # what each task's documents are; a group row averages tasks of several kinds, so has none
+    kinds = {n: None if n in groups else registry.task_kind(row) for n, row in results.items()}
+    lines += _consistency_tables(results, kinds)
+    lines += _plausibility_table(results, kinds)
     config = data.get("config", {})
     model = config.get("model_args") or config.get("model")
     head = [
@@ -69,43 +75,29 @@ def _portable(model_args: Any, keep_paths: bool = False) -> str:
     return text if keep_paths else hide_model_paths(text)
 
 
-def _method_table(results: dict[str, dict[str, Any]], groups: set[str]) -> list[str]:
+Row = dict[Key, Any]
+
+
+def _method_table(results: dict[str, Row], groups: set[str]) -> list[str]:
     """acc / schema_acc of every scoring method, and the equal-length figures, per task."""
-    tasks = [
-        name
-        for name, row in results.items()
-        if name not in groups and any(f"{c},none" in row for c in COLUMNS)
-    ]
-    methods = sorted(
-        {
-            key[len("acc_") : -len(",none")]
-            for name in tasks
-            for key in results[name]
-            if key.startswith("acc_")
-            and key.endswith(",none")
-            and "equal_len" not in key
-            and "_stderr" not in key
-            and f"schema_{key}" in results[name]  # a method has both; categories have no schema
-        }
-    )
+    tasks = [n for n, row in results.items() if n not in groups and any(c in row for c in COLUMNS)]
+    methods = sorted({m for name in tasks for m in registry.methods(results[name])})
     lines: list[str] = []
     if methods:
         rows = {
             name: [
-                f"{_cell(results[name].get(f'acc_{m},none'))} / "
-                f"{_cell(results[name].get(f'schema_acc_{m},none'))}"
+                f"{_cell(results[name].get(Key('acc', method=m)))} / "
+                f"{_cell(results[name].get(Key('schema_acc', method=m)))}"
                 for m in methods
             ]
             for name in tasks
         }
         title = "Accuracy by scoring method (`acc_<method>` / `schema_acc_<method>`):"
         lines += _table(title, methods, rows)
-    if any(f"{TOKEN_COLUMNS[0]},none" in results[name] for name in tasks):
-        rows = {
-            name: [_cell(results[name].get(f"{c},none")) for c in TOKEN_COLUMNS] for name in tasks
-        }
+    if any(TOKEN_COLUMNS[0] in results[name] for name in tasks):
+        rows = {name: [_cell(results[name].get(c)) for c in TOKEN_COLUMNS] for name in tasks}
         title = "Headline method on problems with equal-length answers, and token facts:"
-        lines += _table(title, list(TOKEN_COLUMNS), rows)
+        lines += _table(title, [c.name for c in TOKEN_COLUMNS], rows)
     return lines
 
 
@@ -120,77 +112,76 @@ def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[s
     return lines + [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows.items()]
 
 
-_PAIR_COLUMNS = [m for m in registry.REGISTRY if "pairs" in m.summary]
+_PAIR_COLUMNS = registry.in_summary("pairs")
 CONSISTENCY_COLUMNS = tuple(  # the count, the accuracies, then the consistency metrics
-    m.name for kind in ("count", "accuracy", "consistency") for m in _PAIR_COLUMNS if m.kind == kind
+    Key(m.name) for kind in ("count", "accuracy", "consistency") for m in _PAIR_COLUMNS
+    if m.kind == kind
+)  # fmt: skip
+METHOD_CONSISTENCY = tuple(m.name for m in registry.in_summary("methods"))
+ASSOCIATIVITY_QUANTITIES = associativity.QUANTITIES
+ASSOCIATIVITY_ROWS = tuple(  # (accuracy, scope): the subsets, then all of WSC266
+    (accuracy, scope)
+    for accuracy in ("acc", "schema_acc")
+    for scope in (*associativity.SUBSETS, associativity.ALL)
 )
-METHOD_CONSISTENCY = tuple(m.name for m in registry.REGISTRY if "methods" in m.summary)
-ASSOCIATIVITY_QUANTITIES = ("original", "nocands", "adjusted", "rel_loss", "rel_gain")
 
 
-def _consistency_tables(results: dict[str, dict[str, Any]]) -> list[str]:
+def _consistency_tables(results: dict[str, Row], kinds: dict[str, TaskKind | None]) -> list[str]:
     """Consistency tasks, associativity, and consistency between scoring methods."""
     lines: list[str] = []
-    pairs = {
-        n: r for n, r in results.items() if "consistency,none" in r or n.endswith("_consistency")
-    }
+    pairs = {n: r for n, r in results.items() if kinds[n] is TaskKind.CONSISTENCY}
     if pairs:
-        rows = {
-            n: [_cell(r.get(f"{c},none")) for c in CONSISTENCY_COLUMNS] for n, r in pairs.items()
-        }
+        rows = {n: [_cell(r.get(c)) for c in CONSISTENCY_COLUMNS] for n, r in pairs.items()}
         title = (
             "Consistency between original and perturbed schemas (headline method; blank: "
             "not defined for a schema transformation):"
         )
-        lines += _table(title, list(CONSISTENCY_COLUMNS), rows)
+        lines += _table(title, [c.name for c in CONSISTENCY_COLUMNS], rows)
     for name, row in results.items():
-        if "acc_associative_original,none" not in row:
-            continue
-        rows = {
-            f"{metric} {scope}": [
-                _cell(row.get(f"{metric}_{scope}_{q},none")) for q in ASSOCIATIVITY_QUANTITIES
+        table = {
+            f"{accuracy} {scope}": [
+                Key(m.name)
+                for quantity in ASSOCIATIVITY_QUANTITIES
+                for m in registry.select(accuracy=accuracy, scope=scope, quantity=quantity)
             ]
-            for metric in ("acc", "schema_acc")
-            for scope in ("associative", "nonassociative", "wsc266")
+            for accuracy, scope in ASSOCIATIVITY_ROWS
         }
+        shown = [key for keys in table.values() for key in keys]
+        if kinds[name] is not TaskKind.ASSOCIATIVITY or not all(k in row for k in shown):
+            continue  # its headline metrics only: the adjusted accuracies
+        rows = {label: [_cell(row.get(k)) for k in keys] for label, keys in table.items()}
         title = (
             f"Associativity (`{name}`): r, r_B after no-cands, r − r_B, "
             "relative loss, relative gain:"
         )
         lines += _table(title, list(ASSOCIATIVITY_QUANTITIES), rows)
     method_pairs = sorted(
-        {
-            key[len("consistency_") : -len(",none")]
-            for row in results.values()
-            for key in row
-            if key.startswith("consistency_")
-            and "_to_" in key
-            and key.endswith(",none")
-            and "_stderr" not in key
-        }
+        {k for row in results.values() for k in row if k.record == "consistency" and k.pair},
+        key=lambda k: k.name,
     )
     if method_pairs:
-        columns = [f"{m}_{p}" for p in method_pairs for m in METHOD_CONSISTENCY]
+        columns = [Key(m, pair=k.pair) for k in method_pairs for m in METHOD_CONSISTENCY]
         rows = {
-            n: [_cell(r.get(f"{c},none")) for c in columns]
+            n: [_cell(r.get(c)) for c in columns]
             for n, r in results.items()
-            if any(f"{c},none" in r for c in columns)
+            if any(c in r for c in columns)
         }
-        lines += _table("Consistency between scoring methods (first → second):", columns, rows)
+        title = "Consistency between scoring methods (first → second):"
+        lines += _table(title, [c.name for c in columns], rows)
     return lines
 
 
-PLAUSIBILITY_COLUMNS = tuple(m.name for m in registry.REGISTRY if "reasons" in m.summary)
+PLAUSIBILITY_COLUMNS = tuple(Key(m.name) for m in registry.in_summary("reasons"))
 
 
-def _plausibility_table(results: dict[str, dict[str, Any]]) -> list[str]:
+def _plausibility_table(results: dict[str, Row], kinds: dict[str, TaskKind | None]) -> list[str]:
     """WinoWhy-style tasks: reasons scored for plausibility."""
     rows = {
-        name: [_cell(row.get(f"{c},none")) for c in PLAUSIBILITY_COLUMNS]
+        name: [_cell(row.get(c)) for c in PLAUSIBILITY_COLUMNS]
         for name, row in results.items()
-        if "roc_auc,none" in row
+        if kinds[name] is TaskKind.WINOWHY
     }
     if not rows:
         return []
     title = "Plausibility of reasons (WinoWhy; headline score, mean log-likelihood per token):"
-    return _table(title, list(PLAUSIBILITY_COLUMNS), rows)
+    return _table(title, [c.name for c in PLAUSIBILITY_COLUMNS], rows)

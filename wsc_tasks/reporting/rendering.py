@@ -1,0 +1,134 @@
+"""The report's files from its built sections: figures, tables, ``report.md`` and ``report.html``.
+
+Everything here runs after the bootstraps (``estimates``), so it only lays out what the sections
+hold: ``figures/<stem>.png|svg``, ``tables/<name>.md|csv|tex``, the Markdown report embedding
+them, and the same as one self-contained HTML page with the schemas behind the numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from wsc_tasks.reporting import examples, figures, html_report
+from wsc_tasks.reporting.progress import progress
+from wsc_tasks.reporting.runs import Run
+from wsc_tasks.reporting.sections import Section
+from wsc_tasks.reporting.tables import Table, markdown, write
+
+TITLE = "Winograd-schema evaluation report"
+
+
+def intro(iters: int, seed: int) -> str:
+    return (
+        "Made by `wsc-tasks report` from lm-eval `--log_samples` outputs. Intervals: 95% "
+        f"percentile intervals of a bootstrap over schemas (lm-eval documents), R = "
+        f"{iters}, seed {seed}; p: Monte Carlo (k + 1)/(R + 1) (thesis §3.8), one "
+        "significant digit. Differences between conditions on the same schemas are paired."
+    )
+
+
+def text(section: Section) -> str:
+    """The section's text (a function of no arguments is called: its estimates are computed)."""
+    return section.text() if callable(section.text) else section.text
+
+
+def draw(sections: Sequence[Section], runs: Sequence[Run], out: Path) -> None:
+    """Every figure of every section, each model in its own colour and marker."""
+    styles = figures.palette([run.label for run in runs])
+    for section in sections:
+        for figure in section.figures:
+            path = out / "figures" / figure.stem
+            figures.forest(
+                figure.bars,
+                figure.title,
+                path,
+                chance=figure.chance,
+                xlabel=figure.xlabel,
+                styles=styles,
+            )
+
+
+def write_markdown(runs: Sequence[Run], sections: Sequence[Section], out: Path, head: str) -> Path:
+    """``report.md``, writing each section's tables under ``tables/`` on the way."""
+    lines = [
+        f"# {TITLE}",
+        "",
+        head,
+        "",
+        "The same report as one page, with sortable and filterable tables, the figures and "
+        "examples of the schemas behind the numbers: [`report.html`](report.html).",
+        "",
+        "| model | lm-eval model | model_args | tasks |",
+        "|---|---|---|---:|",
+    ]
+    for run in runs:
+        args = run.model_args.replace("|", "\\|")
+        lines.append(f"| {run.label} | {run.model} | `{args}` | {len(run.tasks)} |")
+    notes = [note for run in runs for note in run.notes()]
+    lines += ["", *(f"**Note:** {note}." for note in notes)] if notes else []
+    for section in sections:
+        lines += ["", f"## {section.title}", ""]
+        if section.skipped:
+            lines.append(f"Skipped: {section.skipped}.")
+            continue
+        if text(section):
+            lines += [text(section), ""]
+        for table in section.tables:
+            write(table, out / "tables")
+            lines += [markdown(table), ""]
+        for figure in section.figures:
+            lines += [f"![{figure.caption}](figures/{figure.stem}.png)", ""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    return path
+
+
+def write_html(
+    runs: Sequence[Run], sections: Sequence[Section], out: Path, head: str, quiet: bool = False
+) -> Path:
+    """``report.html``: report.md's sections as one self-contained page, plus examples."""
+    models = Table("runs", "Models", ["model", "lm-eval model", "model_args", "tasks"])
+    models.rows = [[r.label, r.model, r.model_args, len(r.tasks)] for r in runs]
+    titles = [s.title for s in sections] + ["Examples"]
+    toc = "".join(
+        f'<li><a href="#s{i}">{html_report.esc(t)}</a></li>' for i, t in enumerate(titles)
+    )
+    body = [
+        f"<h1>{TITLE}</h1>",
+        f"<p>{html_report.inline(head)}</p>",
+        html_report.table_html(models),
+        f"<ul>{toc}</ul>",
+    ]
+    for i, section in enumerate(sections):
+        body.append(f'<h2 id="s{i}">{html_report.esc(section.title)}</h2>')
+        if section.skipped:
+            body.append(f"<p>Skipped: {html_report.inline(section.skipped)}.</p>")
+            continue
+        if text(section):
+            body.append(f"<p>{html_report.inline(text(section))}</p>")
+        body += [html_report.table_html(table) for table in section.tables]
+        for figure in section.figures:
+            svg = out / "figures" / f"{figure.stem}.svg"
+            body.append(html_report.figure_html(svg, figure.caption))
+    body.append(f'<h2 id="s{len(sections)}">Examples</h2>')
+    body.append(html_report.examples_html(all_examples(runs, quiet)))
+    path = out / "report.html"
+    path.write_text(html_report.page(TITLE, "\n".join(body)), encoding="utf-8")
+    return path
+
+
+def all_examples(runs: Sequence[Run], quiet: bool = False) -> list[examples.TaskExamples]:
+    """The examples section's content: every task with schema samples, every model."""
+    pairs = [
+        (run, name) for name in sorted({n for r in runs for n in r.tasks}) for run in runs
+        if name in run.tasks
+    ]  # fmt: skip
+    found = []
+    with progress(len(pairs), "report: examples", "task", quiet) as bar:
+        for run, name in pairs:
+            item = examples.task_examples(run.tasks[name], run.label)
+            if item is not None:
+                found.append(item)
+            bar.update()
+    return found

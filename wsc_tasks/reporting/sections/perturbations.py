@@ -1,0 +1,100 @@
+"""Accuracy on the perturbations of WSC266 against the schemas they were made from (Table 4.16)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wsc_tasks.data import catalog
+from wsc_tasks.metrics.registry import TaskKind
+from wsc_tasks.reporting.estimates import form, outcomes
+from wsc_tasks.reporting.figures import Bar
+from wsc_tasks.reporting.runs import Run, TaskRun, try_pair_documents
+from wsc_tasks.reporting.sections import ACCURACIES, Context, Figure, Section
+from wsc_tasks.reporting.tables import Table
+
+ORDER = 30
+ORIGINAL = "wsc266"
+# from the catalog's roles: a new perturbation of WSC266 is a new row, labelled by its change
+PERTURBATIONS = tuple(catalog.datasets(catalog.PERTURBATION, of=ORIGINAL))
+LABELS = {name: catalog.role_of(name).change for name in PERTURBATIONS}
+SCHEMA_TRANSFORMATIONS = {  # matched by schema, not problem by problem
+    name
+    for name in catalog.datasets(catalog.PERTURBATION)
+    if not catalog.role_of(name).problem_level
+}
+
+
+def build(context: Context) -> Section:
+    section = Section("Accuracy on perturbations of WSC266 (thesis Table 4.16, Figure 4.5)")
+    table = Table(
+        "perturbations",
+        "Accuracy on perturbations of WSC266; Δ = perturbation − the original schemas it "
+        "was made from (paired), with p",
+        ["model", "dataset", "a", "Δa", "A", "ΔA"],
+    )
+    estimates = context.estimates
+    bars = []
+    for run in context.runs:
+        original = run.task_on(ORIGINAL)
+        rows = []
+        for name in PERTURBATIONS:
+            pair = _pair(run, original, name)
+            if pair is None:
+                continue
+            cells: list[Any] = []
+            for metric, (before, after) in pair.items():
+                chosen = ACCURACIES[metric]
+                cells.append(estimates.interval(after, chosen))
+                cells.append(estimates.paired(after, before, chosen))
+            rows.append([run.label, LABELS[name], *cells])
+            for panel, cell in (("a", cells[0]), ("A", cells[2])):
+                bars.append(Bar(panel, LABELS[name], run.label, cell.estimate))
+        if rows and original is not None and outcomes(original, "acc"):
+            head = [
+                estimates.interval(outcomes(original, m), form(m)) for m in ("acc", "schema_acc")
+            ]
+            table.rows.append([run.label, "original", head[0], None, head[1], None])
+            for panel, cell in zip(("a", "A"), head, strict=True):
+                if cell is not None:
+                    bars.append(Bar(panel, "original", run.label, cell.estimate))
+        table.rows += rows
+    if not table.rows:
+        section.skipped = (
+            "needs wsc266 with a perturbation task (wsc266_switched, …) or a "
+            "*_consistency task of one"
+        )
+        return section
+    section.tables.append(table)
+    order = ["original", *LABELS.values()]
+    bars.sort(key=lambda b: order.index(b.x))
+    section.figures.append(
+        Figure(
+            "perturbations",
+            bars,
+            "Accuracy on perturbations of WSC266",
+            "Accuracy on perturbations of WSC266 (95% intervals)",
+        )
+    )
+    return section
+
+
+def _pair(run: Run, original: TaskRun | None, name: str) -> dict[str, tuple[list, list]] | None:
+    """{panel: (original-side values, perturbed-side values)} on matched schemas: from the
+    consistency task of the perturbation, else by matching its task with the original's."""
+    consistency = run.task_on(name, TaskKind.CONSISTENCY)
+    if consistency is not None and consistency.values:
+        items = next(iter(consistency.values.values()))
+        if items and isinstance(items[0], dict) and "before" in items[0]:
+            return {
+                "a": ([i["before"] for i in items], [i["after"] for i in items]),
+                "A": ([i["before"] for i in items], [i["after"] for i in items]),
+            }
+    perturbed = run.task_on(name)
+    if original is None or perturbed is None or "acc" not in perturbed.forms:
+        return None
+    if "acc" not in original.forms:
+        return None
+    matched = try_pair_documents(original, perturbed, "acc", name not in SCHEMA_TRANSFORMATIONS)
+    if matched is None:
+        return None
+    return {"a": matched, "A": matched}
