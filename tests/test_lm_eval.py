@@ -91,6 +91,24 @@ def test_winogrande_dev_is_identical_to_builtin_winogrande(run):
     assert run["results"]["winogrande_dev"]["acc_partial,none"] == ours_acc
 
 
+def test_winogrande_dev_prints_lm_evals_winogrande_acc_by_default(tiny_gpt2_dir):
+    """With every causal method (the model's tokenizer known), ``acc`` of ``winogrande_dev`` is
+    still partial scoring, which the test above finds equal to lm-eval's own ``winogrande``
+    ``acc``: the same name never means two numbers. ``--metadata`` can still choose another."""
+    from wsc_tasks.scoring import families
+
+    manager = TaskManager(
+        include_path=str(include_path()), metadata={"pretrained": str(tiny_gpt2_dir)}
+    )
+    [task] = manager.load(["winogrande_dev"])["tasks"].values()
+    assert task.family == "causal" and task.methods[0].name == "partial"
+    assert len(task.methods) == len(families.FAMILIES["causal"].methods)
+    chosen = {"pretrained": str(tiny_gpt2_dir), "headline": "smart"}
+    manager = TaskManager(include_path=str(include_path()), metadata=chosen)
+    [task] = manager.load(["winogrande_dev"])["tasks"].values()
+    assert task.methods[0].name == "smart"
+
+
 def _recompute(samples):
     """acc and schema_acc from the logged log-likelihoods, independently of
     wsc_tasks.metrics.accuracy."""

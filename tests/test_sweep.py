@@ -310,6 +310,27 @@ def test_done_json_without_the_fingerprint_is_stale(tmp_path):
     assert protocol.status(folder, asked, "def").why.startswith("its weights or tokenizer changed")
 
 
+def test_a_task_whose_definition_changed_since_the_run_is_stale(tmp_path):
+    """lm-eval records each task's version in its results; a done model whose run recorded
+    another version of a task than this package defines now is run again, never reported."""
+    from wsc_tasks.harness import versions
+
+    spec = ModelSpec("chance1", "wsc-chance", "seed=1")
+    options = SweepOptions(tmp_path, TASK)
+    folder = tmp_path / "chance1"
+    (folder / "lm_eval").mkdir(parents=True)
+    asked = protocol.request(spec, options)
+    protocol.write_done(folder, asked, "abc", {"gpu_hours": 0.0})
+    results = folder / "lm_eval" / "results_2026-01-01T00-00-00.000000.json"
+    now = versions.current()[TASK]
+    results.write_text(json.dumps({"versions": {TASK: now, "someone_elses_task": 7}}))
+    assert protocol.status(folder, asked, "abc").state == "done"
+    results.write_text(json.dumps({"versions": {TASK: now - 0.5}}))
+    found = protocol.status(folder, asked, "abc")
+    assert found.state == "stale"
+    assert found.why == f"task {TASK} changed (version {now - 0.5} -> {now})"
+
+
 def test_cost_in_the_leaderboard(tmp_path, data_dir):
     from wsc_tasks.reporting import leaderboard
 

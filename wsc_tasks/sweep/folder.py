@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from wsc_tasks.harness import versions as task_versions
 from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, hide_model_paths
 from wsc_tasks.sweep.models import ModelSpec
 from wsc_tasks.sweep.options import SweepOptions
@@ -69,9 +70,20 @@ def read_done(folder: Path) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
+def recorded_versions(folder: Path) -> dict[str, Any]:
+    """The task versions lm-eval recorded in a model's newest results file (empty if none)."""
+    found = sorted((folder / "lm_eval").rglob("results_*.json"), key=lambda p: p.name)
+    try:
+        versions = json.loads(found[-1].read_text(encoding="utf-8")).get("versions")
+    except (IndexError, ValueError, AttributeError):
+        return {}
+    return versions if isinstance(versions, dict) else {}
+
+
 def status(folder: Path, asked: dict[str, Any], fingerprint: str) -> Status:
     """A model's state from its folder. A ``done.json`` whose request or fingerprint differs is
-    ``stale``: the entry changed, or the weights or tokenizer did (its ``why`` says which)."""
+    ``stale``: the entry changed, or the weights or tokenizer did, or a task's definition (its
+    version) did since the run (its ``why`` says which)."""
     if (folder / SWEEP_DONE).is_file():
         done = read_done(folder) or {}
         if done.get("request") != asked:
@@ -84,6 +96,11 @@ def status(folder: Path, asked: dict[str, Any], fingerprint: str) -> Status:
                 "stale",
                 f"its weights or tokenizer changed (fingerprint {recorded} -> {fingerprint})",
             )
+        changed = task_versions.changed(recorded_versions(folder))
+        if changed:
+            name, old, new = changed[0]
+            more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+            return Status("stale", f"task {name} changed (version {old} -> {new}){more}")
         return Status("done")
     if (folder / SWEEP_ERROR).is_file():
         return Status("failed")
