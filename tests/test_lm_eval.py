@@ -48,10 +48,11 @@ def builtin_dir(tmp_path_factory, data_dir) -> Path:
 
 @pytest.fixture(scope="module")
 def run(tiny_gpt2_dir, builtin_dir):
-    # Partial scoring only (no tokenizer in the metadata): the structure under test is the same
-    # for every method, and tests/test_scoring.py checks the methods themselves.
+    # Partial scoring only: the structure under test is the same for every method, and
+    # tests/test_scoring.py checks the methods themselves.
     manager = TaskManager(
-        include_path=[str(include_path()), str(builtin_dir)], metadata={"scoring": "partial", **ALL}
+        include_path=[str(include_path()), str(builtin_dir)],
+        metadata={"scoring": "partial", "headline": "partial", **ALL},
     )
     return lm_eval.simple_evaluate(
         model="hf",

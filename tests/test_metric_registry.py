@@ -110,12 +110,37 @@ def test_higher_is_better_comes_from_the_records():
         "acc_full": registry.bind("acc"),
         "half_solved": registry.bind("half_solved"),
         "best_threshold": registry.bind("best_threshold", lambda items: 0.0),
+        "n_problems": registry.bind("n_problems"),
+        "acc_diff": registry.bind("acc_diff"),
+        "acc_assoc_gap_original": registry.bind("acc_assoc_gap_original"),
     }
     assert registry.higher_is_better(chosen) == {
         "acc_full": True,
         "half_solved": False,
-        "best_threshold": False,
+        "best_threshold": None,  # neither: lm-eval prints no arrow for None
+        "n_problems": None,
+        "acc_diff": None,
+        "acc_assoc_gap_original": None,
     }
+
+
+def test_counts_and_differences_get_no_arrow_in_lm_evals_table():
+    """lm-eval's table prints ↑/↓ from ``higher_is_better`` and nothing for None."""
+    from lm_eval.utils import make_table
+
+    counts = [m.name for m in registry.REGISTRY if m.kind == "count"]
+    assert {"n_problems", "n_schemas", "n_pairs", "n_questions"} <= set(counts)
+    assert all(registry.METRICS[name].higher_is_better is None for name in counts)
+    result = {
+        "results": {"t": {"acc,none": 0.5, "n_problems,none": 10, "acc_diff,none": -0.1}},
+        "versions": {"t": 1.0},
+        "higher_is_better": {"t": registry.higher_is_better(
+            {name: registry.bind(name) for name in ("acc", "n_problems", "acc_diff")}
+        )},
+    }  # fmt: skip
+    rows = {line.split("|")[5].strip(): line.split("|")[6] for line in
+            make_table(result).splitlines()[2:]}  # fmt: skip
+    assert rows == {"acc": "↑  ", "n_problems": "   ", "acc_diff": "   "}
 
 
 def test_headline_flags_are_the_metrics_each_task_kind_prints():

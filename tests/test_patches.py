@@ -232,6 +232,19 @@ def test_lm_eval_still_has_no_stderr_for_our_aggregations():
     assert evaluator_utils.stderr_for_metric(ratios.SCHEMA_ACCURACY, 1000) is not None
 
 
+def test_a_schema_stderr_with_no_finite_replicate_is_not_available():
+    """Section 5: lm-eval prints ``N/A`` for a missing error; a bootstrap whose every replicate
+    is undefined gives that, not ``± nan``."""
+    from lm_eval import evaluator_utils
+
+    from wsc_tasks.metrics import registry
+
+    patches.apply()
+    undefined = registry.bind("best_threshold", lambda items: float("nan"))
+    stderr = evaluator_utils.stderr_for_metric(undefined, 1000)
+    assert stderr([{"x": 1}, {"x": 2}, {"x": 3}]) == "N/A"
+
+
 # -- 6. drop_expected_group_gaps -------------------------------------------------------------------
 def _group_gap_records(group_name: str, monkeypatch) -> list[logging.LogRecord]:
     """lm-eval's own ``Group.aggregate`` on two tasks, one without the group's metric, with our
@@ -428,17 +441,23 @@ def _loaded(metadata: dict) -> object:
     return manager.load(["wsc266_associative"])["tasks"]["wsc266_associative"]
 
 
-def test_lm_eval_still_names_its_request_cache_without_the_metadata(data_dir, monkeypatch):
+def test_lm_eval_still_names_its_request_cache_without_the_metadata(
+    data_dir, monkeypatch, tiny_gpt2_dir
+):
     from lm_eval.api.task import ConfigurableTask
 
-    partial, every = _loaded({"scoring": "partial"}), _loaded({"scoring": "all"})
+    tokenizer = {"tokenizer": str(tiny_gpt2_dir)}  # requests built here without a model
+    partial, every = (
+        _loaded({"scoring": "partial", **tokenizer}),
+        _loaded({"scoring": "all", **tokenizer}),
+    )
     theirs = [_cache_names(t, ConfigurableTask.build_all_requests, monkeypatch) for t in (
         partial, every)]  # fmt: skip
     assert theirs[0] == theirs[1], _gone("11. request_cache_tag")
     ours = [_cache_names(t, type(t).build_all_requests, monkeypatch) for t in (partial, every)]
     assert ours[0] != ours[1] and all("-wsc_tasks" in name[0] for name in ours)
-    again = _cache_names(_loaded({"scoring": "partial"}), type(partial).build_all_requests,
-                         monkeypatch)  # fmt: skip
+    again = _cache_names(_loaded({"scoring": "partial", **tokenizer}),
+                         type(partial).build_all_requests, monkeypatch)  # fmt: skip
     assert again == ours[0]  # the same setup finds its own file again
 
 
@@ -495,3 +514,70 @@ def test_the_check_wraps_evaluate_once_beside_section_3():
     assert getattr(evaluator.evaluate, patches._MARK)
     lm_evals = inspect.signature(patches.original(evaluator, "evaluate"))
     assert list(lm_evals.parameters)[:2] == ["lm", "task_dict"]
+
+
+# -- 13. tasks_meet_the_model ----------------------------------------------------------------------
+def test_lm_eval_still_keeps_model_args_out_of_a_given_task_managers_metadata(
+    monkeypatch, data_dir
+):
+    """Section 13: ``simple_evaluate`` merges ``model_args`` into the task metadata only when it
+    builds the ``TaskManager`` itself; the day it merges them into a given one too, the tasks
+    would find the tokenizer there and the section may go."""
+    from lm_eval import evaluator
+    from lm_eval.tasks import TaskManager
+
+    from wsc_tasks.harness import chance  # noqa: F401  registers wsc-chance
+    from wsc_tasks.paths import include_path
+
+    class Built(Exception):
+        pass
+
+    built = {}
+
+    def evaluate(lm, task_dict, **kwargs):
+        built.update(task_dict["tasks"])
+        raise Built
+
+    assert "model_args" in inspect.signature(evaluator.simple_evaluate).parameters
+    import wsc_tasks.harness.task  # noqa: F401  applies the patches now, not around the stand-in
+
+    monkeypatch.setattr(evaluator, "evaluate", evaluate)
+    manager = TaskManager(include_path=str(include_path()), include_defaults=False)
+    with pytest.raises(Built):
+        evaluator.simple_evaluate(
+            model="wsc-chance", model_args="seed=1,tokenizer=gpt2", tasks=["wsc266"],
+            task_manager=manager,
+        )  # fmt: skip
+    assert "tokenizer" not in built["wsc266"].config.metadata, _gone("13. tasks_meet_the_model")
+
+
+# -- 14. leave_out_undefined_metrics ---------------------------------------------------------------
+def _undefined_task(module: str) -> object:
+    cls = type("Task", (), {"__module__": module, "task_name": "t"})
+    cls.aggregation = lambda self: {"acc": lambda items: float("nan")}
+    cls.config = SimpleNamespace(task="t", metadata={})
+    cls.why_undefined = lambda self, metric, items: "no problem"
+    cls.documents_evaluated = lambda self, n: f"the first {n} of its 9 documents (--limit)"
+    return cls()
+
+
+def test_lm_eval_still_stores_an_undefined_aggregation_as_nan():
+    import math
+
+    from lm_eval import evaluator_utils
+
+    compute = patches.original(evaluator_utils, "_compute_task_aggregations")
+    aggregated, _ = compute(_undefined_task("elsewhere"), {("acc", "none"): [1, 2]}, 0)
+    assert math.isnan(aggregated["acc,none"]), _gone("14. leave_out_undefined_metrics")
+
+
+def test_our_undefined_metric_is_left_out_with_a_note():
+    from lm_eval import evaluator_utils
+
+    patches.apply()
+    task = _undefined_task("wsc_tasks.harness.task")
+    aggregated, _ = evaluator_utils._compute_task_aggregations(task, {("acc", "none"): [1, 2]}, 0)
+    assert aggregated == {}
+    assert task.config.metadata["notes"] == [
+        "acc not reported: no problem in the first 2 of its 9 documents (--limit)"
+    ]

@@ -325,10 +325,15 @@ def test_winowhy_seq2seq_request_and_mean(tiny_t5_dir, data_dir):  # noqa: F811
     )
 
 
-def test_no_tokenizer_falls_back_to_per_byte(data_dir, tiny_gpt2_dir, caplog):
-    with caplog.at_level("WARNING", logger="lm_eval.wsc_tasks"):
-        task = _manager({}).load(["winowhy"])["tasks"]["winowhy"]
+def test_a_model_without_tokenizer_gets_per_byte_with_a_note(data_dir):
+    from wsc_tasks.harness.chance import ChanceLM
+
+    task = _manager({}).load(["winowhy"])["tasks"]["winowhy"]
+    task.meet_model(ChanceLM(seed=1))  # what lm-eval's evaluate does before building requests
     assert task.headline == "per_byte" and "roc_auc_mean" not in task.aggregation()
-    assert "mean log-likelihood per byte" in caplog.text
+    [note] = task.config.metadata["notes"]
+    assert note.startswith("headline score per_byte")
+    assert "wsc-chance was given no tokenizer" in note
+    task = _manager({"reason_score": "mean"}).load(["winowhy"])["tasks"]["winowhy"]
     with pytest.raises(ScoringError, match="per-token mean needs the model's tokenizer"):
-        _manager({"reason_score": "mean"}).load(["winowhy"])
+        task.meet_model(ChanceLM(seed=1))

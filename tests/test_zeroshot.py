@@ -190,7 +190,7 @@ def test_causal_suite_through_lm_eval(tiny_gpt2_dir, data_dir):
         model="hf",
         model_args=f"pretrained={tiny_gpt2_dir}",
         tasks=["zeroshot_suite"],
-        task_manager=_manager({"scoring": "partial"}),
+        task_manager=_manager({"scoring": "partial", "headline": "partial"}),
         samples={task: list(range(0, 100, 4)) for task in SIZES},  # 25 pairs of each
         device="cpu",
         batch_size=16,

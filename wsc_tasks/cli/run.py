@@ -110,6 +110,24 @@ def check_model_paths(argv: list[str]) -> None:
             )
 
 
+def check_metadata_keys(argv: list[str]) -> None:
+    """Every ``--metadata`` key must be one the tasks read, before the model loads (the tasks
+    check again, also in plain ``lm_eval`` runs, once lm-eval has merged in the model arguments)."""
+    import argparse
+
+    from lm_eval._cli.utils import MergeDictAction
+
+    from wsc_tasks.harness import metadata_keys
+
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--metadata", nargs="+", action=MergeDictAction, default=None)
+    try:
+        given = parser.parse_known_args(argv)[0].metadata or {}
+    except (ValueError, SyntaxError) as error:
+        raise ValueError(f"wsc-tasks: --metadata is not valid: {error}") from error
+    metadata_keys.check("wsc-tasks: --metadata", given)
+
+
 def lm_eval_argv(passthrough: list[str]) -> list[str]:
     """The ``lm_eval run`` arguments: the user's, plus include path, tasks and default model.
 
@@ -128,6 +146,8 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
         argv += ["--device", "cpu"]  # lm-eval's default is cuda
     if not _has(argv, "--tasks"):
         argv += ["--tasks", DEFAULT_TASKS]
+    if _only_our_tasks(argv):  # another package's tasks may read keys of their own
+        check_metadata_keys(argv)
     if not _has(argv, "--batch_size", "--batch-size"):
         argv += ["--batch_size", DEFAULT_BATCH_SIZE]
     path = str(include_path())
@@ -216,6 +236,7 @@ def run_lm_eval(passthrough: list[str]) -> int:
     from wsc_tasks.harness import (  # noqa: F401  register --model hf-mlm and wsc-chance
         chance,
         mlm,
+        notes,
         patches,
     )
 
@@ -223,6 +244,7 @@ def run_lm_eval(passthrough: list[str]) -> int:
     passthrough = [a for a in passthrough if a != KEEP_PATHS]
     patches.accept_several_include_paths()
     argv, target = labelled_output(lm_eval_argv(passthrough))
+    notes.clear()
     cache = _value(argv, "--use_cache", "--use-cache", "-c")
     if cache is not None:
         patches.mark_cache_keyed(cache[1])
@@ -242,6 +264,8 @@ def run_lm_eval(passthrough: list[str]) -> int:
         removed = _discard(target, before, made) if first else []
         what = f"; removed what it had written: {', '.join(map(str, removed))}" if removed else ""
         raise KeyboardInterrupt(f"wsc-tasks: interrupted{what}") from None
+    if first and notes.recorded():  # what the figures above need said, under lm-eval's tables
+        print(notes.footer())
     if first and target is not None:
         new = sorted(p for p in _outputs(target) - before if RESULTS_FILE.match(p.name))
         if not keep_paths:

@@ -18,6 +18,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
 from wsc_tasks.harness import flags, patches
+from wsc_tasks.harness.conventions import TaskConventions
 from wsc_tasks.metrics import registry
 from wsc_tasks.scoring.methods import Request
 
@@ -61,8 +62,9 @@ def select_metrics(
     return {name: fn for name, fn in functions.items() if name in headline}
 
 
-class RequestTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
-    """A task that builds its own documents and requests; see the module docstring."""
+class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTask):
+    """A task that builds its own documents and requests; see the module docstring (and
+    ``conventions``: the model, metadata keys, --predict_only, the loggers, undefined metrics)."""
 
     VERSION = 1.0
     HEADLINE_METRICS: frozenset[str] = frozenset()
@@ -71,6 +73,7 @@ class RequestTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
         config = request_task_config(config)
         self.validate_metadata(config.get("task"), config.get("metadata") or {})
         super().__init__(config=config, **kwargs)
+        self._requested = dict(self._meta)  # as given, before a plan writes to it
 
     @classmethod
     def validate_metadata(cls, task: Any, meta: dict[str, Any]) -> None:
@@ -124,5 +127,5 @@ class RequestTask(flags.RefusesUnmeasuredFlags, ConfigurableTask):
             self.config.task, self._meta, self.all_aggregations(), self.HEADLINE_METRICS
         )
 
-    def higher_is_better(self) -> dict[str, bool]:
+    def higher_is_better(self) -> dict[str, bool | None]:
         return registry.higher_is_better(self.aggregation())

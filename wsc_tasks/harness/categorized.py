@@ -45,6 +45,12 @@ class CategorizedSchemaTask(SchemaTask):
             values[Key("n_problems", category=name).name] = subset
         return values
 
+    def why_undefined(self, metric: str, items: list[Any]) -> str:
+        reason = super().why_undefined(metric, items)
+        key = Key.parse(metric)
+        category = key.category if key is not None else ""
+        return f"{reason} of knowledge category {category}" if category else reason
+
     def all_aggregations(self) -> dict[str, Any]:
         functions = super().all_aggregations()
         for name in GROUPS:

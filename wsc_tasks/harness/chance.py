@@ -7,13 +7,15 @@ independent random models. Expected figures: problem accuracy 0.5, schema accura
 two-problem schemas.
 
 ``wsc-tasks run --model wsc-chance --model_args seed=1`` has no tokenizer, so the tasks score with
-their token-free method (causal ``partial``); add ``tokenizer=<name or path>`` (or a real model's
-``pretrained=``/``gguf_file=``) to the model arguments to run every causal method with that model's
-tokens: the tasks read them from the metadata, this model ignores them.
+their token-free method (causal ``partial``) and say so in the run's notes; add
+``tokenizer=<name or path>`` (or a real model's ``pretrained=``/``gguf_file=``) to the model
+arguments to run every causal method with that model's tokens: the tasks read them from the
+metadata (or from ``tokenizer_metadata`` here, from Python), this model ignores them.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import logging
@@ -27,10 +29,10 @@ from lm_eval.api.registry import register_model
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-# lm-eval's own settings, and what the tasks read from the metadata to count tokens
-IGNORED = {"batch_size", "max_batch_size", "device"} | {
-    "pretrained", "tokenizer", "gguf_file", "revision", "trust_remote_code", "add_bos_token"
-}  # fmt: skip
+# what the tasks read to count tokens (``tokenizer_metadata``), and lm-eval's own settings
+TOKENIZER_ARGS = ("pretrained", "tokenizer", "gguf_file", "revision", "trust_remote_code",
+                  "add_bos_token")  # fmt: skip
+IGNORED = {"batch_size", "max_batch_size", "device", *TOKENIZER_ARGS}
 
 
 def random_score(seed: int, arguments: tuple[Any, ...]) -> float:
@@ -57,17 +59,23 @@ def check_seed(seed: Any) -> int:
 class ChanceLM(LM):
     """Random log-likelihoods; no generation. See the module docstring."""
 
+    LABEL = "wsc-chance"
     ARGUMENTS = "seed=<int> (and tokenizer= or pretrained=, read by the tasks to count tokens)"
 
     def __init__(self, seed: int = 0, **kwargs: Any) -> None:
         super().__init__()
-        unknown = set(kwargs) - IGNORED
+        unknown = sorted(set(kwargs) - IGNORED)
         if unknown:
+            near = difflib.get_close_matches(unknown[0], ["seed", *sorted(IGNORED)], n=1)
+            hint = f"did you mean {near[0]}? " if near else ""
             raise ValueError(
-                f"wsc-chance: unknown model argument(s) {sorted(unknown)}; it takes "
+                f"wsc-chance: unknown model argument(s) {', '.join(unknown)}; {hint}it takes "
                 f"{self.ARGUMENTS}"
             )
         self.seed = check_seed(seed)
+        # the tasks learn the tokenizer from here when lm-eval did not merge the model
+        # arguments into their metadata (``model_facts``); this model itself never reads it
+        self.tokenizer_metadata = {k: v for k, v in kwargs.items() if k in TOKENIZER_ARGS}
         log.info(f"wsc_tasks: wsc-chance model, seed {self.seed}")
 
     def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple]:

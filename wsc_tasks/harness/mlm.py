@@ -294,6 +294,18 @@ def score_requests(model: Any, tokenizer: Any, args: Sequence[tuple], batch_size
     return results
 
 
+def unknown_arguments(names: list[str]) -> str:
+    """One line naming the unknown model arguments of ``hf-mlm`` and the closest known one."""
+    import difflib
+    import inspect
+
+    parameters = inspect.signature(MaskedLM.__init__).parameters
+    known = [n for n in parameters if n not in ("self", "kwargs")]
+    near = difflib.get_close_matches(names[0], known, n=1)
+    hint = f"did you mean {near[0]}? " if near else ""
+    return f"{MODEL}: unknown model argument(s) {', '.join(names)}; {hint}known: {', '.join(known)}"
+
+
 MODEL = "hf-mlm"
 
 
@@ -319,6 +331,8 @@ class MaskedLM(LM):
         **kwargs: Any,
     ) -> None:
         super().__init__()
+        if kwargs:  # a misspelt argument must not be dropped in silence
+            raise ValueError(unknown_arguments(sorted(kwargs)))
         from accelerate import Accelerator
         from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
@@ -353,8 +367,6 @@ class MaskedLM(LM):
             (int(max_batch_size) if max_batch_size else None) if auto else int(batch_size)
         )
         self.max_batch_tokens = int(max_batch_tokens)
-        if kwargs:
-            log.warning(f"hf-mlm: ignoring model arguments {sorted(kwargs)}")
 
     def mlm_score(self, requests: list[Any]) -> list[MaskedScore]:
         return score_requests(

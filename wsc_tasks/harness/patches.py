@@ -11,11 +11,12 @@ When they apply (as before this module existed):
 
 - ``apply()`` — sections 1 to 6, 9 and 12, when ``wsc_tasks.harness.base`` (the base of every task
   class) is imported (that is, when lm-eval loads this package's tasks, before any request is
-  sent);
+  sent); 14 is part of section 2's replacement;
 - ``accept_several_include_paths()`` (7) — by ``wsc-tasks run`` before lm-eval's CLI starts;
 - ``without_lm_eval_tasks()`` (8) — around that CLI call, when every task asked for is ours;
 - ``warn_unkeyed_request_cache`` (10) — inside section 3's ``evaluate``, once per process;
-- ``request_cache_tag`` (11) — by this package's tasks as they build their requests.
+- ``request_cache_tag`` (11) — by this package's tasks as they build their requests;
+- ``tasks_meet_the_model`` (13) — inside section 3's ``evaluate``, before any request is built.
 
 Every patch is idempotent: the replacement carries ``_MARK`` and is never wrapped twice.
 """
@@ -25,7 +26,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import re
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -75,6 +78,10 @@ PATCHES: tuple[Patch, ...] = (
           TESTED),
     Patch("check_served_logprobs", "lm_eval.evaluator.evaluate", TESTED,
           (f"{GITHUB}/issues/1949",)),
+    Patch("tasks_meet_the_model", "lm_eval.evaluator.evaluate (simple_evaluate's model_args read)",
+          TESTED),
+    Patch("leave_out_undefined_metrics", "lm_eval.evaluator_utils._compute_task_aggregations",
+          TESTED),
 )  # fmt: skip
 
 
@@ -132,7 +139,8 @@ def original(owner: Any, name: str) -> Any:
 
 
 def apply() -> bool:
-    """Sections 1–6, 9 and 12, once per process; True if the logits cache was patched now."""
+    """Sections 1–6, 9 and 12, once per process (13 and 14 are parts of 3 and 2); True if the
+    logits cache was patched now."""
     refuse_unserved_requests()
     check_served_logprobs()
     _aggregate_listed_metrics_only()
@@ -190,10 +198,13 @@ def _aggregate_listed_metrics_only() -> None:
         return
 
     def compute(task: Any, raw_metrics: dict, *args: Any, **kwargs: Any) -> Any:
-        if is_our_task(task):
-            listed = task.aggregation()
-            raw_metrics = {key: items for key, items in raw_metrics.items() if key[0] in listed}
-        return compute_original(task, raw_metrics, *args, **kwargs)
+        if not is_our_task(task):
+            return compute_original(task, raw_metrics, *args, **kwargs)
+        listed = task.aggregation()
+        raw_metrics = {key: items for key, items in raw_metrics.items() if key[0] in listed}
+        aggregated, size = compute_original(task, raw_metrics, *args, **kwargs)
+        leave_out_undefined(task, aggregated, raw_metrics)  # section 14
+        return aggregated, size
 
     _replace(evaluator_utils, "_compute_task_aggregations", compute)
 
@@ -245,6 +256,7 @@ def _send_distinct_requests() -> None:
 
     @functools.wraps(evaluate_original)
     def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
+        meet_the_model(lm, kwargs["task_dict"] if "task_dict" in kwargs else args[0])  # 13
         method = getattr(lm, "loglikelihood", None)
         if method is None or getattr(method, _MARK, False):
             return evaluate_original(lm, *args, **kwargs)
@@ -341,7 +353,12 @@ def _schema_stderr() -> bool:
         if bootstrap_iters <= 0 or stderr.is_count(metric):
             return None
         iters = min(bootstrap_iters, stderr.MAX_ITERS)
-        return lambda items: stderr.schema_stderr(metric, items, iters)
+
+        def schema_stderr(items: Sequence[Any]) -> float | str:
+            value = stderr.schema_stderr(metric, items, iters)
+            return "N/A" if math.isnan(value) else value  # no replicate had a value: none
+
+        return schema_stderr
 
     patched = _replace(evaluator_utils, "stderr_for_metric", stderr_for_metric)
     _replace(lm_metrics, "stderr_for_metric", evaluator_utils.stderr_for_metric)
@@ -594,6 +611,94 @@ def check_served_logprobs() -> bool:
         return results
 
     return _replace(evaluator, "evaluate", evaluate, CHECK_MARK)
+
+
+# -- 13. tasks_meet_the_model ----------------------------------------------------------------------
+# Not a bug of lm-eval: an ordering it has no hook for. lm-eval builds the tasks before it hands
+# them a model, and its CLI (and ``simple_evaluate`` without a ``TaskManager``) merges the model
+# arguments into every task's metadata, while ``simple_evaluate(..., task_manager=...)`` and
+# ``evaluate(lm, task_dict)`` do not: a task would see the tokenizer from one entry point and not
+# from another. Before any request is built, ``evaluate`` now hands each of our tasks the model
+# (``TaskConventions.meet_model``: the plan settled from the model when the metadata names no
+# tokenizer, see ``model_facts``) and the keys that came from the run's model arguments, read from
+# ``simple_evaluate``'s own ``model_args`` while it runs (the only record of which metadata keys
+# are model arguments, so that a misspelt key can be told from one). Its ``metadata`` argument,
+# which lm-eval ignores when a ``task_manager`` is given, is checked against the tasks' metadata.
+def simple_evaluate_arguments() -> dict[str, Any] | None:
+    """``model_args``, ``metadata`` and ``task_manager`` of the running ``simple_evaluate``;
+    None outside it (``evaluate`` called directly)."""
+    import inspect
+
+    from lm_eval import evaluator
+
+    code = inspect.unwrap(original(evaluator, "simple_evaluate")).__code__
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not code:
+        frame = frame.f_back
+    if frame is None:
+        return None
+    names = ("model_args", "metadata", "task_manager")
+    return {name: frame.f_locals.get(name) for name in names}
+
+
+def model_argument_keys(model_args: Any) -> frozenset[str]:
+    """The keys of ``simple_evaluate``'s ``model_args`` (a ``k=v,…`` string or a mapping)."""
+    if isinstance(model_args, str):
+        from lm_eval.utils import simple_parse_args_string
+
+        return frozenset(simple_parse_args_string(model_args))
+    return frozenset(model_args) if isinstance(model_args, dict) else frozenset()
+
+
+def meet_the_model(lm: Any, task_dict: Any) -> None:
+    """Hand each of our tasks in ``task_dict`` the model and the run's model-argument keys."""
+    from lm_eval.api.task import Task
+
+    run = simple_evaluate_arguments() or {}
+    keys = model_argument_keys(run.get("model_args"))
+    every = [t for t in _tasks_of(task_dict) if isinstance(t, Task)]
+    tasks = [t for t in every if is_our_task(t) and hasattr(t, "meet_model")]
+    shared = len(tasks) < len(every)  # other packages' tasks read the same metadata
+    given = run.get("metadata") or {}
+    if run.get("task_manager") is not None and isinstance(given, dict):
+        for task in tasks:
+            requested = task._requested
+            ignored = sorted(k for k, v in given.items() if k not in requested or requested[k] != v)
+            if ignored:
+                raise ScoringError(
+                    f"task {task.config.task}: simple_evaluate(metadata=...) is not used by "
+                    f"lm-eval when a task_manager is given ({', '.join(ignored)}); pass it as "
+                    "TaskManager(include_path=..., metadata=...)"
+                )
+    for task in tasks:
+        task.meet_model(lm, keys, shared)
+
+
+# -- 14. leave_out_undefined_metrics ---------------------------------------------------------------
+# lm-eval stores and prints whatever an aggregation returns, NaN included ("NaN ± nan"), and then
+# ``simple_evaluate`` and ``evaluate`` on the same documents no longer compare equal (NaN != NaN).
+# A metric of ours with no value on the documents evaluated (a share with nothing to count, e.g.
+# the non-associative schemas among the first 5 documents) is left out of the results instead,
+# with a note naming it and why (``TaskConventions.why_undefined``; ``notes``). Part of section 2's
+# replacement. No upstream issue found; upstream, an aggregation could return "undefined" with a
+# reason.
+def leave_out_undefined(task: Any, aggregated: dict[str, Any], raw_metrics: dict) -> None:
+    from wsc_tasks.harness import notes
+
+    why: dict[str, list[str]] = {}
+    for (metric, filter_key), items in raw_metrics.items():
+        value = aggregated.get(f"{metric},{filter_key}")
+        if not (isinstance(value, float) and math.isnan(value)):
+            continue
+        del aggregated[f"{metric},{filter_key}"]
+        aggregated.pop(f"{metric}_stderr,{filter_key}", None)
+        reason = task.why_undefined(metric, items) if hasattr(task, "why_undefined") else ""
+        where = task.documents_evaluated(len(items)) if hasattr(task, "why_undefined") else ""
+        why.setdefault(f"{reason or 'undefined'} in {where or 'these documents'}", []).append(
+            metric
+        )
+    for reason, metrics in why.items():
+        notes.add(task, f"{', '.join(metrics)} not reported: {reason}")
 
 
 check_lm_eval_version()

@@ -14,7 +14,7 @@ follows the prefix. ``compare`` (pure) says whether the two agree to within quan
 batching noise and, where they do not, what the echo is instead: the next token's, missing, all
 equal, not normalised, cut at other tokens than lm-eval counts. The run then stops with one line
 naming the server, the finding and what to do. ``logprob_check=false`` in ``--model_args`` (or
-``--metadata``) skips the check for a server known to be right. ``harness.patches`` (section 10)
+``--metadata``) skips the check for a server known to be right. ``harness.patches`` (section 12)
 runs it once per model, before any task's requests, and records the outcome in lm-eval's results.
 """
 

@@ -7,16 +7,17 @@ problem and schema figures. Because a schema never straddles two documents, the 
 under any split of the documents over processes (``accelerate launch``).
 
 Keys read from ``metadata`` (YAML, or lm-eval's ``--metadata``; lm-eval's CLI also merges the
-``--model_args`` in, which is how the task finds the model's tokenizer and family):
+``--model_args`` in, which is how the task finds the model's tokenizer and family; where lm-eval
+does not, the task learns them from the model it is handed, see ``conventions``):
 ``dataset`` — a name from ``wsc_tasks.data.catalog``; ``scoring`` — ``all`` (default: every method
 of the model's family) or a list of method names; ``headline`` — the method behind ``acc`` and
 ``schema_acc`` (default: the family's best, causal ``smart``), or a mapping family → method, e.g.
 ``{seq2seq: masked_mean}``; ``smart_limit`` — n of smart scoring (default 1); ``tokenizer`` —
-the tokenizer to count tokens with, when ``pretrained`` is not given (e.g. a model object passed
-from Python); ``metrics`` — ``headline`` (default: lm-eval aggregates and prints the few metrics
-that define the task) or ``all`` (every per-method and method-consistency metric too). Every
-per-document value is logged with ``--log_samples`` either way, so ``wsc-tasks report``
-recomputes the rest from the samples.
+the tokenizer to count tokens with, when ``pretrained`` is not given (e.g. a model object with
+no Hugging Face tokenizer); ``metrics`` — ``headline`` (default: lm-eval aggregates and prints the
+few metrics that define the task) or ``all`` (every per-method and method-consistency metric
+too). Every per-document value is logged with ``--log_samples`` either way, so ``wsc-tasks
+report`` recomputes the rest from the samples.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema
+from wsc_tasks.harness import notes
 from wsc_tasks.harness.base import RequestTask
 from wsc_tasks.metrics import associativity, registry
 from wsc_tasks.metrics.accuracy import SchemaOutcome, outcome, restrict
@@ -34,6 +36,7 @@ from wsc_tasks.metrics.consistency import pair_outcome
 from wsc_tasks.metrics.registry import BLANK_AT_END, EQUAL_LEN, Key, TaskKind, bind
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.causal import shifted_splits
+from wsc_tasks.scoring.families import ModelFacts
 from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setup
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -45,6 +48,8 @@ TOKEN_METRICS = (
     *(Key(record, subset=EQUAL_LEN) for record in ("acc", "schema_acc", "share")),
     Key("share", subset=BLANK_AT_END),
 )
+# restricted to the problems whose two answers have the same number of tokens
+EQUAL_LENGTH = frozenset(Key(record, subset=EQUAL_LEN).name for record in ("acc", "schema_acc"))
 
 
 def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
@@ -96,12 +101,18 @@ class SchemaTask(RequestTask):
         super().validate_metadata(task, meta)
 
     # -- configuration -------------------------------------------------------------------------
-    def _plan(self) -> tuple[Setup, list[ScoringMethod]]:
-        """Family, tokenizer and methods (``families.plan``), settled before any model work."""
-        task, meta = self.config.task, self._meta
-        plan = families.plan(task, meta)
+    def _plan(self, model: ModelFacts | None = None) -> tuple[Setup, list[ScoringMethod]]:
+        """Family, tokenizer and methods (``families.plan``), settled before any model work:
+        from the metadata, or from the ``model`` when the metadata names no tokenizer (until
+        then a provisional plan, the family's token-free default; see ``conventions``)."""
+        task, meta = self.config.task, self._requested
+        if model is None and self.awaits_model:
+            meta = {k: v for k, v in meta.items() if k not in ("scoring", "headline")}
+        plan = families.plan(task, meta, model=model)
         prior = plan.setup.prior
-        self.config.metadata = {**meta, "first_token_prior": prior, "headline": plan.headline}
+        self.config.metadata = {
+            **self._meta, "first_token_prior": prior, "headline": plan.headline
+        }  # fmt: skip
         self.family = plan.family.name
         self.family_record = plan.family
         self.method_pairs = list(plan.method_pairs)
@@ -110,6 +121,23 @@ class SchemaTask(RequestTask):
             f"{', '.join(m.name for m in plan.methods)}; first-token prior {prior}"
         )
         return plan.setup, list(plan.methods)
+
+    def _settle(self, facts: ModelFacts) -> None:
+        """The plan for the model lm-eval hands the task (``conventions``)."""
+        self.__dict__.pop("_requests_of", None)
+        self.setup, self.methods = self._plan(facts)
+        if self.setup.tokens is None and not self.family_record.model_counts_tokens:
+            notes.add(
+                self,
+                f"headline {self.methods[0].name}, the token-free method, is the only scoring "
+                f"method run: {facts.why}",
+            )
+
+    def why_undefined(self, metric: str, items: list[Any]) -> str:
+        reason = super().why_undefined(metric, items)
+        if metric in EQUAL_LENGTH:
+            reason += " whose two answers have the same number of tokens"
+        return reason
 
     # -- data -----------------------------------------------------------------------------------
     def documents(self) -> list[dict[str, Any]]:

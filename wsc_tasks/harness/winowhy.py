@@ -22,9 +22,10 @@ scoring, eq. 3.24).
 Reasons differ in length (negatives are longer on average: 11.5 words vs 10.4), and a summed
 log-likelihood favours short reasons whatever they say, so the headline score is length-fair: the
 mean log-likelihood per token of the reason (``mean``). It needs the model's tokenizer (from
-``pretrained`` or ``tokenizer`` in the metadata) for causal and seq2seq models; without one the
-headline is the mean per UTF-8 byte of the reason (``per_byte``), which needs no tokenizer and is
-comparable across tokenizers. The summed score (``sum``) is reported too, for comparison.
+``pretrained`` or ``tokenizer`` in the metadata, or from the model itself) for causal and seq2seq
+models; without one (the chance model without ``tokenizer=``) the headline is the mean per UTF-8
+byte of the reason (``per_byte``), which needs no tokenizer and is comparable across tokenizers,
+and the run's notes say so. The summed score (``sum``) is reported too, for comparison.
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ import logging
 from typing import Any
 
 from wsc_tasks.data.winowhy import load_winowhy
+from wsc_tasks.harness import notes
 from wsc_tasks.harness.base import RequestTask
 from wsc_tasks.metrics import registry
-from wsc_tasks.metrics.registry import TaskKind
+from wsc_tasks.metrics.registry import Key, TaskKind
 from wsc_tasks.metrics.winowhy import SCORES, ReasonOutcome, make_aggregations
 from wsc_tasks.scoring import families
+from wsc_tasks.scoring.families import ModelFacts
 from wsc_tasks.scoring.methods import Request, ScoringError
 from wsc_tasks.scoring.tokens import TokenCounter
 
@@ -84,15 +87,28 @@ class WinoWhyTask(RequestTask):
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
-        self.family, self.tokens, self.headline = self._plan()
+        self._settle(None)
+
+    def _settle(self, facts: ModelFacts | None) -> None:
+        """The plan from the metadata, or from the model lm-eval hands the task (``facts``; see
+        ``conventions``); until then, when the metadata names no tokenizer, a provisional one."""
+        self.family, self.tokens, self.headline = self._plan(facts)
         counted = families.get(self.family).model_counts_tokens or self.tokens is not None
         self.scores = SCORES if counted else tuple(s for s in SCORES if s != "mean")
         self._aggregations = make_aggregations(self.headline, self.scores)
+        if facts is not None and not counted:
+            notes.add(
+                self,
+                f"headline score {self.headline} (no *_mean scores without a tokenizer): "
+                f"{facts.why}",
+            )
 
-    def _plan(self) -> tuple[str, TokenCounter | None, str]:
+    def _plan(self, model: ModelFacts | None = None) -> tuple[str, TokenCounter | None, str]:
         """Family and tokenizer (``families.plan``) and the headline score."""
-        task, meta = self.config.task, self._meta
-        plan = families.plan(task, meta, continuation=True)
+        task, meta = self.config.task, self._requested
+        if model is None and self.awaits_model:
+            meta = {k: v for k, v in meta.items() if k != "reason_score"}
+        plan = families.plan(task, meta, continuation=True, model=model)
         family, tokens = plan.family.name, plan.tokens
         has_counts = plan.family.model_counts_tokens or tokens is not None
         headline = meta.get("reason_score") or ("mean" if has_counts else "per_byte")
@@ -103,12 +119,7 @@ class WinoWhyTask(RequestTask):
                 f"task {task}: the per-token mean needs the model's tokenizer: pass "
                 '--metadata \'{"tokenizer": "<name or path>"}\' or reason_score per_byte'
             )
-        if not has_counts:
-            log.warning(
-                f"wsc_tasks: {task}: no tokenizer in the task metadata: headline score is the "
-                "mean log-likelihood per byte of the reason, and no *_mean metrics"
-            )
-        self.config.metadata = {**meta, "reason_score": headline}
+        self.config.metadata = {**self._meta, "reason_score": headline}
         log.info(f"wsc_tasks: {task}: {family} model, headline score {headline}")
         return family, tokens, headline
 
@@ -140,3 +151,16 @@ class WinoWhyTask(RequestTask):
 
     def all_aggregations(self) -> dict[str, Any]:
         return self._aggregations
+
+    def why_undefined(self, metric: str, items: list[Any]) -> str:
+        """A category's metrics on no question of it, or a ROC-AUC with reasons of one label."""
+        key = Key.parse(metric)
+        category = key.category if key is not None else ""
+        chosen = [i for i in items if not category or category in i["categories"]]
+        where = f" of knowledge category {category}" if category else ""
+        labels = {y for i in chosen for y in i["labels"]}
+        if not chosen:
+            return f"no question{where}"
+        if len(labels) == 1:
+            return f"no {'negative' if labels == {1} else 'positive'} reason{where}"
+        return super().why_undefined(metric, items)

@@ -64,9 +64,12 @@ def schema_flags(item: PairOutcome) -> list[tuple[list[int], list[int]]]:
     ]
 
 
-def ratio(name: str, level: str, hit: Condition, base: Condition) -> ratios.Ratio:
+def ratio(
+    name: str, level: str, hit: Condition, base: Condition, base_is: str = ""
+) -> ratios.Ratio:
     """Matched problems (``level`` problem) or schema groups (schema) with ``hit`` over those
-    with ``base``; both are called (before, after) with the flags of one problem or group."""
+    with ``base`` (``base_is``: which, in words); both are called (before, after) with the flags
+    of one problem or group."""
     if level not in LEVELS:
         raise ValueError(f"consistency metric {name}: level {level!r} is not one of {LEVELS}")
     flags: Callable[[PairOutcome], Sequence[tuple[Flags, Flags]]] = (
@@ -77,4 +80,4 @@ def ratio(name: str, level: str, hit: Condition, base: Condition) -> ratios.Rati
         matched = flags(item)
         return sum(bool(hit(b, a)) for b, a in matched), sum(bool(base(b, a)) for b, a in matched)
 
-    return ratios.Ratio(name, parts)
+    return ratios.Ratio(name, parts, f"{level} {base_is}".strip())

@@ -28,6 +28,7 @@ class Ratio:
 
     name: str
     parts: Parts
+    of: str = "document"  # what the denominator counts, for "undefined: no <of>" messages
 
     def arrays(self, values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         pairs = np.array([self.parts(v) for v in values], dtype=float).reshape(-1, 2)
@@ -59,6 +60,7 @@ class Combination:
     name: str
     function: Callable[..., Any]
     parts: tuple[Any, ...]  # forms
+    undefined: str = "the formula is undefined for these values"  # when NaN with defined parts
 
     def __call__(self, values: Sequence[Any]) -> float:
         return float(self.function(*(np.float64(part(values)) for part in self.parts)))
@@ -93,21 +95,22 @@ def anti_solved_parts(o: accuracy.SchemaOutcome) -> tuple[float, float]:
 
 # a: each problem once; A, A', A'': each schema-metric group once (WSC273's three-problem schema
 # counts twice, a problem without a twin not at all), so a = A + A'/2 (eq. 3.80)
-PROBLEM_ACCURACY = Ratio("acc", problem_parts)
-SCHEMA_ACCURACY = Ratio("schema_acc", schema_parts)
-HALF_SOLVED = Ratio("half_solved", half_solved_parts)
-ANTI_SOLVED = Ratio("anti_solved", anti_solved_parts)
+PROBLEM_ACCURACY = Ratio("acc", problem_parts, "problem")
+SCHEMA_ACCURACY = Ratio("schema_acc", schema_parts, "schema")
+HALF_SOLVED = Ratio("half_solved", half_solved_parts, "schema")
+ANTI_SOLVED = Ratio("anti_solved", anti_solved_parts, "schema")
 
 
 # -- associativity: ratios over one subset of the pairs, and the relative change -----------------
-def scoped(name: str, parts: Parts, side: str, scope: str | None) -> Ratio:
-    """``parts`` of one side of the pairs in ``scope`` (one subset; None: all of them)."""
+def scoped(name: str, parts: Parts, side: str, scope: str | None, of: str = "schema") -> Ratio:
+    """``parts`` of one side of the pairs in ``scope`` (one subset; None: all of them); ``of``:
+    what its denominator counts."""
 
     def inside_parts(item: dict[str, Any]) -> tuple[float, float]:
         inside = scope is None or item["subset"] == scope
         return parts(item[side]) if inside else (0.0, 0.0)
 
-    return Ratio(name, inside_parts)
+    return Ratio(name, inside_parts, of)
 
 
 def relative(change: Any, scale: Any) -> np.ndarray:
@@ -124,3 +127,17 @@ def relative_loss(r: Any, r_b: Any) -> np.ndarray:
 def relative_gain(r: Any, r_b: Any) -> np.ndarray:
     """(r − r_B)/(1 − r_B), eq. 4.2: the accuracy above r_B as a share of what r_B left to gain."""
     return relative(np.subtract(r, r_b), np.subtract(1, r_b))
+
+
+def why_undefined(form: Form, values: Sequence[Any]) -> str | None:
+    """Why ``form`` has no value (NaN) on ``values``: "no <what a denominator counts>" for the
+    first ratio with nothing to count, else a combination's own condition; None if defined."""
+    if isinstance(form, Ratio):
+        return None if form.arrays(values)[1].sum() else f"no {form.of}"
+    if isinstance(form, Difference):
+        return why_undefined(form.first, values) or why_undefined(form.second, values)
+    for part in form.parts:
+        found = why_undefined(part, values)
+        if found:
+            return found
+    return form.undefined if np.isnan(form(values)) else None

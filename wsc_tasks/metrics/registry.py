@@ -65,7 +65,7 @@ class Metric:
     description: str
     form: ratios.Form | None = None  # Σ numerator / Σ denominator: the aggregate, fast to resample
     aggregate: Callable[[Sequence[Any]], Any] | None = None  # the form, a count; None: task binds
-    higher_is_better: bool = True
+    higher_is_better: bool | None = True  # None: neither (counts, differences): no arrow
     stderr: bool = True  # lm-eval's stderr is the schema bootstrap; False: N/A (fixed counts)
     problem_matched: bool = False  # needs problems matched one by one (problem transformations)
     kind: str = "accuracy"  # accuracy, count, consistency, associativity, plausibility
@@ -118,11 +118,14 @@ def _consistency(
     problem_matched: bool | None = None,
     summary: tuple[str, ...] = (),
     headline: bool = False,
+    base_is: str = "",
 ) -> Metric:
-    """Of the problems (or schema groups) ``(b, a)`` = (before, after) with ``base``, the share
-    with ``hit``; a problem metric needs a problem transformation, as does ``problem_matched``."""
+    """Of the problems (or schema groups) ``(b, a)`` = (before, after) with ``base`` (``base_is``:
+    which, in words), the share with ``hit``; a problem metric needs a problem transformation, as
+    does ``problem_matched``."""
     return Metric(
-        name, symbol, level, PAIR, description, form=consistency.ratio(name, level, hit, base),
+        name, symbol, level, PAIR, description,
+        form=consistency.ratio(name, level, hit, base, base_is),
         kind="consistency", summary=summary, variants=frozenset({"pair"}),
         headline=frozenset({TaskKind.CONSISTENCY}) if headline else frozenset(),
         problem_matched=level == "problem" if problem_matched is None else problem_matched,
@@ -131,6 +134,9 @@ def _consistency(
 
 def _both(before: Any, after: Any) -> bool:
     return all(before) and all(after)
+
+
+_BEFORE, _AFTER = "solved before the transformation", "solved after the transformation"
 
 
 # ``hit``, ``base``: a problem's (or schema group's) solved flags as (b, a) = (before, after)
@@ -143,10 +149,10 @@ CONSISTENCY = (
                  lambda b, a: b and a, summary=("pairs",)),
     _consistency("preserved_acc", "c_p", "problem",
                  "c_p (3.83): of the problems solved before, the share also solved after",
-                 lambda b, a: b and a, lambda b, a: b),
+                 lambda b, a: b and a, lambda b, a: b, base_is=_BEFORE),
     _consistency("preserved_acc_rev", "ĉ_p", "problem",
                  "ĉ_p (3.84): of the problems solved after, the share also solved before",
-                 lambda b, a: b and a, lambda b, a: a),
+                 lambda b, a: b and a, lambda b, a: a, base_is=_AFTER),
     _consistency("schema_consistency_weak", "C̃", "schema",
                  "C̃ (3.87): share of schemas with w and F(w) both solved, or neither solved",
                  lambda b, a: all(b) == all(a), summary=("pairs",)),
@@ -162,10 +168,10 @@ CONSISTENCY = (
                  _both, summary=("pairs",)),
     _consistency("preserved_schema_acc", "C_p", "schema",
                  "C_p (3.91): of the schemas solved before, the share also solved after",
-                 _both, lambda b, a: all(b)),
+                 _both, lambda b, a: all(b), base_is=_BEFORE),
     _consistency("preserved_schema_acc_rev", "Ĉ_p", "schema",
                  "Ĉ_p (3.92): of the schemas solved after, the share also solved before",
-                 _both, lambda b, a: all(a)),
+                 _both, lambda b, a: all(a), base_is=_AFTER),
 )  # fmt: skip
 
 
@@ -176,8 +182,8 @@ def _sides() -> list[Metric]:
     accuracies = (("acc", "a", "problem", ratios.problem_parts),
                   ("schema_acc", "A", "schema", ratios.schema_parts))  # fmt: skip
     for name, symbol, level, parts in accuracies:
-        before = ratios.Ratio(f"{name}_original", lambda i, p=parts: p(i["before"]))
-        after = ratios.Ratio(f"{name}_perturbed", lambda i, p=parts: p(i["after"]))
+        before = ratios.Ratio(f"{name}_original", lambda i, p=parts: p(i["before"]), level)
+        after = ratios.Ratio(f"{name}_perturbed", lambda i, p=parts: p(i["after"]), level)
         sides = shown if name == "acc" else frozenset()
         out += [
             Metric(before.name, symbol, level, PAIR, "accuracy of the original schemas",
@@ -187,7 +193,7 @@ def _sides() -> list[Metric]:
             Metric(f"{name}_diff", f"{symbol}_F − {symbol}", level, PAIR,
                    "transformed − original accuracy",
                    form=ratios.Difference(f"{name}_diff", after, before), summary=("pairs",),
-                   headline=shown),
+                   headline=shown, higher_is_better=None),
         ]  # fmt: skip
     return out
 
@@ -208,7 +214,7 @@ def _associativity() -> list[Metric]:
             Metric(name, symbol, level, TAGGED_PAIR,
                    "accuracy against no-candidates, per associativity subset (thesis §4.4)",
                    form=form, kind="associativity", accuracy=metric, scope=scope,
-                   quantity=quantity,
+                   quantity=quantity, higher_is_better=True if scope else None,
                    headline=frozenset({TaskKind.ASSOCIATIVITY}) if quantity == "adjusted"
                    else frozenset())
         )  # fmt: skip
@@ -219,18 +225,20 @@ def _associativity() -> list[Metric]:
         for scope in associativity.SCOPES:
             name = f"{metric}_{scope}"
             inside = None if scope == associativity.ALL else scope
-            r = ratios.scoped(f"{name}_original", parts, "before", inside)
-            r_b = ratios.scoped(f"{name}_nocands", parts, "after", inside)
+            unit = associativity.SCOPE_UNITS[scope]
+            r = ratios.scoped(f"{name}_original", parts, "before", inside, unit)
+            r_b = ratios.scoped(f"{name}_nocands", parts, "after", inside, unit)
             sides[scope, "original"], sides[scope, "nocands"] = r, r_b
             add(r.name, scope, "original", r)
             add(r_b.name, scope, "nocands", r_b)
             add(f"{name}_adjusted", scope, "adjusted",
                 ratios.Difference(f"{name}_adjusted", r, r_b))  # fmt: skip
-            for quantity, function in (
-                ("rel_loss", ratios.relative_loss), ("rel_gain", ratios.relative_gain)
+            for quantity, function, undefined in (
+                ("rel_loss", ratios.relative_loss, f"r = 0: no {level} solved before no-cands"),
+                ("rel_gain", ratios.relative_gain, f"r_B = 1: every {level} solved after"),
             ):  # fmt: skip
-                add(f"{name}_{quantity}", scope, quantity,
-                    ratios.Combination(f"{name}_{quantity}", function, (r, r_b)))  # fmt: skip
+                form = ratios.Combination(f"{name}_{quantity}", function, (r, r_b), undefined)
+                add(f"{name}_{quantity}", scope, quantity, form)
         for side in ("original", "nocands"):
             name = f"{metric}_assoc_gap_{side}"
             first, second = (sides[subset, side] for subset in associativity.SUBSETS)
@@ -242,7 +250,7 @@ def _count(name: str, symbol: str, level: str, value: str, description: str,
            aggregate: Callable | None, summary: tuple[str, ...] = (),
            stderr: bool = False, **more: Any) -> Metric:  # fmt: skip
     return Metric(name, symbol, level, value, description, aggregate=aggregate, stderr=stderr,
-                  kind="count", summary=summary, **more)  # fmt: skip
+                  kind="count", summary=summary, higher_is_better=None, **more)  # fmt: skip
 
 
 def _plausibility(name: str, symbol: str, level: str, description: str, **more: Any) -> Metric:
@@ -269,7 +277,7 @@ REGISTRY: tuple[Metric, ...] = (
     _count("n_schemas", "N", "schema", OUTCOME, "schema-metric groups", accuracy.n_schemas,
            ("schemas",), headline=SCHEMA),
     Metric("share", "share", "problem", OUTCOME, "share of problems with a flag (token facts)",
-           form=ratios.Ratio("share", ratios.problem_parts), reported=False,
+           form=ratios.Ratio("share", ratios.problem_parts, "problem"), reported=False,
            variants=frozenset({"subset"})),
     _count("n_shifted_splits", "splits", "problem", SPLITS,
            "causal requests split after their first token(s)", causal.n_shifted_splits),
@@ -291,8 +299,8 @@ REGISTRY: tuple[Metric, ...] = (
                   "share of questions with every positive reason above every negative one",
                   headline=WINOWHY, variants=frozenset({"score"})),
     Metric("best_threshold", "threshold", "reason", REASONS,
-           "the best threshold itself (not a quality; lm-eval needs a direction)",
-           higher_is_better=False, kind="plausibility"),
+           "the best threshold itself (not a quality: no direction)",
+           higher_is_better=None, kind="plausibility"),
     _count("n_reasons", "reasons", "reason", REASONS, "reasons", None, ("reasons",), stderr=True,
            headline=WINOWHY, variants=frozenset({"category"})),
     _count("n_positive", "positive", "reason", REASONS, "positive reasons", None, stderr=True),
@@ -522,7 +530,7 @@ def form(aggregation: Callable[..., Any]) -> ratios.Form | None:
     return found.form if found is not None else None
 
 
-def higher_is_better(aggregations: dict[str, Any]) -> dict[str, bool]:
+def higher_is_better(aggregations: dict[str, Any]) -> dict[str, bool | None]:
     """lm-eval's ``higher_is_better`` of a task's aggregations."""
     return {name: record_of(a).higher_is_better for name, a in aggregations.items()}  # type: ignore[union-attr]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -161,6 +161,18 @@ def detect(metadata: Mapping[str, Any]) -> Family:
 
 
 @dataclass(frozen=True)
+class ModelFacts:
+    """What a task learned from the model object lm-eval evaluates (``wsc_tasks.harness``'s
+    ``model_facts``), used instead of the metadata when the metadata names no tokenizer."""
+
+    tokens: TokenCounter | None  # None: the model has no tokenizer (then ``why`` says so)
+    family: Family | None = None  # None: the default family
+    why: str = ""  # why there is no tokenizer, for the run's notes
+    # the tokenizer as metadata would name it (``tokenizer=``…), recorded in the task's config
+    named: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Plan:
     """What a task sends, settled before any model work."""
 
@@ -178,7 +190,8 @@ class Plan:
         return self.methods[0].name if self.methods else None
 
 
-def _tokens(task: str, meta: Mapping[str, Any], family: Family) -> TokenCounter | None:
+def load_tokens(task: str, meta: Mapping[str, Any], family: Family) -> TokenCounter | None:
+    """The counter of the tokenizer the metadata names; None if it names none."""
     try:
         # lm-eval encodes an encoder–decoder's context alone
         return counter_from_metadata(meta, seq2seq=family.context_alone)
@@ -193,14 +206,8 @@ def _tokens(task: str, meta: Mapping[str, Any], family: Family) -> TokenCounter 
 def _method_names(task: str, meta: Mapping[str, Any], family: Family, counted: bool) -> list[str]:
     """``metadata.scoring`` and ``headline`` as method names, the headline first and once."""
     requested = meta.get("scoring", "all")
-    if requested == "all":
+    if requested == "all":  # without a tokenizer the task says why in the run's notes
         names = list(family.methods) if counted else [family.token_free]
-        if not counted:
-            log.warning(
-                f"wsc_tasks: {task}: no tokenizer in the task metadata (model object passed "
-                f"from Python?): only {family.token_free} scoring; pass metadata "
-                "{'tokenizer': ...} for every method"
-            )
     elif isinstance(requested, str):
         names = [n.strip() for n in requested.split(",")]
     else:
@@ -212,22 +219,36 @@ def _method_names(task: str, meta: Mapping[str, Any], family: Family, counted: b
     return [headline, *(n for n in names if n != headline)]
 
 
-def plan(task: str, meta: Mapping[str, Any], *, continuation: bool = False) -> Plan:
-    """The family, tokens and methods of a task, from its metadata; errors name the task.
+def plan(
+    task: str,
+    meta: Mapping[str, Any],
+    *,
+    continuation: bool = False,
+    model: ModelFacts | None = None,
+) -> Plan:
+    """The family, tokens and methods of a task, from its metadata or, when given, from what it
+    learned of the ``model`` itself; errors name the task.
 
     Schema tasks get the methods of ``metadata.scoring`` (default: all of the family's) with the
     headline first; a ``continuation`` task (WinoWhy) scores with the family's continuation and
     loads no tokenizer when the model counts tokens itself.
     """
-    family = detect(meta)
+    if model is None:
+        family = detect(meta)
+    else:
+        family = model.family or family_of_config(None)
+
+    def tokens_of() -> TokenCounter | None:
+        return load_tokens(task, meta, family) if model is None else model.tokens
+
     if continuation:
-        tokens = None if family.model_counts_tokens else _tokens(task, meta, family)
+        tokens = None if family.model_counts_tokens else tokens_of()
         try:
             family.continuation.validate(tokens)
         except ScoringError as error:
             raise ScoringError(f"task {task}, {family.name} model: {error}") from error
         return Plan(family, Setup(tokens))
-    tokens = _tokens(task, meta, family)
+    tokens = tokens_of()
     names = _method_names(task, meta, family, tokens is not None)
     try:
         methods = get_methods(names, family.name)

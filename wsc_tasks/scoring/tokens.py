@@ -186,13 +186,19 @@ def _load_tokenizer(name: str, gguf_file: str | None, revision: str | None, trus
         return AutoTokenizer.from_pretrained(name, **kwargs)
 
 
+def named_tokenizer(metadata: Mapping[str, Any]) -> str | None:
+    """The tokenizer the metadata names (``tokenizer``, else ``pretrained``), if any."""
+    name = metadata.get("tokenizer") or metadata.get("pretrained")
+    return name if isinstance(name, str) else None
+
+
 def counter_from_metadata(
     metadata: Mapping[str, Any], seq2seq: bool = False
 ) -> TokenCounter | None:
     """A counter for the model named in lm-eval's task metadata (the CLI merges model_args);
     ``seq2seq``: lm-eval encodes the model's contexts alone (an encoder–decoder)."""
-    name = metadata.get("tokenizer") or metadata.get("pretrained")
-    if not isinstance(name, str):
+    name = named_tokenizer(metadata)
+    if name is None:
         return None
     add_bos = metadata.get("add_bos_token")
     if add_bos is None and "base_url" in metadata:

@@ -1,0 +1,159 @@
+"""The checks lm-eval's own test suite makes on a new task, made on every task and group here.
+
+lm-eval's ``tests/test_tasks.py`` loads each new task and checks its splits, documents, targets and
+requests; its ``tests/test_evaluator.py`` evaluates a model with ``simple_evaluate`` and again with
+``evaluate`` on a model and tasks built by hand, and asks for equal results. Both are written here
+for this package (lm-eval's own copy needs its whole task index and Hub models): the task checks
+on every task of ``wsc_group`` (which holds every task and group of the package) and on each group
+loaded by name, the evaluator check on ``wsc_group`` with the chance model at several ``--limit``s,
+where a metric undefined on the first documents must be left out with a note, never NaN. Also:
+lm-eval's W&B logger, offline, writes a sample table for every task (it reads each config's
+``metric_list``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from itertools import islice
+
+import lm_eval.api as lm_eval_api
+import lm_eval.evaluator as evaluator
+import pytest
+from lm_eval.tasks import TaskManager
+
+from wsc_tasks.cli.run import our_task_names
+from wsc_tasks.harness import chance  # noqa: F401  registers wsc-chance
+from wsc_tasks.paths import include_path
+
+LIMIT = 10  # lm-eval's ``limit`` fixture
+GROUPS = ["wsc_group", "wsc266_suite", "wsc266_perturbations", "winogrande_suite",
+          "reid250_suite", "zeroshot_suite"]  # fmt: skip
+ALL_TASKS = sorted(our_task_names() - set(GROUPS))  # every task YAML of the package
+
+
+def _manager(**metadata) -> TaskManager:
+    return TaskManager(include_path=str(include_path()), include_defaults=False, metadata=metadata)
+
+
+@pytest.fixture(scope="module")
+def tasks(tiny_gpt2_dir, data_dir) -> dict:
+    """Every task, loaded through ``wsc_group`` as lm-eval's ``task_class`` loads them; the
+    tokenizer named in the metadata, as lm-eval's test builds requests without a model."""
+    return _manager(tokenizer=str(tiny_gpt2_dir)).load(["wsc_group"])["tasks"]
+
+
+def _docs(task) -> list[dict]:
+    docs = task.test_docs() if task.has_test_docs() else task.validation_docs()
+    return list(islice(docs, LIMIT))
+
+
+def test_wsc_group_holds_every_task_and_group(tasks):
+    loaded = _manager().load(["wsc_group"])
+    assert set(tasks) == set(ALL_TASKS)
+    assert {group.name for group in loaded["groups"].values()} == set(GROUPS)
+
+
+@pytest.mark.parametrize("name", ALL_TASKS)
+def test_task_checks_of_lm_evals_test_tasks(tasks, name):
+    task = tasks[name]
+    task.download(task.config.dataset_kwargs)
+    assert task.dataset is not None
+    for has, split in ((task.has_training_docs, "training_split"),
+                       (task.has_validation_docs, "validation_split"),
+                       (task.has_test_docs, "test_split")):  # fmt: skip
+        assert has() in (True, False)
+        if has():
+            assert task._config[split] is not None
+    assert task.should_decontaminate() in (True, False)
+    if task.should_decontaminate():
+        assert task._config["doc_to_decontamination_query"] is not None
+    docs = _docs(task)
+    assert len(docs) == LIMIT
+    for doc in docs:
+        text = task.doc_to_text(doc)
+        assert isinstance(text, str)
+        if text and task.config.target_delimiter.isspace():
+            assert not text[-1].isspace()
+        target = task.doc_to_target(doc)
+        assert isinstance(target, list) and all(isinstance(x, int) for x in target)
+    requests = [task.construct_requests(doc=doc, ctx=task.doc_to_text(doc)) for doc in docs]
+    assert len(requests) == LIMIT and all(requests)
+    task.build_all_requests(rank=1, limit=LIMIT, world_size=1)
+    assert task.instances
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_each_group_loads_by_name_and_builds_its_requests(tiny_gpt2_dir, data_dir, group):
+    loaded = _manager(tokenizer=str(tiny_gpt2_dir)).load([group])
+    assert group in {g.name for g in loaded["groups"].values()}
+    assert loaded["tasks"] and set(loaded["tasks"]) <= set(ALL_TASKS)
+    for task in loaded["tasks"].values():
+        task.build_all_requests(rank=0, limit=2, world_size=1)
+        assert task.instances
+
+
+def _same(one: dict, two: dict) -> list:
+    """lm-eval's check: every value of one result row equal to the other's (``==``, so a NaN
+    never passes)."""
+    return [
+        (task, key)
+        for task, row in one["results"].items()
+        for key in row.keys() | two["results"][task].keys()
+        if row.get(key) != two["results"][task].get(key)
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("limit,iters", [(1, 0), (5, 100000)])
+def test_evaluator_checks_of_lm_evals_test_evaluator(tiny_gpt2_dir, data_dir, limit, iters):
+    model_args = f"seed=1,tokenizer={tiny_gpt2_dir}"  # every causal method
+    first = evaluator.simple_evaluate(
+        model="wsc-chance", model_args=model_args, tasks=["wsc_group"], limit=limit,
+        bootstrap_iters=iters, task_manager=_manager(), log_samples=False,
+    )  # fmt: skip
+    lm = lm_eval_api.registry.get_model("wsc-chance").create_from_arg_string(
+        model_args, {"batch_size": None, "max_batch_size": None, "device": None}
+    )
+    second = evaluator.evaluate(
+        lm=lm, task_dict=_manager().load(["wsc_group"]), limit=limit, bootstrap_iters=iters
+    )
+    assert first is not None and second is not None
+    assert set(first["results"]) == set(ALL_TASKS + GROUPS)
+    assert _same(first, second) == []
+    values = [v for row in first["results"].values() for v in row.values()]
+    assert not any(isinstance(v, float) and math.isnan(v) for v in values)
+    # the first documents of wsc266_associativity are associative schemas only: left out, noted
+    row = first["results"]["wsc266_associativity"]
+    assert "acc_associative_adjusted,none" in row and "acc_nonassociative_adjusted,none" not in row
+    notes = first["configs"]["wsc266_associativity"]["metadata"]["notes"]
+    first_docs = "the first of" if limit == 1 else f"the first {limit} of"
+    assert notes == [
+        "acc_nonassociative_adjusted, schema_acc_nonassociative_adjusted not reported: no "
+        f"non-associative schema in {first_docs} its 130 documents (--limit)"
+    ]
+
+
+@pytest.mark.slow
+def test_wandb_offline_logs_a_sample_table_for_every_task(tiny_gpt2_dir, data_dir, tmp_path):
+    """lm-eval's W&B logger reads each task config's ``metric_list`` for the sample tables."""
+    pytest.importorskip("wandb")
+    tasks = ["wsc266_suite", "winowhy"]
+    command = [sys.executable, "-m", "wsc_tasks.cli", "run", "--model", "wsc-chance",
+               "--model_args", f"seed=1,tokenizer={tiny_gpt2_dir}", "--tasks", ",".join(tasks),
+               "--limit", "2", "--log_samples", "--output_path", str(tmp_path / "out"),
+               "--wandb_args", "project=wsc-tasks-test"]  # fmt: skip
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path),
+           "WANDB_SILENT": "true"}  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Logging to W&B failed" not in done.stdout + done.stderr
+    [results] = (tmp_path / "out").rglob("results_*.json")
+    configs = json.loads(results.read_text())["configs"]
+    tables = {p.name.split("_eval_results")[0] for p in tmp_path.rglob("*_eval_results_*.json")}
+    assert set(configs) <= tables  # every task's samples, as a W&B table
+    metric_list = {m["metric"]: m["higher_is_better"] for m in configs["wsc266"]["metric_list"]}
+    assert metric_list == {"acc": True, "schema_acc": True, "n_problems": None, "n_schemas": None}
