@@ -25,6 +25,8 @@ import lm_eval.models  # noqa: F401
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
+from wsc_tasks.paths import CHANCE_MODEL
+
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 # lm-eval's own settings, and what the tasks read from the metadata to count tokens
@@ -53,7 +55,7 @@ def check_seed(seed: Any) -> int:
     return seed
 
 
-@register_model("wsc-chance")
+@register_model(CHANCE_MODEL)
 class ChanceLM(LM):
     """Random log-likelihoods; no generation. See the module docstring."""
 

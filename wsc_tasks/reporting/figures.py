@@ -123,7 +123,7 @@ def forest(
         for s in series
     ]
     if chance and any(p in chance for p in panels):
-        handles.append(Line2D([], [], color="0.35", linestyle="--", label="chance"))
+        handles.append(Line2D([], [], color="0.35", linestyle="--", label="chance level"))
     figure.legend(
         handles=handles, loc="upper center", ncol=columns, fontsize=FONT,
         frameon=False, bbox_to_anchor=(0.5, 1 - 0.45 / height),
