@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from wsc_tasks.paths import CHANCE_MODEL
 from wsc_tasks.reporting import examples, figures, html_report
 from wsc_tasks.reporting.progress import progress
 from wsc_tasks.reporting.runs import Run
@@ -40,6 +41,7 @@ def text(section: Section) -> str:
 def draw(sections: Sequence[Section], runs: Sequence[Run], out: Path) -> None:
     """Every figure of every section, each model in its own colour and marker."""
     styles = figures.palette([run.label for run in runs])
+    names = {r.label: f"{r.label} (chance model)" for r in runs if r.model == CHANCE_MODEL}
     for section in sections:
         for figure in section.figures:
             path = out / "figures" / figure.stem
@@ -50,6 +52,7 @@ def draw(sections: Sequence[Section], runs: Sequence[Run], out: Path) -> None:
                 chance=figure.chance,
                 xlabel=figure.xlabel,
                 styles=styles,
+                names=names,
             )
 
 

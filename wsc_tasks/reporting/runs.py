@@ -206,7 +206,10 @@ def _model_of(data: dict[str, Any], keep_paths: bool = False) -> tuple[str, str]
 def samples_file(results: Path, task: str) -> Path | None:
     """The samples file lm-eval wrote for ``task`` beside results file ``results`` (``.jsonl``,
     or ``.jsonl.gz`` as a sweep keeps them), if there is one."""
-    plain = results.with_name(f"samples_{task}_{stamp_of(results)}.jsonl")
+    named = RESULTS_FILE.match(results.name)
+    if named is None:  # not named as lm-eval names it: no stamp to find samples by
+        return None
+    plain = results.with_name(f"samples_{task}_{named['stamp']}.jsonl")
     found = [p for p in (plain, plain.with_suffix(".jsonl.gz")) if p.is_file()]
     return found[0] if found else None
 

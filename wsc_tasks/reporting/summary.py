@@ -84,7 +84,7 @@ def _fill_from_samples(
 ) -> str:
     """Columns lm-eval did not aggregate (half_solved, anti_solved of a run without ``metrics:
     all``) computed from each task's samples file, in place; a line on what stays empty, if any."""
-    empty = []
+    empty: list[tuple[str, Key]] = []
     for name, row in results.items():
         wanted = [c for c in COLUMNS if c not in row and c.metric.form is not None]
         if name in groups or not wanted or not any(c in row for c in COLUMNS):
@@ -101,14 +101,14 @@ def _fill_from_samples(
                 row[column] = found[column]
             elif outcomes:  # not logged either: the same per-document outcomes as acc's
                 row[column] = column.metric.form(outcomes)
-        if any(c not in row for c in wanted):
-            empty.append(name)
+        empty += [(name, c) for c in wanted if c not in row]
     if not empty:
         return ""
-    names = ", ".join(c.name for c in COLUMNS if c.metric.form is not None)
+    names = ", ".join(c.name for c in COLUMNS if c in {column for _, column in empty})
+    tasks = len({name for name, _ in empty})
     return (
         f"Empty cells: {names} were not aggregated by lm-eval (a run without `metrics: all`) and "
-        f"{len(empty)} task(s) have no readable samples file to compute them from "
+        f"{tasks} task(s) have no readable samples file to compute them from "
         "(run with --log_samples)."
     )
 

@@ -76,8 +76,7 @@ def build(context: Context) -> Section:
             "perturbations",
             bars,
             "Accuracy on perturbations of WSC266",
-            f"Accuracy on perturbations of WSC266 (95% intervals); {WHOLE}: every schema of "
-            "WSC266, each perturbation's own original schemas are in the table",
+            "Accuracy on perturbations of WSC266 (95% intervals)",
         )
     )
     section.text = (
