@@ -103,16 +103,16 @@ def test_perturbations_lowest_consistency_and_largest_drop():
         Perturbation("p3", "unbalanced", est(0.617, 0.53, 0.70), est(-0.02, -0.08, 0.05, p=0.5)),
     ]
     assert findings.perturbations(Model("m", perturbations=items)) == (
-        "Under perturbation: least consistent adjectival (`p2`: C = 0.586 [0.480, 0.690]; 41% of "
-        "the schemas change how many of their problems are right) and switched (`p1`: C = 0.600 "
-        "[0.490, 0.710]; 40% of the schemas change how many of their problems are right); "
-        "largest drop in A switched (`p1`: ΔA = -0.100 [-0.190, -0.010], lower, two-sided "
-        "p = .03)."
+        "Under perturbation: least consistent on `p2`, adjectival (C = 0.586 [0.480, 0.690]: 41% "
+        "of the schemas change how many of their problems are right) and on `p1`, switched "
+        "(C = 0.600 [0.490, 0.710]: 40% of the schemas change how many of their problems are "
+        "right); largest drop in A on `p1`, switched (ΔA = -0.100 [-0.190, -0.010], lower, "
+        "two-sided p = .03)."
     )
     rising = [Perturbation("p2", "adjectival", None, est(0.01, -0.09, 0.12, p=0.9))]
     assert findings.perturbations(Model("m", perturbations=rising)) == (
-        "Under perturbation: A drops under no perturbation (smallest change adjectival, `p2`: "
-        "ΔA = +0.010 [-0.090, +0.120], not significant, two-sided p = .9)."
+        "Under perturbation: A drops under no perturbation: its smallest change is on `p2`, "
+        "adjectival (ΔA = +0.010 [-0.090, +0.120], not significant, two-sided p = .9)."
     )
     assert findings.perturbations(Model("m")) is None
 

@@ -50,7 +50,7 @@ CHANGES = {
     "switched": "with the two candidates switched",
     "adjectival": "with the candidates made one noun told apart by adjectives",
     "unbalanced": "with one candidate lengthened by adjectives",
-    "inverted": "solved by key (the key words are the options)",
+    "inverted": "solved by key, the key words being the options",
     "zeroshot": "in the zero-shot form (the key word blanked)",
     "dyads": "as dyads",
 }

@@ -208,8 +208,8 @@ def perturbations(model: Model, shown: int = 2) -> str | None:
     if measured:
         lowest = sorted(measured, key=lambda item: (item[0].value, item[1].task))[:shown]
         cells = [
-            f"{p.change} (`{p.task}`: C = {interval(c)}; {1 - c.value:.0%} of the schemas change "
-            "how many of their problems are right)"
+            f"on `{p.task}`, {p.change} (C = {interval(c)}: {1 - c.value:.0%} of the schemas "
+            "change how many of their problems are right)"
             for c, p in lowest
         ]
         parts.append(f"least consistent {_join(cells)}")
@@ -222,13 +222,11 @@ def perturbations(model: Model, shown: int = 2) -> str | None:
             significance = "not significant, two-sided p"
         change = f"ΔA = {delta.value:+.3f} [{delta.low:+.3f}, {delta.high:+.3f}]"
         shown_p = f"{significance} {_p_relation(delta.p)}"
+        where = f"on `{worst.task}`, {worst.change} ({change}, {shown_p})"
         if delta.value < 0:
-            parts.append(f"largest drop in A {worst.change} (`{worst.task}`: {change}, {shown_p})")
+            parts.append(f"largest drop in A {where}")
         else:
-            parts.append(
-                f"A drops under no perturbation (smallest change {worst.change}, `{worst.task}`: "
-                f"{change}, {shown_p})"
-            )
+            parts.append(f"A drops under no perturbation: its smallest change is {where}")
     return f"Under perturbation: {'; '.join(parts)}." if parts else None
 
 

@@ -47,7 +47,12 @@ nav.toc { margin: .6em 0 1em; line-height: 1.8; }
 .notes h3 { margin: .4em 0; font-size: 1.05em; }
 th abbr { text-decoration: underline dotted; cursor: help; }
 h2, p, li { overflow-wrap: anywhere; }
-td { overflow-wrap: anywhere; }
+table.sortable td { white-space: nowrap; }
+table.sortable td.long { white-space: normal; overflow-wrap: anywhere; min-width: 16em; }
+table.sortable tbody tr { background: #fff; }
+table.sortable tbody tr:nth-child(even) { background: #fafafa; }
+.scroll table.sortable tr > :first-child { position: sticky; left: 0; background: inherit; }
+.scroll table.sortable thead tr { background: #f3f3f3; }
 @media (max-width: 700px) {
   body { font-size: 14px; padding: 0 .5em; }
   input.filter { width: 100%; box-sizing: border-box; }
@@ -135,6 +140,15 @@ def header_html(header: str) -> str:
     return f'<th><abbr title="{esc(meaning)}">{esc(header)}</abbr></th>'
 
 
+LONG = 40  # characters: a cell longer than this (model arguments, a glossary entry) may wrap
+
+
+def _cell(value: object) -> str:
+    """A table cell: on one line (an interval, a name), or wrapping if it is long text."""
+    text = str(value)
+    return f'<td class="long">{esc(text)}</td>' if len(text) > LONG else f"<td>{esc(text)}</td>"
+
+
 def table_html(table: Table) -> str:
     """A caption, a filter box and the sortable table, with the Markdown table's cell texts."""
     shown = display(table)
@@ -144,7 +158,7 @@ def table_html(table: Table) -> str:
         headers, cells = list(shown.columns), shown.itertuples(index=False)
     ident = f"table-{table.name}"
     head = "".join(header_html(str(c)) for c in headers)
-    rows = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>\n" for row in cells)
+    rows = "".join("<tr>" + "".join(map(_cell, row)) + "</tr>\n" for row in cells)
     note = f"<p>{inline(table.note)}</p>" if table.note else ""
     return (
         f'<p class="caption">{inline(table.title)}</p>\n'
