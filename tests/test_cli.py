@@ -87,6 +87,33 @@ def test_summary_table(tmp_path):
     assert "| task | partial |" in text and "| wsc266 | 0.6000 / 0.2500 |" in text
 
 
+def test_summary_fills_half_solved_from_the_samples(tmp_path):
+    """A run without ``metrics: all`` aggregates no half_solved/anti_solved: they were empty."""
+    import shutil
+
+    source = cli.Path(__file__).resolve().parents[1] / "results" / "smollm2-135m" / "lm_eval"
+    [path] = source.glob("results_*.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["results"] = {"wsc266": data["results"]["wsc266"]}
+    assert "half_solved,none" not in data["results"]["wsc266"]
+    copy = tmp_path / path.name
+    copy.write_text(json.dumps(data), encoding="utf-8")
+    [samples] = source.glob("samples_wsc266_2*.jsonl.gz")
+    shutil.copy(samples, tmp_path / samples.name)
+    text = markdown(copy)
+    # A′ = 86/133, A″ = 8/133 (tests/test_html_report.py counts them from the samples)
+    assert "| wsc266 | 0.6165 | 0.2932 | 0.6466 | 0.0602 | 266 | 133 |" in text
+    assert "Empty cells" not in text
+    (tmp_path / samples.name).unlink()
+    text = markdown(copy)
+    assert "| wsc266 | 0.6165 | 0.2932 |  |  | 266 | 133 |" in text
+    assert (
+        "Empty cells: half_solved, anti_solved were not aggregated by lm-eval (a run without "
+        "`metrics: all`) and 1 task(s) have no readable samples file to compute them from (run "
+        "with --log_samples)." in text
+    )
+
+
 def _readme_commands() -> list[str]:
     text = (cli.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     blocks = text.split("```bash\n")[1:]

@@ -8,6 +8,7 @@ WSC_TASKS_REQUIRE_BROWSER=1 (CI), where it fails.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -27,12 +28,16 @@ TASKS = ("wsc266", "wsc266_switched", "wsc266_switched_consistency")
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 
 
-def _cut_down(source: Path, target: Path) -> None:
+LIMITED = "chance"  # its copy says it was run with --limit 133 (all of wsc266: same figures)
+
+
+def _cut_down(source: Path, target: Path, limit: float | None = None) -> None:
     """The results JSON restricted to TASKS, with those tasks' samples files."""
     for path in source.rglob("results_*.json"):
         data = json.loads(path.read_text(encoding="utf-8"))
         data["results"] = {t: data["results"][t] for t in TASKS}
         data["groups"] = {}
+        data["config"]["limit"] = limit
         folder = target / path.parent.relative_to(source)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / path.name).write_text(json.dumps(data), encoding="utf-8")
@@ -46,7 +51,8 @@ def _cut_down(source: Path, target: Path) -> None:
 def sweep_out(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sweep")
     for name in MODELS:
-        _cut_down(RESULTS / name / "lm_eval", out / name / "lm_eval")
+        limit = 133 if name == LIMITED else None
+        _cut_down(RESULTS / name / "lm_eval", out / name / "lm_eval", limit)
         (out / name / SWEEP_DONE).write_text("{}\n")
     return out
 
@@ -110,6 +116,47 @@ def test_report_html_is_self_contained_with_every_section(built):
     assert 'id="table-overview"' in page and page.count('class="filter"') >= 5
 
 
+def test_notes_are_in_report_md_and_report_html_before_the_tables(built):
+    page = (built / "report.html").read_text(encoding="utf-8")
+    markdown = (built / "report.md").read_text(encoding="utf-8")
+    note = "chance was run with --limit 133: its figures come from the first documents of each task"
+    assert f"- **Note:** {note}" in markdown and f"<li><b>Note:</b> {note}" in page
+    assert markdown.index(note) < markdown.index("| model |")  # right after the findings
+    assert page.index('class="notes"') < page.index("<table")
+    assert "Run with --limit 133: every figure is of the first documents" in markdown
+
+
+def test_tasks_without_samples_and_partial_runs_are_noted_in_both_formats(sweep_out, tmp_path):
+    """A run killed while writing its samples, a folder without any, a run of some documents
+    (lm-eval's --samples): before, the first two were dropped from every table with a line on
+    stderr only, and the third was not said at all."""
+    some = shutil.copytree(sweep_out / "smollm2-135m" / "lm_eval", tmp_path / "some")
+    for path in some.glob("samples_wsc266_switched_2*"):  # not the consistency task's
+        path.unlink()
+    [results] = some.glob("results_*.json")
+    data = json.loads(results.read_text(encoding="utf-8"))
+    data["n-samples"]["wsc266"]["original"] = 266  # as if --samples had chosen 133 of 266
+    results.write_text(json.dumps(data), encoding="utf-8")
+    none = shutil.copytree(sweep_out / "chance" / "lm_eval", tmp_path / "none")
+    for path in none.glob("samples_*"):
+        path.unlink()
+    argv = [f"some={some}", f"none={none}", "--iters", "50", "--quiet", "--out", str(tmp_path)]
+    assert report.main(argv) == 0
+    notes = (
+        "some: 1 task(s) were scored on some of their documents only (lm-eval's --samples), not "
+        "the whole dataset: wsc266 133 of 266",
+        "some: 1 of 3 task(s) have no samples file (a run stopped while writing them?), so no "
+        "table has their figures: wsc266_switched",
+        "none: no samples file at all (lm-eval was run without --log_samples): no table or "
+        "finding has its figures; lm-eval's own are in its results file",
+    )
+    markdown = (tmp_path / "report.md").read_text(encoding="utf-8")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    for note in notes:
+        assert f"- **Note:** {note}." in markdown, note
+        assert f"<li><b>Note:</b> {html.escape(note)}.</li>" in page, note
+
+
 def test_leaderboard_html(sweep_out):
     paths = leaderboard.write(list(MODELS), sweep_out, "wsc266", 200, 0)
     page = paths[-1].read_text(encoding="utf-8")
@@ -148,25 +195,47 @@ def _column(driver, table: str, index: int) -> list[str]:
     return [r.find_elements(By.TAG_NAME, "td")[index].text for r in rows if r.is_displayed()]
 
 
+def _page_width(driver) -> tuple[int, int, int]:
+    """(the page's scroll width, its visible width, the window's width): the first two are
+    equal when nothing makes the page scroll sideways."""
+    page = "document.documentElement"
+    found = [f"{page}.scrollWidth", f"{page}.clientWidth", "window.innerWidth"]
+    return tuple(driver.execute_script(f"return {js}") for js in found)
+
+
 def test_report_html_in_chromium(built):
     from selenium.webdriver.common.by import By
 
     driver, profile = _browser()
+    shots = Path(os.environ.get("WSC_TASKS_SCREENSHOT_DIR", built))
+    shots.mkdir(parents=True, exist_ok=True)
     try:
+        driver.set_window_size(1400, 1000)
         driver.get((built / "report.html").as_uri())
         assert driver.title == "Winograd-schema evaluation report"
+        sections = driver.find_elements(By.TAG_NAME, "h2")
+        assert sections[0].text == "Findings: what the numbers say, per model"
+        findings = driver.find_element(By.CSS_SELECTOR, "h2 + ul, h2 + p")
+        assert findings.location["y"] > sections[0].location["y"]
+        note = driver.find_element(By.CSS_SELECTOR, ".notes")
+        assert note.is_displayed() and "chance was run with --limit 133" in note.text
+        first_table = driver.find_element(By.TAG_NAME, "table")
+        assert note.location["y"] < first_table.location["y"]  # read before any table
+        width, visible, window = _page_width(driver)
+        assert width <= visible and window == 1400  # no horizontal scroll of the page
+        shot = shots / "report_html_1400.png"
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
         heads = driver.find_elements(By.CSS_SELECTOR, "#table-overview thead th")
         names = [h.text for h in heads]
         column = names.index("a")
+        tip = heads[column].find_element(By.TAG_NAME, "abbr").get_attribute("title")
+        assert tip == "share of problems answered correctly"
         heads[column].click()
         values = [float(v.split()[0]) for v in _column(driver, "table-overview", column)]
         assert values == sorted(values) and len(values) == 4  # 2 models × 2 accuracy tasks
         heads[column].click()
         values = [float(v.split()[0]) for v in _column(driver, "table-overview", column)]
         assert values == sorted(values, reverse=True)
-        shot = Path(os.environ.get("WSC_TASKS_SCREENSHOT_DIR", built)) / "report_html.png"
-        shot.parent.mkdir(parents=True, exist_ok=True)
-        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
         box = driver.find_element(By.CSS_SELECTOR, 'input[data-table="table-overview"]')
         box.send_keys("chance")
         assert set(_column(driver, "table-overview", names.index("model"))) == {"chance"}
@@ -174,6 +243,14 @@ def test_report_html_in_chromium(built):
         assert figures and all(f.size["width"] > 300 for f in figures)
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert errors == []
+        driver.set_window_size(400, 900)
+        driver.get((built / "report.html").as_uri())
+        width, visible, window = _page_width(driver)
+        assert width <= visible and window == 400  # wide tables scroll in their box, not the page
+        boxes = driver.find_elements(By.CSS_SELECTOR, "div.scroll")
+        assert boxes and all(b.size["width"] <= 400 for b in boxes)
+        shot = shots / "report_html_400.png"
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)

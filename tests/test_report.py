@@ -49,9 +49,10 @@ def test_report_regenerates_byte_for_byte(folders, tmp_path):
     first, second = _files(tmp_path / "a"), _files(tmp_path / "b")
     assert first == second
     names = set(first)
-    for stem in ("overview", "methods_wsc266", "method_differences_wsc266", "perturbations",
-                 "consistency_problems", "consistency_schemas", "associativity_subsets",
-                 "associativity_effect", "associativity_adjusted", "models"):  # fmt: skip
+    for stem in ("findings", "runs", "overview", "methods_wsc266", "method_differences_wsc266",
+                 "perturbations", "consistency_problems", "consistency_schemas",
+                 "associativity_subsets", "associativity_effect", "associativity_adjusted",
+                 "models", "glossary"):  # fmt: skip
         assert {f"tables/{stem}.{kind}" for kind in ("md", "csv", "tex")} <= names, stem
     for stem in ("overview", "methods_wsc266", "perturbations", "consistency", "models"):
         assert {f"figures/{stem}.png", f"figures/{stem}.svg"} <= names
@@ -116,6 +117,10 @@ def test_mismatching_samples_get_no_interval(folders, tmp_path):
     assert "acc" not in run.tasks["wsc266"].forms
     assert "schema_acc" in run.tasks["wsc266"].forms
     assert any("lm-eval reported 0.123" in m for m in messages)
+    [note] = [n for n in run.notes() if "0.123" in n]  # and in the report, not only the log
+    assert note.startswith("copy, wsc266: acc: the samples give 0.") and note.endswith(
+        ", lm-eval reported 0.123; no interval for it"
+    )
 
 
 def test_folders_of_two_models_are_refused(folders, tmp_path):
@@ -174,9 +179,11 @@ def test_incomplete_samples_and_limit_are_noted(folders, tmp_path):
     assert "wsc266" not in run.tasks and "wsc266_switched" in run.tasks
     assert "has 4 of the 133 documents" in run.incomplete["wsc266"]
     assert report.main([str(copy), "--iters", "50", "--out", str(tmp_path / "r")]) == 0
-    text = (tmp_path / "r" / "report.md").read_text()
-    assert "**Note:** copy was run with --limit 133" in text
-    assert "**Note:** copy, wsc266: samples file samples_wsc266_" in text
+    for name in ("report.md", "report.html"):
+        text = (tmp_path / "r" / name).read_text()
+        assert "copy was run with --limit 133" in text, name
+        assert "copy, wsc266: samples file samples_wsc266_" in text, name
+    assert "- **Note:** copy was run with --limit 133" in (tmp_path / "r" / "report.md").read_text()
 
 
 def test_results_of_a_json_output_path_are_found(folders, tmp_path):

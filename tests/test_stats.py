@@ -61,6 +61,27 @@ def test_monte_carlo_p_is_k_plus_1_over_r_plus_1():
     assert stats.p_value(reps, 0.6, 0.6) == 1.0  # observed = null: every replicate counts
 
 
+def test_one_sided_p_counts_one_side_of_the_shifted_replicates():
+    reps = np.array([0.5, 0.6, 0.7, 0.8])
+    # above 0.5: replicates with rep − 0.6 ≥ 0.1: 0.7, 0.8 -> k = 2
+    assert stats.p_value(reps, 0.6, 0.5, stats.ABOVE) == pytest.approx(3 / 5)
+    # below 0.5: replicates with 0.6 − rep ≥ −0.1: 0.5, 0.6, 0.7 -> k = 3
+    assert stats.p_value(reps, 0.6, 0.5, stats.BELOW) == pytest.approx(4 / 5)
+    # observed 0.2 below null 0.5: the upper side counts every replicate
+    assert stats.p_value(reps - 0.4, 0.2, 0.5, stats.ABOVE) == 1.0
+
+
+def test_an_estimate_carries_both_one_sided_p():
+    far_above = [accuracy.outcome([True, True], [[0, 1]])] * 30 + [
+        accuracy.outcome([False, True], [[0, 1]])
+    ] * 10  # A = 0.75
+    found = stats.bootstrap(far_above, ratios.SCHEMA_ACCURACY, null=0.25, iters=2000, seed=1)
+    assert found.p_above == pytest.approx(1 / 2001) and found.p_below == 1.0
+    assert found.p == pytest.approx(1 / 2001)
+    plain = stats.bootstrap(far_above, ratios.SCHEMA_ACCURACY, iters=50)
+    assert plain.p is plain.p_above is plain.p_below is None
+
+
 # -- ratio forms equal the aggregations lm-eval runs ----------------------------------------------
 def _pair_items(rng: np.random.Generator, n: int) -> list[dict]:
     return [

@@ -43,6 +43,20 @@ ROLE_KINDS = (FULL, ADVERSARIAL, SUBSET, PERTURBATION, CONTROL, FORMULATION)
 RoleKind = Literal["full", "adversarial", "subset", "perturbation", "control", "formulation"]
 
 
+# what a role's ``change`` does to the schemas of ``of``, in words (the report's findings say it)
+CHANGES = {
+    "nocands": "without the candidates",
+    "partsent": "with only the clause around the pronoun",
+    "switched": "with the two candidates switched",
+    "adjectival": "with the candidates made one noun told apart by adjectives",
+    "unbalanced": "with one candidate lengthened by adjectives",
+    "inverted": "solved by key, the key words being the options",
+    "zeroshot": "in the zero-shot form (the key word blanked)",
+    "dyads": "as dyads",
+}
+RANKING = "wsc266"  # the dataset models are ranked on: the report's findings lead with it
+
+
 @dataclass(frozen=True)
 class Role:
     """What a dataset is, relative to the dataset it is made from."""

@@ -27,6 +27,8 @@ import lm_eval.models  # noqa: F401
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
+from wsc_tasks.paths import CHANCE_MODEL
+
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 # what the tasks read to count tokens (``tokenizer_metadata``), and lm-eval's own settings
@@ -55,7 +57,7 @@ def check_seed(seed: Any) -> int:
     return seed
 
 
-@register_model("wsc-chance")
+@register_model(CHANCE_MODEL)
 class ChanceLM(LM):
     """Random log-likelihoods; no generation. See the module docstring."""
 

@@ -142,35 +142,35 @@ _BEFORE, _AFTER = "solved before the transformation", "solved after the transfor
 # ``hit``, ``base``: a problem's (or schema group's) solved flags as (b, a) = (before, after)
 CONSISTENCY = (
     _consistency("consistency", "c", "problem",
-                 "c (3.81): share of problems x with x and f(x) both solved or both not solved",
+                 "share of problems right before and after the change, or wrong both (eq. 3.81)",
                  lambda b, a: b == a, summary=("pairs", "methods"), headline=True),
     _consistency("consistent_acc", "c_a", "problem",
-                 "c_a (3.82): share of problems with x and f(x) both solved",
+                 "share of problems right both before and after the change (eq. 3.82)",
                  lambda b, a: b and a, summary=("pairs",)),
     _consistency("preserved_acc", "c_p", "problem",
-                 "c_p (3.83): of the problems solved before, the share also solved after",
+                 "of the problems right before the change, the share still right after (eq. 3.83)",
                  lambda b, a: b and a, lambda b, a: b, base_is=_BEFORE),
     _consistency("preserved_acc_rev", "ĉ_p", "problem",
-                 "ĉ_p (3.84): of the problems solved after, the share also solved before",
+                 "of the problems right after the change, the share also right before (eq. 3.84)",
                  lambda b, a: b and a, lambda b, a: a, base_is=_AFTER),
     _consistency("schema_consistency_weak", "C̃", "schema",
-                 "C̃ (3.87): share of schemas with w and F(w) both solved, or neither solved",
+                 "share of schemas solved both before and after the change, or neither (eq. 3.87)",
                  lambda b, a: all(b) == all(a), summary=("pairs",)),
     _consistency("schema_consistency", "C", "schema",
-                 "C (3.88): share of schemas with equally many problems solved in w and F(w)",
+                 "share of schemas with equally many problems right before and after (eq. 3.88)",
                  lambda b, a: sum(b) == sum(a), summary=("pairs", "methods"), headline=True),
     _consistency("schema_consistency_strict", "C*", "schema",
-                 "C* (3.89): share of schemas solved identically, problem by problem (3.86)",
+                 "share of schemas with the same problems right before and after (eq. 3.89)",
                  lambda b, a: list(b) == list(a), problem_matched=True,
                  summary=("pairs", "methods")),
     _consistency("consistent_schema_acc", "C_a", "schema",
-                 "C_a (3.90): share of schemas with w and F(w) both solved",
+                 "share of schemas solved both before and after the change (eq. 3.90)",
                  _both, summary=("pairs",)),
     _consistency("preserved_schema_acc", "C_p", "schema",
-                 "C_p (3.91): of the schemas solved before, the share also solved after",
+                 "of the schemas solved before the change, the share still solved after (eq. 3.91)",
                  _both, lambda b, a: all(b), base_is=_BEFORE),
     _consistency("preserved_schema_acc_rev", "Ĉ_p", "schema",
-                 "Ĉ_p (3.92): of the schemas solved after, the share also solved before",
+                 "of the schemas solved after the change, the share also solved before (eq. 3.92)",
                  _both, lambda b, a: all(a), base_is=_AFTER),
 )  # fmt: skip
 
@@ -186,12 +186,13 @@ def _sides() -> list[Metric]:
         after = ratios.Ratio(f"{name}_perturbed", lambda i, p=parts: p(i["after"]), level)
         sides = shown if name == "acc" else frozenset()
         out += [
-            Metric(before.name, symbol, level, PAIR, "accuracy of the original schemas",
+            Metric(before.name, symbol, level, PAIR, f"{level} accuracy of the original schemas",
                    form=before, summary=("pairs",), headline=sides),
-            Metric(after.name, f"{symbol}_F", level, PAIR, "accuracy of the transformed schemas",
+            Metric(after.name, f"{symbol}_F", level, PAIR,
+                   f"{level} accuracy of the transformed (perturbed) schemas",
                    form=after, summary=("pairs",), headline=sides),
             Metric(f"{name}_diff", f"{symbol}_F − {symbol}", level, PAIR,
-                   "transformed − original accuracy",
+                   f"{level} accuracy of the transformed minus the original schemas",
                    form=ratios.Difference(f"{name}_diff", after, before), summary=("pairs",),
                    headline=shown, higher_is_better=None),
         ]  # fmt: skip
@@ -203,16 +204,24 @@ _ASSOCIATIVITY_SYMBOLS = {
     "original": "r", "nocands": "r_B", "adjusted": "r − r_B", "rel_loss": "(r − r_B)/r",
     "rel_gain": "(r − r_B)/(1 − r_B)", "assoc_gap": "r_assoc − r_nonassoc",
 }  # fmt: skip
+_ASSOCIATIVITY_DESCRIPTIONS = {
+    "original": "accuracy on the original schemas of an associativity subset",
+    "nocands": "accuracy on the same schemas with the candidates removed (no-cands baseline)",
+    "adjusted": "accuracy adjusted for association: what the candidates add (thesis Table 4.28)",
+    "rel_loss": "relative loss when the candidates are removed (eq. 4.1)",
+    "rel_gain": "relative gain over the no-cands baseline (eq. 4.2)",
+    "assoc_gap": "associative minus non-associative accuracy (independent schemas)",
+}  # fmt: skip
 
 
 def _associativity() -> list[Metric]:
     out = []
 
     def add(name: str, scope: str, quantity: str, form: ratios.Form) -> None:
-        symbol = _ASSOCIATIVITY_SYMBOLS[quantity if scope else "assoc_gap"]
+        shown = quantity if scope else "assoc_gap"
+        symbol, description = _ASSOCIATIVITY_SYMBOLS[shown], _ASSOCIATIVITY_DESCRIPTIONS[shown]
         out.append(
-            Metric(name, symbol, level, TAGGED_PAIR,
-                   "accuracy against no-candidates, per associativity subset (thesis §4.4)",
+            Metric(name, symbol, level, TAGGED_PAIR, description,
                    form=form, kind="associativity", accuracy=metric, scope=scope,
                    quantity=quantity, higher_is_better=True if scope else None,
                    headline=frozenset({TaskKind.ASSOCIATIVITY}) if quantity == "adjusted"
@@ -268,14 +277,16 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("schema_acc", "A", "schema", OUTCOME, "share of schemas with every problem right",
            form=ratios.SCHEMA_ACCURACY, summary=("schemas",), headline=SCHEMA,
            variants=frozenset({"method", "subset"})),
-    Metric("half_solved", "A'", "schema", OUTCOME, "share of schemas with some problems right",
+    Metric("half_solved", "A′", "schema", OUTCOME,
+           "share of schemas with some but not all problems right (half-solved)",
            form=ratios.HALF_SOLVED, higher_is_better=False, summary=("schemas",)),
-    Metric("anti_solved", "A''", "schema", OUTCOME, "share of schemas with no problem right",
+    Metric("anti_solved", "A″", "schema", OUTCOME,
+           "share of schemas with no problem right (anti-solved)",
            form=ratios.ANTI_SOLVED, higher_is_better=False, summary=("schemas",)),
-    _count("n_problems", "n", "problem", OUTCOME, "problems", accuracy.n_problems, ("schemas",),
-           headline=SCHEMA, variants=frozenset({"category"})),
-    _count("n_schemas", "N", "schema", OUTCOME, "schema-metric groups", accuracy.n_schemas,
-           ("schemas",), headline=SCHEMA),
+    _count("n_problems", "n", "problem", OUTCOME, "number of problems", accuracy.n_problems,
+           ("schemas",), headline=SCHEMA, variants=frozenset({"category"})),
+    _count("n_schemas", "N", "schema", OUTCOME, "number of schemas (schema-metric groups)",
+           accuracy.n_schemas, ("schemas",), headline=SCHEMA),
     Metric("share", "share", "problem", OUTCOME, "share of problems with a flag (token facts)",
            form=ratios.Ratio("share", ratios.problem_parts, "problem"), reported=False,
            variants=frozenset({"subset"})),
@@ -284,7 +295,7 @@ REGISTRY: tuple[Metric, ...] = (
     # a schema and its transformed schema: ConsistencyTask, method pairs (thesis §3.7.2–3.7.3)
     *CONSISTENCY,
     *_sides(),
-    _count("n_pairs", "pairs", "pair", PAIR, "document pairs", len, ("pairs",),
+    _count("n_pairs", "pairs", "pair", PAIR, "number of document pairs", len, ("pairs",),
            headline=frozenset({TaskKind.CONSISTENCY, TaskKind.ASSOCIATIVITY})),
     # associativity controls (thesis §4.4)
     *_associativity(),
@@ -301,10 +312,12 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("best_threshold", "threshold", "reason", REASONS,
            "the best threshold itself (not a quality: no direction)",
            higher_is_better=None, kind="plausibility"),
-    _count("n_reasons", "reasons", "reason", REASONS, "reasons", None, ("reasons",), stderr=True,
-           headline=WINOWHY, variants=frozenset({"category"})),
-    _count("n_positive", "positive", "reason", REASONS, "positive reasons", None, stderr=True),
-    _count("n_questions", "questions", "question", REASONS, "questions", len, headline=WINOWHY),
+    _count("n_reasons", "reasons", "reason", REASONS, "number of reasons", None, ("reasons",),
+           stderr=True, headline=WINOWHY, variants=frozenset({"category"})),
+    _count("n_positive", "positive", "reason", REASONS, "number of positive reasons", None,
+           stderr=True),
+    _count("n_questions", "questions", "question", REASONS, "number of questions", len,
+           headline=WINOWHY),
 )  # fmt: skip
 
 METRICS: dict[str, Metric] = {m.name: m for m in REGISTRY}

@@ -12,7 +12,10 @@ applied to each resampled list.
 
 p-values are Monte Carlo: p ≈ (k + 1)/(R + 1) (eq. 3.98), where k counts the replicates at least as
 far from the observed value as the observed value is from the null (the bootstrap distribution
-shifted to the null). Paired differences resample the same documents for both conditions.
+shifted to the null). That p is two-sided (does the value differ from the null?); an estimate also
+carries the two one-sided p of the same replicates, for a question with a direction (is the model
+above chance? below it?): k counts the shifted replicates at or beyond the observed value on that
+side only. Paired differences resample the same documents for both conditions.
 """
 
 from __future__ import annotations
@@ -64,10 +67,12 @@ class Estimate:
     low: float
     high: float
     stderr: float
-    p: float | None  # None when no null was given
+    p: float | None  # two-sided; None when no null was given
     null: float | None
     n: int  # documents resampled (per condition)
     iters: int
+    p_above: float | None = None  # one-sided: the value is above the null (H1: value > null)
+    p_below: float | None = None  # one-sided: the value is below the null (H1: value < null)
 
 
 def resample_indexes(n: int, iters: int, seed: int = DEFAULT_SEED) -> np.ndarray:
@@ -103,11 +108,20 @@ def replicates(
     return np.array([float(metric([values[i] for i in row])) for row in indexes], dtype=float)
 
 
-def p_value(reps: np.ndarray, observed: float, null: float) -> float:
-    """(k + 1)/(R + 1), k = replicates at least |observed − null| from the observed (eq. 3.98)."""
+ABOVE, BELOW = 1, -1  # the side of a one-sided p
+
+
+def p_value(reps: np.ndarray, observed: float, null: float, side: int = 0) -> float:
+    """(k + 1)/(R + 1) (eq. 3.98). Two-sided (``side`` 0): k = replicates at least |observed −
+    null| from the observed. One-sided: k = replicates with side·(rep − observed) ≥ side·(observed
+    − null), i.e. the distribution shifted to the null reaching the observed value or beyond on
+    that side (``ABOVE``: H1 value > null; ``BELOW``: H1 value < null)."""
     reps = reps[~np.isnan(reps)]
     if math.isnan(observed) or not len(reps):
         return float("nan")
+    if side:
+        reach = side * (reps - observed) >= side * (observed - null) - 1e-12
+        return (int(np.count_nonzero(reach)) + 1) / (len(reps) + 1)
     distance = abs(observed - null)
     k = int(np.count_nonzero(np.abs(reps - observed) >= distance - 1e-12))
     return (k + 1) / (len(reps) + 1)
@@ -123,8 +137,10 @@ def _estimate(
         stderr = float(np.std(finite, ddof=1)) if len(finite) > 1 else float("nan")
     else:
         low = high = stderr = float("nan")
-    p = None if null is None else p_value(reps, value, null)
-    return Estimate(value, low, high, stderr, p, null, n, len(reps))
+    if null is None:
+        return Estimate(value, low, high, stderr, None, None, n, len(reps))
+    p, above, below = (p_value(reps, value, null, side) for side in (0, ABOVE, BELOW))
+    return Estimate(value, low, high, stderr, p, null, n, len(reps), above, below)
 
 
 def bootstrap(

@@ -4,7 +4,9 @@ A section asks for an interval, a paired or an unpaired difference and gets at o
 that will show it, holding a ``Pending`` estimate. Once every section is built, ``compute`` runs
 the bootstraps (their number is known by then, so the progress bar can tell the time left), and
 each pending estimate reads as the ``stats.Estimate`` it stands for. Every bootstrap of a report
-shares ``iters`` and ``seed``, so a rerun on the same folders gives the same numbers.
+shares ``iters`` and ``seed``, so a rerun on the same folders gives the same numbers. A bootstrap
+asked twice (the findings quote what the tables show) is run once: the same documents, form and
+null give the same pending estimate.
 """
 
 from __future__ import annotations
@@ -42,13 +44,19 @@ class Estimates:
     def __init__(self, iters: int, seed: int) -> None:
         self.iters, self.seed = iters, seed
         self.pending: list[Pending] = []
+        self._asked: dict[tuple, tuple[Pending, tuple]] = {}
 
     def _ask(self, function: Callable[..., stats.Estimate], *args: Any, **kwargs: Any) -> Pending:
+        key = (function, *map(_identity, args), *sorted(kwargs.items(), key=lambda i: i[0]))
+        if key in self._asked:  # the same documents: one bootstrap (args kept alive, ids stay)
+            return self._asked[key][0]
+
         def run() -> stats.Estimate:
             return function(*args, iters=self.iters, seed=self.seed, **kwargs)
 
         found = Pending(run)
         self.pending.append(found)
+        self._asked[key] = (found, args)
         return found
 
     def estimate(self, values: Sequence[Any], form: Callable, null: float | None = None) -> Pending:
@@ -99,6 +107,13 @@ class Estimates:
                 found.compute()
                 bar.update()
         self.pending = []
+
+
+def _identity(value: Any) -> Any:
+    """What makes two bootstraps the same: the documents themselves (by object), a form, a null."""
+    if isinstance(value, list | tuple):
+        return tuple(id(item) for item in value)
+    return id(value) if callable(value) else value
 
 
 # -- what the sections estimate -------------------------------------------------------------------

@@ -68,8 +68,10 @@ def forest(
     chance: dict[str, float] | None = None,
     xlabel: str = "accuracy",
     styles: dict[str, Style] | None = None,
+    names: dict[str, str] | None = None,
 ) -> list[Path]:
-    """Rows of point estimates with interval whiskers, one panel per ``Bar.panel``. PNG and SVG."""
+    """Rows of point estimates with interval whiskers, one panel per ``Bar.panel``. PNG and SVG.
+    ``names``: a series' name in the legend, where it is not its label (a chance model's)."""
     panels = list(dict.fromkeys(b.panel for b in bars))
     rows = list(dict.fromkeys(b.x for b in bars))
     series = list(dict.fromkeys(b.series for b in bars))
@@ -79,7 +81,8 @@ def forest(
     width = min(label_width + PANEL_WIDTH * max(len(panels), 1) + 0.3, MAX_WIDTH)
     row_height = 0.12 + 0.13 * len(series)
     entries = len(series) + (1 if chance and any(p in chance for p in panels) else 0)
-    columns = max(1, min(entries, int(width / (0.6 + 0.075 * max(map(len, series), default=6)))))
+    shown = [(names or {}).get(s, s) for s in series]
+    columns = max(1, min(entries, int(width / (0.6 + 0.075 * max(map(len, shown), default=6)))))
     header, footer = 0.75 + 0.25 * math.ceil(entries / columns), 0.6
     height = header + footer + row_height * max(len(rows), 1)
     figure, axes = plt.subplots(1, max(len(panels), 1), figsize=(width, height), squeeze=False)
@@ -119,11 +122,11 @@ def forest(
         axis.set_yticks(range(len(rows)))
         axis.set_yticklabels(rows if axis is axes.flat[0] else [], fontsize=FONT)
     handles = [
-        Line2D([], [], color=styles[s].colour, marker=styles[s].marker, linestyle="", label=s)
-        for s in series
+        Line2D([], [], color=styles[s].colour, marker=styles[s].marker, linestyle="", label=name)
+        for s, name in zip(series, shown, strict=True)
     ]
     if chance and any(p in chance for p in panels):
-        handles.append(Line2D([], [], color="0.35", linestyle="--", label="chance"))
+        handles.append(Line2D([], [], color="0.35", linestyle="--", label="chance level"))
     figure.legend(
         handles=handles, loc="upper center", ncol=columns, fontsize=FONT,
         frameon=False, bbox_to_anchor=(0.5, 1 - 0.45 / height),

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from wsc_tasks.reporting.examples import CATEGORIES, ProblemView, TaskExamples, fmt
 from wsc_tasks.reporting.figures import inline_svg
+from wsc_tasks.reporting.symbols import describe
 from wsc_tasks.reporting.tables import Table, display
 
 STYLE = """
@@ -38,6 +39,27 @@ td.score { white-space: nowrap; } .side td.text { min-width: 11em; }
 table.examples { width: 100%; } table.examples td.text { min-width: 18em; }
 table.examples tbody { border-top: 3px solid #999; }
 .muted { color: #666; } code { background: #f3f3f3; padding: 0 2px; }
+/* -- report: findings, notes, contents, tooltips, narrow screens (begin) -- */
+.scroll { max-width: 100%; overflow-x: auto; }
+.scroll > table { margin-top: 0; }
+nav.toc { margin: .6em 0 1em; line-height: 1.8; }
+.notes { background: #fff4d6; border: 1px solid #e0c060; padding: .2em 1em; margin: 1em 0; }
+.notes h3 { margin: .4em 0; font-size: 1.05em; }
+th abbr { text-decoration: underline dotted; cursor: help; }
+h2, p, li { overflow-wrap: anywhere; }
+table.sortable td { white-space: nowrap; }
+table.sortable td.long { white-space: normal; overflow-wrap: anywhere; min-width: 16em; }
+table.sortable tbody tr { background: #fff; }
+table.sortable tbody tr:nth-child(even) { background: #fafafa; }
+.scroll table.sortable tr > :first-child { position: sticky; left: 0; background: inherit; }
+.scroll table.sortable thead tr { background: #f3f3f3; }
+@media (max-width: 700px) {
+  body { font-size: 14px; padding: 0 .5em; }
+  input.filter { width: 100%; box-sizing: border-box; }
+  .side { flex-direction: column; }
+  table.examples td.text, .side td.text { min-width: 8em; }
+}
+/* -- report: findings, notes, contents, tooltips, narrow screens (end) -- */
 """
 
 SCRIPT = """
@@ -86,8 +108,45 @@ def esc(text: object) -> str:
 
 
 def inline(text: str) -> str:
-    """Escaped text with Markdown's `code` spans (the only markup the report's prose uses)."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
+    """Escaped text with Markdown's `code` spans and **bold** (the only markup of the prose)."""
+    coded = re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", coded)
+
+
+def prose(text: str) -> str:
+    """Markdown paragraphs (blank-line separated) and ``- `` lists as HTML."""
+    out = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        lines = block.splitlines()
+        if all(line.startswith("- ") for line in lines):
+            items = "".join(f"<li>{inline(line[2:])}</li>" for line in lines)
+            out.append(f"<ul>{items}</ul>")
+        else:
+            out.append(f"<p>{inline(' '.join(lines))}</p>")
+    return "\n".join(out)
+
+
+def notes_html(notes: Sequence[str]) -> str:
+    """The notes a reader must see before the tables, in a box of their own."""
+    items = "".join(f"<li><b>Note:</b> {inline(note)}.</li>" for note in notes)
+    return f'<div class="notes"><h3>Notes</h3><ul>{items}</ul></div>'
+
+
+def header_html(header: str) -> str:
+    """A column header; a symbol's meaning as its tooltip (``symbols.describe``)."""
+    meaning = describe(header)
+    if meaning is None:
+        return f"<th>{esc(header)}</th>"
+    return f'<th><abbr title="{esc(meaning)}">{esc(header)}</abbr></th>'
+
+
+LONG = 40  # characters: a cell longer than this (model arguments, a glossary entry) may wrap
+
+
+def _cell(value: object) -> str:
+    """A table cell: on one line (an interval, a name), or wrapping if it is long text."""
+    text = str(value)
+    return f'<td class="long">{esc(text)}</td>' if len(text) > LONG else f"<td>{esc(text)}</td>"
 
 
 def table_html(table: Table) -> str:
@@ -98,14 +157,14 @@ def table_html(table: Table) -> str:
     else:  # a pandas DataFrame of texts
         headers, cells = list(shown.columns), shown.itertuples(index=False)
     ident = f"table-{table.name}"
-    head = "".join(f"<th>{esc(c)}</th>" for c in headers)
-    rows = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>\n" for row in cells)
+    head = "".join(header_html(str(c)) for c in headers)
+    rows = "".join("<tr>" + "".join(map(_cell, row)) + "</tr>\n" for row in cells)
     note = f"<p>{inline(table.note)}</p>" if table.note else ""
     return (
         f'<p class="caption">{inline(table.title)}</p>\n'
         f'<input class="filter" type="search" placeholder="filter rows" data-table="{ident}">\n'
-        f'<table class="sortable" id="{ident}"><thead><tr>{head}</tr></thead>\n'
-        f"<tbody>\n{rows}</tbody></table>{note}\n"
+        f'<div class="scroll"><table class="sortable" id="{ident}"><thead><tr>{head}</tr></thead>\n'
+        f"<tbody>\n{rows}</tbody></table></div>{note}\n"
     )
 
 
@@ -156,7 +215,7 @@ EXAMPLE_HEAD = (
 
 def _example_table(groups: Sequence[Sequence[ProblemView]]) -> str:
     bodies = "".join(f"<tbody>{_problem_rows(g)}</tbody>" for g in groups)
-    return f'<table class="examples">{EXAMPLE_HEAD}{bodies}</table>'
+    return f'<div class="scroll"><table class="examples">{EXAMPLE_HEAD}{bodies}</table></div>'
 
 
 def _model_examples(found: TaskExamples) -> str:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from wsc_tasks.paths import CHANCE_MODEL
 from wsc_tasks.reporting import examples, figures, html_report
 from wsc_tasks.reporting.progress import progress
 from wsc_tasks.reporting.runs import Run
 from wsc_tasks.reporting.sections import Section
-from wsc_tasks.reporting.tables import Table, markdown, write
+from wsc_tasks.reporting.tables import markdown, write
 
 TITLE = "Winograd-schema evaluation report"
 
@@ -24,7 +25,11 @@ def intro(iters: int, seed: int) -> str:
         "Made by `wsc-tasks report` from lm-eval `--log_samples` outputs. Intervals: 95% "
         f"percentile intervals of a bootstrap over schemas (lm-eval documents), R = "
         f"{iters}, seed {seed}; p: Monte Carlo (k + 1)/(R + 1) (thesis §3.8), one "
-        "significant digit. Differences between conditions on the same schemas are paired."
+        "significant digit. In the tables p is two-sided, against chance for an accuracy, with "
+        "the side of chance the value lies on (`.007 (below)`), and against 0 for a difference, "
+        "whose side is its sign; in the findings p is one-sided (`p(A > 0.250)`: is the model "
+        "above chance?). Differences between conditions on the same schemas are paired. "
+        "Every symbol is defined in the glossary at the end."
     )
 
 
@@ -36,6 +41,7 @@ def text(section: Section) -> str:
 def draw(sections: Sequence[Section], runs: Sequence[Run], out: Path) -> None:
     """Every figure of every section, each model in its own colour and marker."""
     styles = figures.palette([run.label for run in runs])
+    names = {r.label: f"{r.label} (chance model)" for r in runs if r.model == CHANCE_MODEL}
     for section in sections:
         for figure in section.figures:
             path = out / "figures" / figure.stem
@@ -46,6 +52,7 @@ def draw(sections: Sequence[Section], runs: Sequence[Run], out: Path) -> None:
                 chance=figure.chance,
                 xlabel=figure.xlabel,
                 styles=styles,
+                names=names,
             )
 
 
@@ -58,22 +65,17 @@ def write_markdown(runs: Sequence[Run], sections: Sequence[Section], out: Path, 
         "",
         "The same report as one page, with sortable and filterable tables, the figures and "
         "examples of the schemas behind the numbers: [`report.html`](report.html).",
-        "",
-        "| model | lm-eval model | model_args | tasks |",
-        "|---|---|---|---:|",
     ]
-    for run in runs:
-        args = run.model_args.replace("|", "\\|")
-        lines.append(f"| {run.label} | {run.model} | `{args}` | {len(run.tasks)} |")
-    notes = [note for run in runs for note in run.notes()]
-    lines += ["", *(f"**Note:** {note}." for note in notes)] if notes else []
     for section in sections:
         lines += ["", f"## {section.title}", ""]
         if section.skipped:
-            lines.append(f"Skipped: {section.skipped}.")
-            continue
-        if text(section):
+            lines += [f"Skipped: {section.skipped}.", ""]
+        elif text(section):
             lines += [text(section), ""]
+        if section.notes:
+            lines += ["### Notes", "", *(f"- **Note:** {note}." for note in section.notes), ""]
+        if section.skipped:
+            continue
         for table in section.tables:
             write(table, out / "tables")
             lines += [markdown(table), ""]
@@ -88,25 +90,26 @@ def write_html(
     runs: Sequence[Run], sections: Sequence[Section], out: Path, head: str, quiet: bool = False
 ) -> Path:
     """``report.html``: report.md's sections as one self-contained page, plus examples."""
-    models = Table("runs", "Models", ["model", "lm-eval model", "model_args", "tasks"])
-    models.rows = [[r.label, r.model, r.model_args, len(r.tasks)] for r in runs]
     titles = [s.title for s in sections] + ["Examples"]
-    toc = "".join(
-        f'<li><a href="#s{i}">{html_report.esc(t)}</a></li>' for i, t in enumerate(titles)
+    toc = " · ".join(
+        f'<a href="#s{i}">{html_report.esc(t.split(" (thesis")[0])}</a>'
+        for i, t in enumerate(titles)
     )
     body = [
         f"<h1>{TITLE}</h1>",
         f"<p>{html_report.inline(head)}</p>",
-        html_report.table_html(models),
-        f"<ul>{toc}</ul>",
+        f'<nav class="toc"><details><summary>Contents</summary>{toc}</details></nav>',
     ]
     for i, section in enumerate(sections):
         body.append(f'<h2 id="s{i}">{html_report.esc(section.title)}</h2>')
         if section.skipped:
             body.append(f"<p>Skipped: {html_report.inline(section.skipped)}.</p>")
+        elif text(section):
+            body.append(html_report.prose(text(section)))
+        if section.notes:
+            body.append(html_report.notes_html(section.notes))
+        if section.skipped:
             continue
-        if text(section):
-            body.append(f"<p>{html_report.inline(text(section))}</p>")
         body += [html_report.table_html(table) for table in section.tables]
         for figure in section.figures:
             svg = out / "figures" / f"{figure.stem}.svg"

@@ -11,6 +11,8 @@ are the modules of ``sections``; ``estimates`` runs their bootstraps, ``renderin
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -58,15 +60,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     runs = []
-    for text in args.folders:
+    for number, text in enumerate(args.folders, 1):
         label, folder = parse_folder_argument(text)
+        say(f"loading {number}/{len(args.folders)}: {folder} (results and samples)", args.quiet)
+        started = time.monotonic()
         try:
             runs.append(load_run(folder, label, keep_paths=args.keep_paths))
         except RunError as error:
             parser.error(str(error))
+        found, took = runs[-1], time.monotonic() - started
+        summary = f"{len(found.tasks)} task(s) of {found.model} in {took:.0f} s"
+        say(f"  {found.label}: {summary}", args.quiet)
     labels = [r.label for r in runs]
     if len(set(labels)) != len(labels):
         parser.error(f"two folders have the same label ({labels}); use LABEL=DIR")
+    say("building the sections, then their bootstraps, figures and the HTML page", args.quiet)
     path = write(runs, Path(args.out), args.iters, args.seed, quiet=args.quiet)
     print(path)
+    print(path.with_name("report.html"))
     return 0
+
+
+def say(text: str, quiet: bool = False) -> None:
+    """A line of progress on stderr (the paths written go to stdout)."""
+    if not quiet:
+        print(f"wsc-tasks report: {text}", file=sys.stderr, flush=True)

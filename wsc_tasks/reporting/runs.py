@@ -63,6 +63,8 @@ class TaskRun:
     forms: dict[str, ratios.Form] = field(default_factory=dict)
     samples: Path | None = None  # the samples file, read again for the report's examples
     dataset: str | None = None  # the catalog dataset it ran on (``metadata.dataset``)
+    scored: tuple[int, int] | None = None  # documents scored, of the dataset's (lm-eval n-samples)
+    problems: list[str] = field(default_factory=list)  # metrics its samples do not reproduce
 
     def reported(self, metric: str) -> float | None:
         value = self.row.get(registry.column(metric))
@@ -118,13 +120,37 @@ class Run:
         return next(found, None)
 
     def notes(self) -> list[str]:
-        """What a reader of its tables must know: a --limit, tasks with incomplete samples, how a
-        served model's log-probabilities were checked."""
+        """What a reader of its tables must know: a --limit or --samples, tasks without samples or
+        with incomplete ones, figures the samples do not reproduce, how a served model's
+        log-probabilities were checked."""
         notes = []
         if self.limit is not None:
             notes.append(
                 f"{self.label} was run with --limit {self.limit:g}: its figures come from the "
                 "first documents of each task, not the whole dataset"
+            )
+        else:
+            part = [
+                f"{t.task} {t.scored[0]} of {t.scored[1]}"
+                for t in self.tasks.values()
+                if t.scored and t.scored[0] < t.scored[1]
+            ]
+            if part:
+                notes.append(
+                    f"{self.label}: {len(part)} task(s) were scored on some of their documents "
+                    f"only (lm-eval's --samples), not the whole dataset: {', '.join(part)}"
+                )
+        missing = [t.task for t in self.tasks.values() if t.samples is None]
+        if missing and len(missing) == len(self.tasks):
+            notes.append(
+                f"{self.label}: no samples file at all (lm-eval was run without --log_samples): "
+                "no table or finding has its figures; lm-eval's own are in its results file"
+            )
+        elif missing:
+            notes.append(
+                f"{self.label}: {len(missing)} of {len(self.tasks)} task(s) have no samples file "
+                f"(a run stopped while writing them?), so no table has their figures: "
+                f"{', '.join(missing)}"
             )
         check = self.logprob_check
         if check:
@@ -140,6 +166,8 @@ class Run:
             else:
                 notes.append(f"{served}; its log-probability check was {check.get('outcome')}")
         notes += [f"{self.label}, {task}: {why}" for task, why in self.incomplete.items()]
+        for task in self.tasks.values():
+            notes += [f"{self.label}, {task.task}: {why}" for why in task.problems]
         return notes
 
 
@@ -175,6 +203,17 @@ def _model_of(data: dict[str, Any], keep_paths: bool = False) -> tuple[str, str]
     return str(config.get("model")), text if keep_paths else hide_model_paths(text)
 
 
+def samples_file(results: Path, task: str) -> Path | None:
+    """The samples file lm-eval wrote for ``task`` beside results file ``results`` (``.jsonl``,
+    or ``.jsonl.gz`` as a sweep keeps them), if there is one."""
+    named = RESULTS_FILE.match(results.name)
+    if named is None:  # not named as lm-eval names it: no stamp to find samples by
+        return None
+    plain = results.with_name(f"samples_{task}_{named['stamp']}.jsonl")
+    found = [p for p in (plain, plain.with_suffix(".jsonl.gz")) if p.is_file()]
+    return found[0] if found else None
+
+
 def _read_samples(path: Path) -> list[dict[str, Any]]:
     rows = []
     opener = gzip.open if path.suffix == ".gz" else open
@@ -194,13 +233,15 @@ def _read_samples(path: Path) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["doc_id"])
 
 
-def _task_run(
+def read_task(
     task: str,
     row: dict[str, Any],
     samples: Path | None,
     expected: int | None = None,
     dataset: str | None = None,
 ) -> TaskRun:
+    """One task from its results row and samples file (``expected``: documents lm-eval scored);
+    a metric logged but not aggregated gets its figure from the samples."""
     run = TaskRun(task, row, samples=samples, dataset=dataset)
     if samples is None:
         log.warning(f"wsc_tasks: {task}: no samples file (run with --log_samples): no intervals")
@@ -221,7 +262,8 @@ def _task_run(
         try:
             value = found(run.values[name])
         except (ValueError, KeyError, TypeError) as error:
-            log.warning(f"wsc_tasks: {task}: {name}: cannot recompute ({error}); no interval")
+            run.problems.append(f"{name}: not recomputable from the samples ({error}); no interval")
+            log.warning(f"wsc_tasks: {task}: {run.problems[-1]}")
             continue
         if registry.column(name) not in run.row:  # logged, not aggregated (metrics: headline)
             run.row[registry.column(name)] = value
@@ -234,10 +276,10 @@ def _task_run(
         if same:
             run.forms[name] = found
         else:
-            log.warning(
-                f"wsc_tasks: {task}: {name}: samples give {value}, lm-eval reported {reported}; "
-                "no interval for it"
+            run.problems.append(
+                f"{name}: the samples give {value}, lm-eval reported {reported}; no interval for it"
             )
+            log.warning(f"wsc_tasks: {task}: {run.problems[-1]}")
     return run
 
 
@@ -259,19 +301,19 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
         checks += [data[LOGPROB_CHECK]] if isinstance(data.get(LOGPROB_CHECK), dict) else []
         if data.get("config", {}).get("limit") is not None:
             limits.append(float(data["config"]["limit"]))
-        stamp = stamp_of(path)
         groups = set(data.get("groups", {}))
         for task, row in data.get("results", {}).items():
             if task in groups:
                 continue
-            plain = path.with_name(f"samples_{task}_{stamp}.jsonl")
-            found = [p for p in (plain, plain.with_suffix(".jsonl.gz")) if p.is_file()]
-            samples = found[0] if found else None
-            expected = data.get("n-samples", {}).get(task, {}).get("effective")
+            samples = samples_file(path, task)
+            counts = data.get("n-samples", {}).get(task, {})
+            expected = counts.get("effective")
             metadata = data.get("configs", {}).get(task, {}).get("metadata") or {}
             incomplete.pop(task, None)
             try:
-                tasks[task] = _task_run(task, row, samples, expected, metadata.get("dataset"))
+                tasks[task] = read_task(task, row, samples, expected, metadata.get("dataset"))
+                if isinstance(expected, int) and isinstance(counts.get("original"), int):
+                    tasks[task].scored = (expected, counts["original"])
             except IncompleteSamples as error:
                 log.warning(f"wsc_tasks: {folder}: {task}: {error}")
                 tasks.pop(task, None)

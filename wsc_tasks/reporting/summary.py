@@ -9,7 +9,14 @@ from typing import Any
 from wsc_tasks.metrics import associativity, registry
 from wsc_tasks.metrics.registry import BLANK_AT_END, EQUAL_LEN, Key, TaskKind
 from wsc_tasks.paths import hide_model_paths, portable
-from wsc_tasks.reporting.runs import read_results, results_files
+from wsc_tasks.reporting.runs import (
+    RunError,
+    TaskRun,
+    read_results,
+    read_task,
+    results_files,
+    samples_file,
+)
 
 COLUMNS = tuple(Key(m.name) for m in registry.in_summary("schemas"))
 TOKEN_COLUMNS = (
@@ -41,6 +48,7 @@ def markdown(results_file: str | Path, keep_paths: bool = False) -> str:
     data = read_results(Path(results_file))
     results = {name: registry.reported(row) for name, row in data["results"].items()}
     groups = set(data.get("groups", {}))
+    unfilled = _fill_from_samples(Path(results_file), data, results, groups)
     lines = [
         "| task | " + " | ".join(c.name for c in COLUMNS) + " |",
         "|---|" + "---:|" * len(COLUMNS),
@@ -51,6 +59,8 @@ def markdown(results_file: str | Path, keep_paths: bool = False) -> str:
         label = f"**{name}** (group: unweighted mean of its tasks)" if name in groups else name
         cells = [_cell(row.get(c)) for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if unfilled:
+        lines += ["", unfilled]
     lines += _method_table(results, groups)
     # what each task's documents are; a group row averages tasks of several kinds, so has none
     kinds = {n: None if n in groups else registry.task_kind(row) for n, row in results.items()}
@@ -67,6 +77,48 @@ def markdown(results_file: str | Path, keep_paths: bool = False) -> str:
         "",
     ]
     return "\n".join(head + lines) + "\n"
+
+
+def _fill_from_samples(
+    path: Path, data: dict[str, Any], results: dict[str, Row], groups: set[str]
+) -> str:
+    """Columns lm-eval did not aggregate (half_solved, anti_solved of a run without ``metrics:
+    all``) computed from each task's samples file, in place; a line on what stays empty, if any."""
+    empty: list[tuple[str, Key]] = []
+    for name, row in results.items():
+        wanted = [c for c in COLUMNS if c not in row and c.metric.form is not None]
+        if name in groups or not wanted or not any(c in row for c in COLUMNS):
+            continue
+        samples = samples_file(path, name)
+        try:
+            task = read_task(name, dict(data["results"][name]), samples) if samples else None
+        except RunError:
+            task = None
+        found = registry.reported(task.row) if task is not None else {}
+        outcomes = _headline_outcomes(task) if task is not None else None
+        for column in wanted:
+            if column in found:
+                row[column] = found[column]
+            elif outcomes:  # not logged either: the same per-document outcomes as acc's
+                row[column] = column.metric.form(outcomes)
+        empty += [(name, c) for c in wanted if c not in row]
+    if not empty:
+        return ""
+    names = ", ".join(c.name for c in COLUMNS if c in {column for _, column in empty})
+    tasks = len({name for name, _ in empty})
+    return (
+        f"Empty cells: {names} were not aggregated by lm-eval (a run without `metrics: all`) and "
+        f"{tasks} task(s) have no readable samples file to compute them from "
+        "(run with --log_samples)."
+    )
+
+
+def _headline_outcomes(task: TaskRun) -> list[Any] | None:
+    """The per-document outcomes of the headline method (those of an unvaried accuracy record)."""
+    for key in registry.parse_all(task.values).values():
+        if not key.variant and key.metric.value == registry.OUTCOME and key.metric.form:
+            return task.values[key.name]
+    return None
 
 
 def _portable(model_args: Any, keep_paths: bool = False) -> str:

@@ -5,8 +5,11 @@ same bytes whatever version of pandas or tabulate a reader has installed.
 
 A table is a list of rows; a cell is text, a number, or a ``stats.Estimate``. An estimate is shown
 as ``0.617 [0.556, 0.677]`` (value and 95% percentile interval) or, as a difference, ``+0.011``,
-with its p-value (one significant digit, thesis style) in the next column; the CSV file has every
-number in its own column at full precision (rounded to 6 places, so reruns are byte-identical).
+with its p-value (one significant digit, thesis style) in the next column. The p of an accuracy
+against chance is two-sided and says on which side of chance the value lies (``.007 (below)``),
+so a model far below chance never reads like one far above it; a difference's side is its sign.
+The CSV file has every number in its own column at full precision (rounded to 6 places, so reruns
+are byte-identical), with the chance level each p was computed against.
 """
 
 from __future__ import annotations
@@ -91,7 +94,7 @@ def _show(cell: Cell, example: Cell) -> list[str]:
     if isinstance(cell, Interval):
         e = cell.estimate
         text = f"{_number(e.value)} [{_number(e.low)}, {_number(e.high)}]"
-        return [text, format_p(e.p)] if wide else [text]
+        return [text, signed_p(e) if cell.show_p else "–"] if wide else [text]
     if isinstance(cell, Delta):
         return [_number(cell.estimate.value, signed=True), format_p(cell.estimate.p)]
     if isinstance(cell, float):
@@ -99,6 +102,20 @@ def _show(cell: Cell, example: Cell) -> list[str]:
     else:
         text = "–" if cell is None else str(cell)
     return [text, "–"] if wide else [text]
+
+
+def side(estimate: Estimate) -> str:
+    """``above`` or ``below`` its null (chance), or '' on it or without one."""
+    null, value = estimate.null, estimate.value
+    if null is None or math.isnan(value) or value == null:
+        return ""
+    return "above" if value > null else "below"
+
+
+def signed_p(estimate: Estimate) -> str:
+    """The two-sided p with the side of the null the value lies on: ``< .001 (below)``."""
+    text, where = format_p(estimate.p), side(estimate)
+    return f"{text} ({where})" if where and text != "–" else text
 
 
 def numeric(table: Table) -> pd.DataFrame:
@@ -112,8 +129,11 @@ def numeric(table: Table) -> pd.DataFrame:
                 record[column] = e.value
                 record[f"{column} low"] = e.low
                 record[f"{column} high"] = e.high
-                if e.p is not None:
+                shown = isinstance(cell, Delta) or cell.show_p  # an interval's p, if asked for
+                if e.p is not None and shown:
                     record[f"{column} p"] = e.p
+                if isinstance(cell, Interval) and shown and e.null is not None:
+                    record[f"{column} chance"] = e.null
             else:
                 record[column] = cell
         records.append(record)

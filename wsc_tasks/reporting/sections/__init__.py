@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wsc_tasks.metrics import ratios
-from wsc_tasks.reporting.estimates import Estimates
+from wsc_tasks.reporting.estimates import Estimates, outcomes
 from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.runs import Run, TaskRun
-from wsc_tasks.reporting.tables import Table
+from wsc_tasks.reporting.tables import Interval, Table
 
 # the two accuracy panels of the figures (a, A), with their forms and chance lines
 ACCURACIES = {"a": ratios.PROBLEM_ACCURACY, "A": ratios.SCHEMA_ACCURACY}
@@ -46,6 +46,7 @@ class Section:
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     skipped: str = ""  # why the section has nothing to show (the tasks it needs)
+    notes: list[str] = field(default_factory=list)  # what a reader must know, shown even if skipped
 
 
 @dataclass
@@ -59,6 +60,16 @@ class Context:
         """Every run's schema task on ``dataset``, with its run, for the runs that have one."""
         found = [(run, run.task_on(dataset)) for run in self.runs]
         return [(run, task) for run, task in found if task is not None]
+
+    def accuracy(self, task: TaskRun) -> tuple[Interval, Interval | None] | None:
+        """A task's a and A with p against chance (one bootstrap each, however many sections
+        ask); None when its samples give no problem accuracy."""
+        a = outcomes(task, "acc")
+        if a is None:
+            return None
+        found = self.estimates.interval(a, ACCURACIES["a"], True)
+        assert found is not None
+        return found, self.estimates.interval(outcomes(task, "schema_acc"), ACCURACIES["A"], True)
 
 
 Builder = Callable[[Context], Section]

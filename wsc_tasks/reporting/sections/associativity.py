@@ -17,7 +17,10 @@ ORDERED = (NONASSOCIATIVE, ASSOCIATIVE)  # as the tables list them
 
 
 def build(context: Context) -> Section:
-    section = Section("Associativity (thesis Tables 4.25–4.28; Figure 4.7)")
+    section = Section(
+        "Associative and non-associative schemas, with and without the candidates "
+        "(thesis Tables 4.25–4.28; Figure 4.7)"
+    )
     tables = {
         "subsets": Table(
             "associativity_subsets",

@@ -19,7 +19,10 @@ SHOWN = ("schema_consistency", "consistent_schema_acc")  # the figure's panels
 
 
 def build(context: Context) -> Section:
-    section = Section("Consistency (thesis Tables 4.6, 4.20, 4.24; Figure 4.6)")
+    section = Section(
+        "Consistency under perturbation and between scoring methods "
+        "(thesis Tables 4.6, 4.20, 4.24; Figure 4.6)"
+    )
     problem = Table(
         "consistency_problems",
         "Problem consistency metrics (problem transformations)",

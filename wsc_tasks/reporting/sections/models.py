@@ -15,7 +15,10 @@ DATASETS = ("wsc266", "wsc273_schemas", "winogrande_twins")
 
 
 def build(context: Context) -> Section:
-    section = Section("Model comparisons (thesis Tables 4.15, 4.32; Figures 4.4, 4.9)")
+    section = Section(
+        "Differences between models on the same schemas "
+        "(thesis Tables 4.15, 4.32; Figures 4.4, 4.9)"
+    )
     if len(context.runs) < 2:
         section.skipped = "needs two or more models (give several folders)"
         return section
@@ -49,6 +52,11 @@ def build(context: Context) -> Section:
         return section
     section.tables.append(table)
     section.figures.append(
-        Figure("models", bars, "Accuracy by model", "Accuracy by model (95% intervals)")
+        Figure(
+            "models",
+            bars,
+            "Accuracy of each model on the tasks two or more models ran",
+            "Accuracy of each model on the tasks compared above (95% intervals)",
+        )
     )
     return section

@@ -1,34 +1,62 @@
-"""Headline accuracy of every task of every model, with p against chance."""
+"""Headline accuracy of every task of every model, with p against chance, grouped by role.
+
+The ranking task leads; then the other tasks by their dataset's catalog role (full datasets,
+adversarial ones, subsets, perturbations, control baselines, other formulations), in catalog order,
+each task's models together so they read side by side.
+"""
 
 from __future__ import annotations
 
+from wsc_tasks.data import catalog
 from wsc_tasks.reporting.estimates import outcomes
 from wsc_tasks.reporting.figures import Bar
-from wsc_tasks.reporting.sections import ACCURACIES, Context, Figure, Section
+from wsc_tasks.reporting.runs import TaskRun
+from wsc_tasks.reporting.sections import Context, Figure, Section
 from wsc_tasks.reporting.tables import Table
 
 ORDER = 10
+RANKING = "ranking task"  # the role column of the ranking task's rows
+OTHER = "other"  # a dataset the catalog does not know
+
+
+def role(task: TaskRun) -> str:
+    """The role column: the ranking task, the catalog role of its dataset, or ``OTHER``."""
+    if task.dataset == catalog.RANKING:
+        return RANKING
+    try:
+        return catalog.role_of(task.dataset).kind if task.dataset else OTHER
+    except KeyError:
+        return OTHER
+
+
+def order(task: TaskRun) -> tuple[int, int, str]:
+    """Ranking task first, then role by role, in catalog order, then by name."""
+    roles = [RANKING, *catalog.ROLE_KINDS, OTHER]
+    names = list(catalog.SPECS)
+    place = names.index(task.dataset) if task.dataset in names else len(names)
+    return roles.index(role(task)), place, task.task
 
 
 def build(context: Context) -> Section:
     table = Table(
         "overview",
         "Headline accuracy of every task, with p against chance",
-        ["model", "task", "documents", "a", "A"],
+        ["model", "task", "role", "documents", "a", "A"],
     )
     bars = []
-    for run in context.runs:
-        for name, task in run.tasks.items():
-            a, big_a = outcomes(task, "acc"), outcomes(task, "schema_acc")
-            if a is None:
+    found = {name: task for run in context.runs for name, task in run.tasks.items()}
+    for name in sorted(found, key=lambda n: order(found[n])):
+        for run in context.runs:
+            task = run.tasks.get(name)
+            cells = context.accuracy(task) if task is not None else None
+            if task is None or cells is None:
                 continue
-            cells = [context.estimates.interval(a, ACCURACIES["a"], True)]
-            cells.append(context.estimates.interval(big_a, ACCURACIES["A"], True))
-            table.rows.append([run.label, name, len(a), *cells])
+            documents = len(outcomes(task, "acc") or [])
+            table.rows.append([run.label, name, role(task), documents, *cells])
             for panel, cell in zip(("a", "A"), cells, strict=True):
                 if cell is not None:
                     bars.append(Bar(panel, name, run.label, cell.estimate))
-    section = Section("Accuracy of every task", tables=[table])
+    section = Section("Accuracy of every task, by role", tables=[table])
     if bars:
         section.figures.append(
             Figure(
@@ -40,7 +68,9 @@ def build(context: Context) -> Section:
         )
     section.text = (
         "a: problem accuracy, A: schema accuracy (every problem of a schema right), under each "
-        "task's headline scoring method. p: against chance (a = 0.5; A = the mean of 2^-size "
-        "over schemas, 0.25 for pairs)."
+        "task's headline scoring method. p: two-sided, against chance (a = 0.5; A = the mean of "
+        "2^-size over schemas, 0.25 for pairs), with the side of chance the value lies on. Rows: "
+        f"the ranking task (`{catalog.RANKING}`) first, then each task's dataset by its role "
+        "(full, adversarial, subset, perturbation, control, formulation)."
     )
     return section

@@ -18,7 +18,10 @@ def tasks_of_reid250(runs: list[Run]) -> list[str]:
 
 
 def build(context: Context) -> Section:
-    section = Section("Reid250 and its dyads (thesis Tables 4.33, 4.38; Figures 4.9, 4.12)")
+    section = Section(
+        "Accuracy on Reid250 and its dyads, against WSC266 and Reid250 "
+        "(thesis Tables 4.33, 4.38; Figures 4.9, 4.12)"
+    )
     names = tasks_of_reid250(context.runs)
     table = Table(
         "reid250",

@@ -1,0 +1,142 @@
+"""The findings first: per model, the sentences of ``reporting.findings``, and the notes.
+
+This module only gathers each run's estimates into a ``findings.Model`` (the bootstraps are the
+ones the tables below show: asking again is free); the rules that turn them into sentences are
+``reporting.findings``. What a reader must know about the inputs (``Run.notes``: a --limit,
+missing or incomplete samples…) follows the findings, so it is read before any table.
+"""
+
+from __future__ import annotations
+
+from wsc_tasks.data import catalog
+from wsc_tasks.metrics.registry import TaskKind
+from wsc_tasks.paths import CHANCE_MODEL
+from wsc_tasks.reporting import findings
+from wsc_tasks.reporting.estimates import form, outcomes
+from wsc_tasks.reporting.runs import Run
+from wsc_tasks.reporting.sections import ACCURACIES, Context, Section
+from wsc_tasks.reporting.sections.perturbations import pair
+from wsc_tasks.reporting.sections.reid250 import REID250
+from wsc_tasks.reporting.tables import Interval, Table
+
+ORDER = 0
+WINOGRANDE = "winogrande_dev"  # the Winogrande line: the whole dev set, as lm-eval's winogrande
+CONTROLS = tuple(catalog.datasets(catalog.CONTROL))
+PERTURBATIONS = tuple(catalog.datasets(catalog.PERTURBATION, of=catalog.RANKING))
+HOW_TO_READ = (
+    "Each sentence applies a stated rule to the estimates of the tables below (the rules: "
+    "the docstring of `wsc_tasks/reporting/findings.py`). Intervals: 95%; p in "
+    "these sentences is one-sided, on the side of chance the value lies on: `p(A > 0.250)` asks "
+    "whether the model is above chance, `p(A < 0.250)` whether it is below; above or below "
+    "chance means that p < 0.05, at chance that neither is. A change under perturbation is "
+    "tested two-sided."
+)
+
+
+def accuracy(context: Context, run: Run, dataset: str) -> findings.Accuracy | None:
+    """a and A of a run's schema task on ``dataset``, if it has one with samples."""
+    task = run.task_on(dataset)
+    cells = context.accuracy(task) if task is not None else None
+    if task is None or cells is None:
+        return None
+    a, big_a = cells
+    return findings.Accuracy(task.task, a.estimate, big_a.estimate if big_a else None)
+
+
+def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
+    """The run's ``findings.Model``, and its A′ on the ranking task for the table."""
+    chance_model = run.model == CHANCE_MODEL
+    ranking = accuracy(context, run, catalog.RANKING)
+    half = None
+    task = run.task_on(catalog.RANKING)
+    if task is not None and ranking is not None:
+        half = context.estimates.interval(outcomes(task, "acc"), form("half_solved"))
+    controls = []
+    for name in CONTROLS:
+        found = accuracy(context, run, name)
+        if found is not None and found.a is not None:
+            role = catalog.role_of(name)
+            change = catalog.CHANGES.get(role.change, role.change)
+            controls.append(findings.Control(found.task, change, role.of or name, found.a))
+    perturbations = []
+    for name in PERTURBATIONS:
+        change = catalog.CHANGES.get(catalog.role_of(name).change, name)
+        consistency = run.task_on(name, TaskKind.CONSISTENCY)
+        cell = None
+        if consistency is not None and "schema_consistency" in consistency.forms:
+            values = consistency.values["schema_consistency"]
+            cell = context.estimates.interval(values, consistency.forms["schema_consistency"])
+        matched = pair(run, task, name)
+        delta = None
+        if matched is not None:
+            before, after = matched["A"]
+            delta = context.estimates.paired(after, before, ACCURACIES["A"])
+        if cell is not None or delta is not None:
+            perturbations.append(
+                findings.Perturbation(
+                    name, change, cell.estimate if cell else None, delta.estimate if delta else None
+                )
+            )
+    every = []
+    if chance_model:
+        for name, found in run.tasks.items():
+            cells = context.accuracy(found)
+            if cells is not None:
+                a, big_a = cells
+                every.append(findings.Accuracy(name, a.estimate, big_a.estimate if big_a else None))
+    built = findings.Model(
+        run.label,
+        chance_model=chance_model,
+        limit=run.limit,
+        ranking=ranking,
+        half_solved=half.estimate if half else None,
+        controls=tuple(controls),
+        perturbations=tuple(perturbations),
+        reid250=accuracy(context, run, REID250),
+        winogrande=accuracy(context, run, WINOGRANDE),
+        tasks=tuple(every),
+    )
+    return built, half
+
+
+def text(models: list[tuple[findings.Model, str]]) -> str:
+    """The overview line, then each model's sentences as a list under its name."""
+    chosen = [m for m, _ in models]
+    lines = [findings.overview(chosen), ""] if findings.overview(chosen) else []
+    order = [(m, kind) for m, kind in models if not m.chance_model]
+    order += [(m, kind) for m, kind in models if m.chance_model]
+    for found, kind in order:
+        said = findings.sentences(found)
+        lines += [f"**{found.label}** (`{kind}`)", ""]
+        lines += [f"- {s}" for s in said] if said else ["- No task with samples to say it from."]
+        lines.append("")
+    return "\n".join([*lines, HOW_TO_READ])
+
+
+def build(context: Context) -> Section:
+    section = Section("Findings: what the numbers say, per model")
+    section.notes = [note for run in context.runs for note in run.notes()]
+    table = Table(
+        "findings",
+        f"The ranking task, {catalog.RANKING}: schema accuracy A, problem accuracy a and the "
+        "share of half-solved schemas A′ (95% intervals; p against chance: the next section)",
+        ["model", "kind", "A", "a", "A′"],
+    )
+    models = []
+    for run in context.runs:
+        found, half = model(context, run)
+        models.append((found, run.model))
+        if found.ranking is not None:
+            task = run.task_on(catalog.RANKING)
+            cells = context.accuracy(task) if task is not None else None
+            if cells is not None:
+                a, big_a = cells
+                kind = "chance model" if found.chance_model else "model"
+                shown = [Interval(c.estimate) if c else None for c in (big_a, a, half)]
+                table.rows.append([run.label, kind, *shown])
+    if not any(m.ranking for m, _ in models) and not any(m.tasks for m, _ in models):
+        section.skipped = f"needs {catalog.RANKING} (or a chance model's tasks) with samples"
+        return section
+    section.tables = [table] if table.rows else []
+    section.text = lambda: text(models)
+    return section

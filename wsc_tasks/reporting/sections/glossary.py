@@ -1,0 +1,21 @@
+"""The glossary: every symbol of the report with its meaning (``reporting.symbols``)."""
+
+from __future__ import annotations
+
+from wsc_tasks.reporting.sections import Context, Section
+from wsc_tasks.reporting.symbols import GLOSSARY
+from wsc_tasks.reporting.tables import Table
+
+ORDER = 90
+
+
+def build(context: Context) -> Section:
+    table = Table("glossary", "Symbols and terms", ["symbol", "meaning"])
+    table.rows = [[symbol, meaning] for symbol, meaning in GLOSSARY.items()]
+    return Section(
+        "Glossary: every symbol of this report",
+        text="The metrics' symbols and descriptions are those of the metric registry "
+        "(`wsc_tasks/metrics/registry.py`); in report.html each column header that is a symbol "
+        "shows its meaning when pointed at.",
+        tables=[table],
+    )
