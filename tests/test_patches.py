@@ -8,6 +8,7 @@ import inspect
 import logging
 from types import SimpleNamespace
 
+import lm_eval
 import pytest
 from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
@@ -581,3 +582,100 @@ def test_our_undefined_metric_is_left_out_with_a_note():
     assert task.config.metadata["notes"] == [
         "acc not reported: no problem in the first 2 of its 9 documents (--limit)"
     ]
+
+
+# -- 15. explain_chat_template_advice --------------------------------------------------------------
+def _chat_advice_records(monkeypatch) -> list[logging.LogRecord]:
+    """What lm-eval's ``simple_evaluate`` logs for an instruct model before it loads the model
+    (an unknown model type stops it right after), with our filter taken off its logger."""
+    logger = logging.getLogger(patches.EVALUATOR_LOGGER)
+    monkeypatch.setattr(logger, "filters", [])
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+    try:
+        with pytest.raises(ValueError, match="no model for this name"):
+            lm_eval.simple_evaluate(
+                model="no-such-model", model_args="pretrained=SmolLM2-135M-Instruct", tasks=["x"]
+            )
+    finally:
+        logger.removeHandler(handler)
+    return records
+
+
+def test_lm_eval_still_advises_a_chat_template_for_instruct_models(monkeypatch):
+    records = _chat_advice_records(monkeypatch)
+    advice = [r for r in records if patches.CHAT_ADVICE in r.getMessage()]
+    assert len(advice) == 1, _gone("15. explain_chat_template_advice (advice gone or reworded)")
+    assert "Recommend setting" in advice[0].getMessage()
+    assert "`apply_chat_template`" in advice[0].getMessage()
+    assert patches.ChatTemplateAdvice().filter(advice[0])  # kept, as the explanation
+    assert advice[0].getMessage() == patches.CHAT_EXPLANATION
+    assert advice[0].levelno == logging.WARNING
+
+
+def test_the_chat_advice_is_explained_in_a_run(monkeypatch, capsys):
+    """``wsc-tasks run`` installs the filter before lm-eval's CLI starts: the advice to set
+    ``--apply_chat_template``, which the tasks refuse, never reaches the user."""
+    patches.explain_chat_template_advice()
+    assert not patches.explain_chat_template_advice()  # once
+    logger = logging.getLogger(patches.EVALUATOR_LOGGER)
+    record = logging.LogRecord(
+        patches.EVALUATOR_LOGGER, logging.WARNING, "", 0,
+        f"pretrained=x-Instruct {patches.CHAT_ADVICE}. Recommend setting it.", (), None,
+    )  # fmt: skip
+    assert all(f.filter(record) for f in logger.filters)
+    assert "Recommend" not in record.getMessage()
+    other = logging.LogRecord(
+        patches.EVALUATOR_LOGGER, logging.INFO, "", 0, "Setting seed", (), None
+    )
+    assert all(f.filter(other) for f in logger.filters) and other.getMessage() == "Setting seed"
+
+
+# -- 16. print_counts_as_integers ------------------------------------------------------------------
+TABLE_RESULTS = {
+    "results": {
+        "wsc266": {
+            "acc,none": 0.61654,
+            "acc_stderr,none": 0.02,
+            "n_problems,none": 266,
+            "n_problems_stderr,none": "N/A",
+            "schema_acc,none": 0.29,
+            "schema_acc_stderr,none": 0.04,
+        }
+    },
+    "versions": {"wsc266": 1.0},
+    "n-shot": {"wsc266": 0},
+    "higher_is_better": {"wsc266": {"acc": True, "n_problems": None, "schema_acc": True}},
+}
+
+
+def _row(table: str, metric: str) -> list[str]:
+    rows = (line.split("|") for line in table.splitlines())
+    return next(cells for cells in rows if len(cells) > 5 and cells[5].strip() == metric)
+
+
+def test_lm_eval_still_prints_a_whole_count_with_the_columns_decimals():
+    from lm_eval import utils
+
+    table = patches.original(utils, "make_table")(TABLE_RESULTS)
+    row = _row(table, "n_problems")
+    assert row[7].strip() == "266.0000", _gone("16. print_counts_as_integers (counts as integers)")
+    assert row[8].strip() == "±" and row[9].strip() == "N/A"
+
+
+def test_counts_print_as_integers_and_the_rest_as_lm_eval_prints_it():
+    from lm_eval import utils
+
+    patches.print_counts_as_integers()
+    ours, theirs = (
+        utils.make_table(TABLE_RESULTS),
+        patches.original(utils, "make_table")(TABLE_RESULTS),
+    )
+    row = _row(ours, "n_problems")
+    assert row[7].strip() == "266" and not row[8].strip() and not row[9].strip()
+    assert [len(c) for c in row] == [len(c) for c in _row(theirs, "n_problems")]  # aligned
+    for metric in ("acc", "schema_acc"):
+        assert _row(ours, metric) == _row(theirs, metric)
+    assert patches.integer_counts("|not|a|table|") == "|not|a|table|"

@@ -243,6 +243,8 @@ def run_lm_eval(passthrough: list[str]) -> int:
     keep_paths = KEEP_PATHS in passthrough
     passthrough = [a for a in passthrough if a != KEEP_PATHS]
     patches.accept_several_include_paths()
+    patches.explain_chat_template_advice()
+    patches.print_counts_as_integers()
     argv, target = labelled_output(lm_eval_argv(passthrough))
     notes.clear()
     cache = _value(argv, "--use_cache", "--use-cache", "-c")

@@ -9,14 +9,17 @@ changed there and the patch can probably go.
 
 When they apply (as before this module existed):
 
-- ``apply()`` — sections 1 to 6, 9 and 12, when ``wsc_tasks.harness.base`` (the base of every task
-  class) is imported (that is, when lm-eval loads this package's tasks, before any request is
-  sent); 14 is part of section 2's replacement;
+- ``apply()`` — sections 1 to 6, 9, 12, 15 and 16, when ``wsc_tasks.harness.base`` (the base of
+  every task class) is imported (that is, when lm-eval loads this package's tasks, before any
+  request is sent); 14 is part of section 2's replacement;
 - ``accept_several_include_paths()`` (7) — by ``wsc-tasks run`` before lm-eval's CLI starts;
 - ``without_lm_eval_tasks()`` (8) — around that CLI call, when every task asked for is ours;
 - ``warn_unkeyed_request_cache`` (10) — inside section 3's ``evaluate``, once per process;
 - ``request_cache_tag`` (11) — by this package's tasks as they build their requests;
-- ``tasks_meet_the_model`` (13) — inside section 3's ``evaluate``, before any request is built.
+- ``tasks_meet_the_model`` (13) — inside section 3's ``evaluate``, before any request is built;
+- ``explain_chat_template_advice()`` (15) and ``print_counts_as_integers()`` (16) — also by
+  ``wsc-tasks run`` before lm-eval's CLI starts (``apply()`` comes too late for a plain ``lm_eval``
+  run, whose advice comes first and whose CLI takes ``make_table`` before the tasks load).
 
 Every patch is idempotent: the replacement carries ``_MARK`` and is never wrapped twice.
 """
@@ -82,6 +85,8 @@ PATCHES: tuple[Patch, ...] = (
           TESTED),
     Patch("leave_out_undefined_metrics", "lm_eval.evaluator_utils._compute_task_aggregations",
           TESTED),
+    Patch("explain_chat_template_advice", "logger lm_eval.evaluator", TESTED),
+    Patch("print_counts_as_integers", "lm_eval.utils.make_table", TESTED),
 )  # fmt: skip
 
 
@@ -139,8 +144,10 @@ def original(owner: Any, name: str) -> Any:
 
 
 def apply() -> bool:
-    """Sections 1–6, 9 and 12, once per process (13 and 14 are parts of 3 and 2); True if the
-    logits cache was patched now."""
+    """Sections 1–6, 9, 12, 15 and 16, once per process (13 and 14 are parts of 3 and 2); True if
+    the logits cache was patched now."""
+    explain_chat_template_advice()
+    print_counts_as_integers()
     refuse_unserved_requests()
     check_served_logprobs()
     _aggregate_listed_metrics_only()
@@ -699,6 +706,86 @@ def leave_out_undefined(task: Any, aggregated: dict[str, Any], raw_metrics: dict
         )
     for reason, metrics in why.items():
         notes.add(task, f"{', '.join(metrics)} not reported: {reason}")
+
+
+# -- 15. explain_chat_template_advice --------------------------------------------------------------
+# ``simple_evaluate`` warns for any model whose arguments contain "inst" or "chat" (the embedded
+# SmolLM2-135M-Instruct among them) that the chat template is not applied and recommends
+# ``--apply_chat_template``, which these tasks refuse (``flags``): they score each option's
+# sentence by log-likelihood with no prompt, so there is nothing to put in a chat turn. The advice
+# is replaced by that explanation, in the same WARNING record (a logging filter, not a code patch:
+# if lm-eval rewords its advice, the original shows again and tests/test_patches.py fails). No
+# upstream issue found; upstream, a task could declare that it takes no chat template.
+EVALUATOR_LOGGER = "lm_eval.evaluator"
+CHAT_ADVICE = "appears to be an instruct or chat variant but chat template is not applied"
+CHAT_EXPLANATION = (
+    "wsc_tasks: the model looks like an instruct or chat model; these tasks score each option's "
+    "sentence by log-likelihood with no prompt, so no chat template applies to them "
+    "(--apply_chat_template is refused while they run; run other tasks that need it separately)"
+)
+
+
+class ChatTemplateAdvice(logging.Filter):
+    """Rewrites lm-eval's chat-template advice as the reason it does not apply here."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if CHAT_ADVICE in record.getMessage():
+            record.msg, record.args = CHAT_EXPLANATION, ()
+        return True
+
+
+def explain_chat_template_advice() -> bool:
+    """Section 15, once per process; True if the filter was added now."""
+    logger = logging.getLogger(EVALUATOR_LOGGER)
+    if any(isinstance(f, ChatTemplateAdvice) for f in logger.filters):
+        return False
+    logger.addFilter(ChatTemplateAdvice())
+    return True
+
+
+# -- 16. print_counts_as_integers ------------------------------------------------------------------
+# lm-eval's printed table writes every value of the Value column with the column's precision, so a
+# count of ours reads "266.0000" (and "± N/A", an error it does not have) beside the accuracies.
+# The table lm-eval prints is rewritten, for the rows of this package's count metrics with a whole
+# value: the number as an integer, right-aligned in its cell, no ± and no stderr. Only the text is
+# changed; the results files keep lm-eval's values. No upstream issue found; upstream, a metric
+# could carry its number format.
+def is_count_row(metric: str) -> bool:
+    """A row of lm-eval's table whose metric is one of this package's counts."""
+    from wsc_tasks.metrics import registry
+
+    key = registry.Key.parse(metric)
+    return key is not None and key.metric.kind == "count"
+
+
+def integer_counts(table: str) -> str:
+    """``table`` (lm-eval's Markdown) with the whole values of count rows written as integers."""
+    lines = table.split("\n")
+    for i, line in enumerate(lines):
+        cells = line.split("|")
+        if len(cells) != 11 or not is_count_row(cells[5].strip()):
+            continue
+        value = cells[7].strip()
+        if not re.fullmatch(r"\d+\.0*", value):
+            continue
+        cells[7] = value.split(".")[0].rjust(len(cells[7]))
+        if cells[9].strip() == "N/A":
+            cells[8], cells[9] = " " * len(cells[8]), " " * len(cells[9])
+        lines[i] = "|".join(cells)
+    return "\n".join(lines)
+
+
+def print_counts_as_integers() -> bool:
+    """Section 16, once per process; True if ``make_table`` was wrapped now."""
+    from lm_eval import utils
+
+    make_table_original = utils.make_table
+
+    @functools.wraps(make_table_original)
+    def make_table(*args: Any, **kwargs: Any) -> str:
+        return integer_counts(make_table_original(*args, **kwargs))
+
+    return _replace(utils, "make_table", make_table)
 
 
 check_lm_eval_version()
