@@ -8,6 +8,7 @@ WSC_TASKS_REQUIRE_BROWSER=1 (CI), where it fails.
 
 from __future__ import annotations
 
+import csv
 import html
 import json
 import os
@@ -157,12 +158,69 @@ def test_tasks_without_samples_and_partial_runs_are_noted_in_both_formats(sweep_
         assert f"<li><b>Note:</b> {html.escape(note)}.</li>" in page, note
 
 
-def test_leaderboard_html(sweep_out):
-    paths = leaderboard.write(list(MODELS), sweep_out, "wsc266", 200, 0)
-    page = paths[-1].read_text(encoding="utf-8")
-    assert paths[-1].name == "leaderboard.html"
-    assert 'id="table-leaderboard"' in page and 'id="table-leaderboard_pairwise"' in page
-    assert "<td>smollm2-135m</td>" in page and "0.293 [" in page
+LIMIT_NOTE = "chance was run with --limit 133"
+
+
+def test_leaderboard_opens_with_findings_then_notes_in_every_format(sweep_out):
+    """The conclusion first (one sentence per model), the notes before any table, the chance
+    model set apart; every format says the same."""
+    md, table, page = leaderboard.write(list(MODELS), sweep_out, "wsc266", 200, 0)
+    assert (md.name, table.name, page.name) == (
+        "leaderboard.md", "leaderboard.csv", "leaderboard.html"
+    )  # fmt: skip
+    text = md.read_text(encoding="utf-8")
+    assert text.index("## Findings") < text.index(LIMIT_NOTE) < text.index("| model |")
+    assert "- **smollm2-135m**: A = 0.293 [" in text and "at chance (0.250; p(A > 0.250) = " in text
+    assert "- **chance**: (--limit 133) chance model, the calibration check: A = 0.211 [" in text
+    html_page = page.read_text(encoding="utf-8")
+    assert html_page.index("<h2>Findings</h2>") < html_page.index('class="notes"')
+    assert html_page.index(LIMIT_NOTE) < html_page.index("<table")
+    assert 'id="table-leaderboard"' in html_page and 'id="table-leaderboard_chance"' in html_page
+    with table.open(encoding="utf-8") as handle:
+        rows = {row["model"]: row for row in csv.DictReader(handle)}
+    assert rows["smollm2-135m"]["rank"] == "1" and rows["smollm2-135m"]["kind"] == "model"
+    assert rows["chance"]["rank"] == "" and rows["chance"]["kind"] == "chance model"
+    assert LIMIT_NOTE in rows["chance"]["notes"] and not rows["smollm2-135m"]["notes"]
+    assert rows["smollm2-135m"]["finding"].startswith("A = 0.293 [")
+    assert float(rows["smollm2-135m"]["A"]) == pytest.approx(39 / 133, abs=1e-6)
+    printed = leaderboard.printed(leaderboard.build(list(MODELS), sweep_out, "wsc266", 200, 0))
+    assert printed[0].startswith("No model is above chance in schema accuracy A on wsc266")
+    assert any(line.startswith(f"Note: {LIMIT_NOTE}") for line in printed)
+
+
+def test_leaderboard_command_writes_a_sweep_folders_leaderboard_running_nothing(
+    sweep_out, tmp_path, capsys
+):
+    from wsc_tasks.cli import main as cli
+
+    copy = shutil.copytree(sweep_out, tmp_path / "sweep")
+    for name in ("leaderboard.md", "leaderboard.csv", "leaderboard.html"):
+        (copy / name).unlink(missing_ok=True)
+    assert cli(["leaderboard", str(copy), "--iters", "200"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("No model is above chance in schema accuracy A on wsc266")
+    assert str(copy / "leaderboard.html") in printed
+    assert "| smollm2-135m | 1 | 0.293 [" in (copy / "leaderboard.md").read_text(encoding="utf-8")
+    with pytest.raises(SystemExit) as stopped:  # argparse's error: one line, exit 2
+        cli(["leaderboard", str(tmp_path / "empty")])
+    assert stopped.value.code == 2
+    assert "empty: no model folder of a wsc-tasks sweep" in capsys.readouterr().err
+
+
+def test_leaderboard_names_each_models_metadata_and_links_its_files(sweep_out):
+    md, _, page = leaderboard.write(list(MODELS), sweep_out, "wsc266", 200, 0)
+    text = md.read_text(encoding="utf-8")
+    [row] = [line for line in text.splitlines() if line.startswith("| smollm2-135m | model |")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:6] == ["smollm2-135m", "model", "hf", "134.5M", "float32 (Q4_1 GGUF)", "main"]
+    assert cells[7] == "2026-11-23" and cells[8].startswith("lm-eval 0.4.13")
+    assert "[results](smollm2-135m/lm_eval/results_2026-11-23T" in cells[-1]
+    assert "[samples](smollm2-135m/lm_eval/)" in cells[-1]
+    html_page = page.read_text(encoding="utf-8")
+    assert '<a href="smollm2-135m/lm_eval/results_2026-11-23T' in html_page
+    chance = "| chance | chance model"
+    [chance_row] = [line for line in text.splitlines() if line.startswith(chance)]
+    assert "| wsc-chance | – | – |" in chance_row  # no weights: no parameters, no precision
 
 
 def _browser():
@@ -250,6 +308,67 @@ def test_report_html_in_chromium(built):
         boxes = driver.find_elements(By.CSS_SELECTOR, "div.scroll")
         assert boxes and all(b.size["width"] <= 400 for b in boxes)
         shot = shots / "report_html_400.png"
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_leaderboard_html_in_chromium(sweep_out):
+    """The headline table fits 1,400 px without scrolling, the notes come before it, a column can
+    be hidden and shown again, tables sort; at 400 px only tables scroll, in their own box."""
+    from selenium.webdriver.common.by import By
+
+    leaderboard.write(list(MODELS), sweep_out, "wsc266", 200, 0)
+    driver, profile = _browser()
+    shots = Path(os.environ.get("WSC_TASKS_SCREENSHOT_DIR", sweep_out))
+    shots.mkdir(parents=True, exist_ok=True)
+    try:
+        driver.set_window_size(1400, 1000)
+        driver.get((sweep_out / "leaderboard.html").as_uri())
+        assert driver.find_elements(By.TAG_NAME, "h2")[0].text == "Findings"
+        note = driver.find_element(By.CSS_SELECTOR, ".notes")
+        assert note.is_displayed() and LIMIT_NOTE in note.text
+        headline = driver.find_element(By.ID, "table-leaderboard")
+        assert note.location["y"] < headline.location["y"]
+        width, visible, window = _page_width(driver)
+        assert width <= visible and window == 1400
+        box = headline.find_element(By.XPATH, "..")
+        scroll, client = driver.execute_script(
+            "return [arguments[0].scrollWidth, arguments[0].clientWidth]", box
+        )
+        assert scroll <= client  # the headline table fits: no horizontal scroll at 1,400 px
+        shot = shots / "leaderboard_html_1400.png"
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        heads = headline.find_elements(By.CSS_SELECTOR, "thead th")
+        column = [h.text for h in heads].index("p (A)")
+        menu = driver.find_element(By.CSS_SELECTOR, "details.columns")
+        menu.find_element(By.TAG_NAME, "summary").click()
+        box = menu.find_element(
+            By.CSS_SELECTOR, f'input[data-table="table-leaderboard"][data-column="{column}"]'
+        )
+        box.click()
+        assert not heads[column].is_displayed() and _column(driver, "table-leaderboard", 0)
+        assert not headline.find_elements(By.CSS_SELECTOR, "tbody td")[column].is_displayed()
+        box.click()
+        assert heads[column].is_displayed()
+        table = "table-leaderboard_consistency"
+        heads = driver.find_elements(By.CSS_SELECTOR, f"#{table} thead th")
+        column = [h.text for h in heads].index("C wsc266_switched")
+        heads[column].click()
+        values = [float(v.split()[0]) for v in _column(driver, table, column)]
+        assert values == sorted(values) and len(values) == 2
+        heads[column].click()
+        values = [float(v.split()[0]) for v in _column(driver, table, column)]
+        assert values == sorted(values, reverse=True)
+        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        driver.set_window_size(400, 900)
+        driver.get((sweep_out / "leaderboard.html").as_uri())
+        width, visible, window = _page_width(driver)
+        assert width <= visible and window == 400
+        boxes = driver.find_elements(By.CSS_SELECTOR, "div.scroll")
+        assert boxes and all(b.size["width"] <= 400 for b in boxes)
+        shot = shots / "leaderboard_html_400.png"
         assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     finally:
         driver.quit()

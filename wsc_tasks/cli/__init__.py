@@ -137,6 +137,9 @@ def _main(argv: list[str]) -> int:
     sub.add_parser("bench-mlm", add_help=False, help="masked-LM scoring throughput benchmark")
     sub.add_parser("report", add_help=False, help="thesis-style tables, figures and p-values")
     sub.add_parser("sweep", add_help=False, help="run many models, write a leaderboard")
+    sub.add_parser(
+        "leaderboard", add_help=False, help="write a sweep folder's leaderboard, running nothing"
+    )
     if argv[:1] == ["run"]:
         return run_lm_eval(argv[1:])
     if argv[:1] == ["report"]:
@@ -147,6 +150,10 @@ def _main(argv: list[str]) -> int:
         from wsc_tasks.cli.sweep import main as sweep
 
         return sweep(argv[1:])
+    if argv[:1] == ["leaderboard"]:
+        from wsc_tasks.reporting.leaderboard import main as board
+
+        return board(argv[1:])
     if argv[:1] == ["bench"]:
         from wsc_tasks.cli.bench import bench_run
 

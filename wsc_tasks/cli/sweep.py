@@ -139,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             )
         return 0
     names = [spec.name for spec in models.specs]
-    paths = leaderboard.write(names, out, args.rank_task, args.iters, args.seed)
+    board = leaderboard.build(names, out, args.rank_task, args.iters, args.seed)
+    paths = leaderboard.save(board, out)
     for name, state in states.items():
         print(f"{state:8s} {name}")
+    print("\n".join(leaderboard.printed(board)))
     print("\n".join(str(p) for p in paths))
     return 0 if all(s == "done" for s in states.values()) else 1

@@ -28,6 +28,14 @@ from wsc_tasks.scoring.families import ModelFacts
 from wsc_tasks.scoring.methods import ScoringError
 from wsc_tasks.scoring.tokens import named_tokenizer
 
+PART_LIMIT = (
+    "--limit {limit}: the figures are of the first {limit} documents (schemas), not of the whole "
+    "dataset; do not compare them with a full run"
+)
+PART_SAMPLES = (
+    "--samples: the figures are of the documents chosen, not of the whole dataset; do not compare "
+    "them with a full run"
+)
 PREDICT_ONLY = "--predict_only: no metric computed; the samples files hold every request's score"
 
 
@@ -81,6 +89,16 @@ class TaskConventions:
                     f"model; {PASS_TOKENIZER}"
                 )
         super().build_all_requests(**kwargs)  # type: ignore[misc]
+        self._note_part(kwargs.get("limit"), kwargs.get("samples"))
+
+    def _note_part(self, limit: int | None, samples: Sequence[int] | None) -> None:
+        """A run of some documents only (``--limit``, ``--samples``) says so under the table: its
+        figures are not the dataset's (one text for every task, so the footer lists them once)."""
+        total = len(self.eval_docs)  # type: ignore[attr-defined]
+        if samples is not None and len(samples) < total:
+            notes.add(self, PART_SAMPLES)
+        elif limit is not None and limit < total:
+            notes.add(self, PART_LIMIT.format(limit=limit))
 
     # -- --predict_only --------------------------------------------------------------------------
     def override_metric(self, metric_name: str) -> None:

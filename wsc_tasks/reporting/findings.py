@@ -34,6 +34,9 @@ The rules:
   ranking task is expected at chance (outside it about one run in ten: two one-sided tests at
   0.05), and a 95% interval is expected to exclude chance on about 5% of the tasks; the findings
   count on how many it does.
+- **In one sentence** (a leaderboard row, ``brief``): the headline; a, and whether it survives
+  the schema score by the rule above; how many control baselines are above chance, and so
+  whether an artifact can explain part of the score.
 - **Over all models.** How many models (chance models aside) are above chance on A of the ranking
   task, and which.
 """
@@ -145,6 +148,14 @@ def headline(model: Model) -> str | None:
     )
 
 
+def survives(a: Estimate, big_a: Estimate | None) -> bool | None:
+    """Whether problem accuracy survives the schema score: None when a is not above chance (there
+    is nothing to keep), else whether A is above chance too (False without A)."""
+    if verdict(a) != ABOVE:
+        return None
+    return big_a is not None and verdict(big_a) == ABOVE
+
+
 def survival(model: Model) -> str | None:
     """Does problem accuracy survive the schema score; how much of it is half-solved schemas."""
     found = model.ranking
@@ -152,9 +163,10 @@ def survival(model: Model) -> str | None:
         return None
     a, big_a = found.a, found.schema
     text = f"Problem accuracy {against_chance('a', a)}"
-    if verdict(a) != ABOVE:
+    kept = survives(a, big_a)
+    if kept is None:
         text += ": no problem accuracy above chance for the schema score to keep."
-    elif big_a is not None and verdict(big_a) == ABOVE:
+    elif kept:
         text += ", and it survives the schema score: A is above chance too."
     elif big_a is not None:
         text += f", but it does not survive the schema score: A is {verdict(big_a)}."
@@ -170,6 +182,12 @@ def survival(model: Model) -> str | None:
             f"{number(half.value / 2)} from half-solved ones (a = A + A′/2)"
         )
     return text + "."
+
+
+def explained_by_artifacts(model: Model) -> list[str]:
+    """The datasets whose score an artifact can explain: those a control above chance was made
+    from, in the order of the controls."""
+    return list(dict.fromkeys(c.of for c in model.controls if verdict(c.a) == ABOVE))
 
 
 def controls(model: Model) -> list[str]:
@@ -189,7 +207,7 @@ def controls(model: Model) -> list[str]:
                 groups.append(f"{found} on {_join(cells)}")
         parts.append(f"{change}, {'; '.join(groups)}")
     text = "Control baselines: " + "; ".join(parts) + "."
-    explained = list(dict.fromkeys(c.of for c in model.controls if verdict(c.a) == ABOVE))
+    explained = explained_by_artifacts(model)
     if explained:
         datasets = _join([f"`{d}`" for d in explained])
         verdict_text = (
@@ -292,6 +310,41 @@ def sentences(model: Model) -> list[str]:
         one_line("Winogrande", model.winogrande),
     ]
     return out + [s for s in found if s]
+
+
+def brief(model: Model) -> str:
+    """A model's findings in one sentence, for a leaderboard row: the headline, whether problem
+    accuracy survives the schema score, how many controls are above chance (the same rules as
+    ``sentences``)."""
+    limit = f"(--limit {model.limit:g}) " if model.limit is not None else ""
+    found = model.ranking
+    if found is None or found.schema is None:
+        return f"{limit}no samples of the ranking task to say it from."
+    parts = [against_chance("A", found.schema)]
+    if model.chance_model:
+        expected = "as expected" if verdict(found.schema) == AT else "expected about one run in ten"
+        return f"{limit}chance model, the calibration check: {parts[0]}, {expected}."
+    if found.a is not None:
+        kept = survives(found.a, found.schema)
+        if kept is None:
+            said = "not above chance"
+        elif kept:
+            said = "above chance, and it survives the schema score"
+        else:
+            said = "above chance, but it does not survive the schema score"
+        parts.append(f"a = {interval(found.a)}, {said}")
+    if model.controls:
+        above = [c.task for c in model.controls if verdict(c.a) == ABOVE]
+        total = len(model.controls)
+        if above:
+            tasks = _join([f"`{t}`" for t in above])
+            parts.append(
+                f"above chance on {len(above)} of {total} control baselines ({tasks}): an "
+                "artifact can explain part of its score"
+            )
+        else:
+            parts.append(f"at or below chance on all {total} control baselines")
+    return limit + "; ".join(parts) + "."
 
 
 def overview(models: Sequence[Model]) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from wsc_tasks.reporting.examples import CATEGORIES, ProblemView, TaskExamples, fmt
 from wsc_tasks.reporting.figures import inline_svg
 from wsc_tasks.reporting.symbols import describe
-from wsc_tasks.reporting.tables import Table, display
+from wsc_tasks.reporting.tables import LINK, Table, display
 
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1500px; padding: 0 1em;
@@ -59,6 +59,9 @@ table.sortable tbody tr:nth-child(even) { background: #fafafa; }
   .side { flex-direction: column; }
   table.examples td.text, .side td.text { min-width: 8em; }
 }
+details.columns { display: inline-block; margin: 0 0 .3em 1em; font-size: 13px; }
+details.columns label { display: inline-block; margin-right: .8em; white-space: nowrap; }
+h2 + ul.findings, ul.findings { padding-left: 1.2em; } ul.findings li { margin: .25em 0; }
 /* -- report: findings, notes, contents, tooltips, narrow screens (end) -- */
 """
 
@@ -91,6 +94,15 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
     });
   });
 });
+document.querySelectorAll("details.columns input").forEach(function (box) {
+  box.addEventListener("change", function () {
+    const table = document.getElementById(box.dataset.table);
+    const i = Number(box.dataset.column);
+    Array.from(table.rows).forEach(function (row) {
+      if (row.cells[i]) row.cells[i].hidden = !box.checked;
+    });
+  });
+});
 document.querySelectorAll("input.filter").forEach(function (box) {
   box.addEventListener("input", function () {
     const query = box.value.toLowerCase();
@@ -107,10 +119,15 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def links(escaped: str) -> str:
+    """Markdown links ``[name](relative path)`` of escaped text as anchors."""
+    return LINK.sub(r'<a href="\2">\1</a>', escaped)
+
+
 def inline(text: str) -> str:
-    """Escaped text with Markdown's `code` spans and **bold** (the only markup of the prose)."""
+    """Escaped text with Markdown's `code` spans, **bold** and links (the prose's only markup)."""
     coded = re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", coded)
+    return links(re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", coded))
 
 
 def prose(text: str) -> str:
@@ -144,9 +161,25 @@ LONG = 40  # characters: a cell longer than this (model arguments, a glossary en
 
 
 def _cell(value: object) -> str:
-    """A table cell: on one line (an interval, a name), or wrapping if it is long text."""
+    """A table cell: on one line (an interval, a name, links), or wrapping if it is long text."""
     text = str(value)
-    return f'<td class="long">{esc(text)}</td>' if len(text) > LONG else f"<td>{esc(text)}</td>"
+    shown = links(esc(text))
+    long = len(LINK.sub(r"\1", text)) > LONG
+    return f'<td class="long">{shown}</td>' if long else f"<td>{shown}</td>"
+
+
+TOGGLE = 8  # columns: a table this wide gets a menu to hide and show its columns
+
+
+def _toggle(ident: str, headers: Sequence[str]) -> str:
+    """Checkboxes that hide and show each column but the first (the model: sticky)."""
+    boxes = "".join(
+        f'<label><input type="checkbox" checked data-table="{ident}" data-column="{i}"> '
+        f"{esc(header)}</label>"
+        for i, header in enumerate(headers)
+        if i > 0
+    )
+    return f'<details class="columns"><summary>Columns</summary>{boxes}</details>\n'
 
 
 def table_html(table: Table) -> str:
@@ -160,9 +193,11 @@ def table_html(table: Table) -> str:
     head = "".join(header_html(str(c)) for c in headers)
     rows = "".join("<tr>" + "".join(map(_cell, row)) + "</tr>\n" for row in cells)
     note = f"<p>{inline(table.note)}</p>" if table.note else ""
+    toggle = _toggle(ident, [str(h) for h in headers]) if len(headers) >= TOGGLE else ""
     return (
         f'<p class="caption">{inline(table.title)}</p>\n'
         f'<input class="filter" type="search" placeholder="filter rows" data-table="{ident}">\n'
+        f"{toggle}"
         f'<div class="scroll"><table class="sortable" id="{ident}"><thead><tr>{head}</tr></thead>\n'
         f"<tbody>\n{rows}</tbody></table></div>{note}\n"
     )

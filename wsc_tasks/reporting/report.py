@@ -50,8 +50,16 @@ def main(argv: list[str] | None = None) -> int:
         "Markdown report (and the same as one HTML page) from lm-eval output folders run with "
         "--log_samples.",
     )
-    parser.add_argument("folders", nargs="+", metavar="[LABEL=]DIR", help="one folder per model")
-    parser.add_argument("--out", required=True, help="folder for report.md, tables/, figures/")
+    parser.add_argument(
+        "folders",
+        nargs="+",
+        metavar="[LABEL=]DIR",
+        help="one folder per model; its label defaults to the folder's name (a sweep's "
+        "<name>/lm_eval: <name>)",
+    )
+    parser.add_argument(
+        "--out", default="report", help="folder for report.md, tables/, figures/ (default report)"
+    )
     parser.add_argument("--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R")
     parser.add_argument("--seed", type=int, default=stats.DEFAULT_SEED)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")

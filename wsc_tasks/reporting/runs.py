@@ -29,7 +29,7 @@ from wsc_tasks.data.pairing import PairingError, pair_schemas
 from wsc_tasks.data.problems import Schema
 from wsc_tasks.metrics import ratios, registry
 from wsc_tasks.metrics.registry import Key, TaskKind
-from wsc_tasks.paths import hide_model_paths, portable
+from wsc_tasks.paths import SWEEP_RESULTS, hide_model_paths, portable
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -102,6 +102,36 @@ class TaskRun:
         return [Schema.from_doc(doc[side] if side else doc) for doc in self.docs]
 
 
+@dataclass(frozen=True)
+class ModelInfo:
+    """What lm-eval recorded about a run's model and the run (its newest results file): the
+    leaderboard's model metadata."""
+
+    parameters: int | None = None  # lm-eval's model_num_parameters
+    dtype: str | None = None  # the weights' dtype as loaded ("float32")
+    revision: str | None = None  # the Hub revision asked for ("main")
+    sha: str | None = None  # the Hub commit it resolved to, when lm-eval could tell
+    date: float | None = None  # when the run started, seconds since the epoch
+    lm_eval: str | None = None  # lm-eval's version
+    results: Path | None = None  # the newest results file
+
+    @classmethod
+    def of(cls, data: dict[str, Any], path: Path) -> ModelInfo:
+        config = data.get("config") or {}
+        parameters = config.get("model_num_parameters")
+        dtype = config.get("model_dtype")
+        date = data.get("date")
+        return cls(
+            parameters=parameters if isinstance(parameters, int) and parameters > 0 else None,
+            dtype=str(dtype).removeprefix("torch.") if dtype else None,
+            revision=str(config.get("model_revision") or "") or None,
+            sha=str(config.get("model_sha") or "") or None,
+            date=float(date) if isinstance(date, int | float) else None,
+            lm_eval=str(data.get("lm_eval_version") or "") or None,
+            results=path,
+        )
+
+
 @dataclass
 class Run:
     """Every task one model was run on."""
@@ -113,6 +143,7 @@ class Run:
     limit: float | None = None  # lm-eval's --limit, when the run used one
     incomplete: dict[str, str] = field(default_factory=dict)  # task -> why it was set aside
     logprob_check: dict[str, Any] | None = None  # a served model's check, as its results say
+    info: ModelInfo = field(default_factory=ModelInfo)  # the model and run, as lm-eval recorded
 
     def task_on(self, dataset: str, kind: TaskKind = TaskKind.SCHEMA) -> TaskRun | None:
         """Its task of ``kind`` on catalog dataset ``dataset`` (the first by name), if any."""
@@ -295,8 +326,10 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
     incomplete: dict[str, str] = {}
     limits: list[float] = []
     checks: list[dict[str, Any]] = []
+    info = ModelInfo()
     for path in files:
         data = read_results(path)
+        info = ModelInfo.of(data, path)  # the newest file's, in the end
         models.setdefault(_model_of(data, keep_paths), path)
         checks += [data[LOGPROB_CHECK]] if isinstance(data.get(LOGPROB_CHECK), dict) else []
         if data.get("config", {}).get("limit") is not None:
@@ -325,10 +358,16 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
         )
     (model, args), _ = next(iter(models.items()))
     log.info(f"wsc_tasks: {folder}: {len(tasks)} task(s) of {model} from {len(files)} file(s)")
-    name, limit = label or folder.resolve().name, max(limits, default=None)
+    name, limit = label or default_label(folder), max(limits, default=None)
     skipped = [c for c in checks if c.get("outcome") != "passed"]  # noted before any passed one
     check = (skipped or checks or [None])[-1]
-    return Run(name, model, args, dict(sorted(tasks.items())), limit, incomplete, check)
+    return Run(name, model, args, dict(sorted(tasks.items())), limit, incomplete, check, info)
+
+
+def default_label(folder: Path) -> str:
+    """A folder's model label: its name, or for a sweep's ``<name>/lm_eval`` the model's name."""
+    found = folder.resolve()
+    return found.parent.name if found.name == SWEEP_RESULTS else found.name
 
 
 def parse_folder_argument(text: str) -> tuple[str | None, str]:

@@ -15,9 +15,11 @@ are byte-identical), with the chance level each p was computed against.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -39,7 +41,21 @@ class Delta:
     estimate: Estimate
 
 
-Cell = str | int | float | Interval | Delta | None
+@dataclass(frozen=True)
+class Links:
+    """Named relative links (a model's results file, samples, log): Markdown links in Markdown
+    and HTML, the bare paths in CSV, the names in LaTeX."""
+
+    items: tuple[tuple[str, str], ...]  # (name, relative path)
+
+    def markdown(self) -> str:
+        return " · ".join(f"[{name}]({quote(href)})" for name, href in self.items) or "–"
+
+
+LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")  # a Markdown link in a cell's text
+
+
+Cell = str | int | float | Interval | Delta | Links | None
 
 
 @dataclass
@@ -97,6 +113,8 @@ def _show(cell: Cell, example: Cell) -> list[str]:
         return [text, signed_p(e) if cell.show_p else "–"] if wide else [text]
     if isinstance(cell, Delta):
         return [_number(cell.estimate.value, signed=True), format_p(cell.estimate.p)]
+    if isinstance(cell, Links):
+        return [cell.markdown(), "–"] if wide else [cell.markdown()]
     if isinstance(cell, float):
         text = _number(cell)
     else:
@@ -134,6 +152,8 @@ def numeric(table: Table) -> pd.DataFrame:
                     record[f"{column} p"] = e.p
                 if isinstance(cell, Interval) and shown and e.null is not None:
                     record[f"{column} chance"] = e.null
+            elif isinstance(cell, Links):
+                record[column] = " ".join(href for _, href in cell.items)
             else:
                 record[column] = cell
         records.append(record)
@@ -175,7 +195,8 @@ _LATEX_SPECIAL = {c: f"\\{c}" for c in "&%$#_{}"} | {
 
 
 def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+    """LaTeX-safe text; a Markdown link keeps its name only."""
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in LINK.sub(r"\1", text))
 
 
 def latex(table: Table) -> str:

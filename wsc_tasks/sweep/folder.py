@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from wsc_tasks.harness import versions as task_versions
-from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, hide_model_paths
+from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS, hide_model_paths
 from wsc_tasks.sweep.models import ModelSpec
 from wsc_tasks.sweep.options import SweepOptions
 
@@ -72,7 +72,7 @@ def read_done(folder: Path) -> dict[str, Any] | None:
 
 def recorded_versions(folder: Path) -> dict[str, Any]:
     """The task versions lm-eval recorded in a model's newest results file (empty if none)."""
-    found = sorted((folder / "lm_eval").rglob("results_*.json"), key=lambda p: p.name)
+    found = sorted((folder / SWEEP_RESULTS).rglob("results_*.json"), key=lambda p: p.name)
     try:
         versions = json.loads(found[-1].read_text(encoding="utf-8")).get("versions")
     except (IndexError, ValueError, AttributeError):

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from wsc_tasks.harness.fingerprint import cache_key
-from wsc_tasks.paths import KEEP_PATHS, include_path, local_model_paths, scrub
+from wsc_tasks.paths import KEEP_PATHS, SWEEP_RESULTS, include_path, local_model_paths, scrub
 from wsc_tasks.sweep import folder as protocol
 from wsc_tasks.sweep.lock import Busy, FileLock
 from wsc_tasks.sweep.models import ModelSpec, resolved_args
@@ -67,7 +67,7 @@ def run_command(
     command = ["--model", spec.model, "--tasks", options.tasks, "--log_samples"]
     if args:
         command += ["--model_args", args]
-    command += ["--output_path", str(folder / "lm_eval" / "results.json")]  # files right there
+    command += ["--output_path", str(folder / SWEEP_RESULTS / "results.json")]  # files right there
     if spec.metadata:
         command += ["--metadata", json.dumps(spec.metadata, sort_keys=True)]
     if options.cache:  # `wsc-tasks run` names the file by the model's cache_key
@@ -160,7 +160,7 @@ def _run_locked(
     if not options.keep_paths:
         local = local_model_paths(_named_files(spec))
         scrub([folder / protocol.LOG], {str(include_path()): "<wsc_tasks.task_configs>", **local})
-    results = list((folder / "lm_eval").rglob("results_*.json"))
+    results = list((folder / SWEEP_RESULTS).rglob("results_*.json"))
     if code in STOPPED or _stops[0] != stops:
         log.warning(f"wsc_tasks: sweep: {spec.name}: stopped by a signal; run again next time")
         return "interrupted"
@@ -168,7 +168,7 @@ def _run_locked(
         protocol.write_error(folder, _why(folder / protocol.LOG, code, bool(results)))
         log.warning(f"wsc_tasks: sweep: {spec.name} failed: {protocol.error_summary(folder)}")
         return "failed"
-    protocol.compress_samples(folder / "lm_eval")
+    protocol.compress_samples(folder / SWEEP_RESULTS)
     cost = {
         "launcher": placement.launcher,
         "host": socket.gethostname(),
