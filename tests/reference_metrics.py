@@ -1,6 +1,6 @@
 """Every metric and stderr of a representative set of tasks on the chance model, as JSON.
 
-The speed work of issue 14 (vectorised bootstraps, deduplicated requests, a shorter printed table)
+The speed work (vectorised bootstraps, deduplicated requests, a shorter printed table)
 must leave every figure unchanged for the same seed. ``tests/fixtures/reference_metrics.json`` was
 written by this script on the code before that work (``python tests/reference_metrics.py``);
 ``test_reference_metrics.py`` reruns the same evaluation and compares value by value.

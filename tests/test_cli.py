@@ -49,6 +49,21 @@ def test_run_passes_user_flags_through():
     assert argv.count("--model") == 1
 
 
+@pytest.mark.parametrize("form", ["separate", "joined"])
+def test_default_in_model_args_is_the_embedded_models_files(monkeypatch, tmp_path, form):
+    """As in a sweep's models file: ``default,seed=1`` is the chance model with SmolLM2's files."""
+    import wsc_tasks.paths as paths
+
+    files = f"pretrained={tmp_path},gguf_file=m.gguf"
+    monkeypatch.setattr(paths, "default_model_args", lambda: files)
+    if form == "separate":
+        argv = cli_run.lm_eval_argv(["--model", "wsc-chance", "--model_args", "default,seed=1"])
+        assert _value(argv, "--model_args") == f"{files},seed=1"
+    else:
+        argv = cli_run.lm_eval_argv(["--model", "wsc-chance", "--model_args=default,seed=1"])
+        assert f"--model_args={files},seed=1" in argv
+
+
 def test_other_backend_without_model_args_is_refused():
     with pytest.raises(ValueError, match="^wsc-tasks: --model vllm needs --model_args; it takes"):
         cli_run.lm_eval_argv(["--model", "vllm"])

@@ -454,3 +454,17 @@ def test_lock_files_are_never_committed():
                  "results/.sweep.lock", "results/.locks/a.lock"):  # fmt: skip
         ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=repo)
         assert ignored.returncode == 0, f"{path} is not ignored"
+
+
+def test_the_sweeps_bar_shows_how_far_a_running_models_requests_got(tmp_path):
+    """Before, the bar over the models sat at 0/N while a model ran."""
+    from wsc_tasks.sweep.driver import _running
+
+    (tmp_path / "m").mkdir()
+    assert _running(tmp_path, "m") == "m waiting"  # queued: no log yet
+    log = tmp_path / "m" / "log.txt"
+    log.write_text("INFO Building contexts for wsc266\n")
+    assert _running(tmp_path, "m") == "m started"
+    bar = "Running loglikelihood requests:  12%|█▏   | 120/1000\r  45%|████▌  | 450/1000\r"
+    log.write_text(log.read_text() + bar)
+    assert _running(tmp_path, "m") == "m 45%"

@@ -154,7 +154,7 @@ def test_part_sent_cuts_are_after_markers_only():
 
 
 def test_listed_wsc273_problems(data_dir):
-    """The problems of issue 15, as they are now (WSC273 numbering)."""
+    """The problems the control audit found, as they are now (WSC273 numbering)."""
     schemas = catalog.load("wsc273_schemas")
     problems = {
         p.number: (p, [q for q in s.problems if q is not p]) for s in schemas for p in s.problems

@@ -45,6 +45,15 @@ def default_model_folder() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def with_default_model(model_args: str) -> str:
+    """``default`` (alone or as one comma-separated item of ``--model_args``) is the embedded
+    model's arguments: ``default,seed=1`` is the chance model with SmolLM2's tokenizer."""
+    items = [a for a in model_args.split(",") if a]
+    if "default" not in items:
+        return model_args
+    return ",".join(default_model_args() if a == "default" else a for a in items)
+
+
 def default_model_args() -> str:
     """``--model_args`` of the embedded SmolLM2-135M-Instruct, or a clear error if not installed."""
     folder = default_model_folder()

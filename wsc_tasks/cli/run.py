@@ -27,6 +27,7 @@ from wsc_tasks.paths import (
     local_model_paths,
     model_label,
     scrub,
+    with_default_model,
 )
 from wsc_tasks.reporting.runs import RESULTS_FILE, RunError, read_results, stamp_of
 
@@ -136,6 +137,14 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
 
     argv = list(passthrough)
     flags.check_argv(argv)
+    given = _value(argv, "--model_args", "--model-args", "-a")
+    if given is not None:  # default,seed=1: the embedded model's files, as in a models file
+        index, text = given
+        if argv[index].startswith("-") and "=" in argv[index]:
+            flag = argv[index].split("=", 1)[0]
+            argv[index] = f"{flag}={with_default_model(text)}"
+        else:
+            argv[index] = with_default_model(text)
     check_model_paths(argv)
     if not _has(argv, "--model_args", "--model-args", "-a"):
         if _has(argv, "--model", "-M") and not _uses_hf(argv):

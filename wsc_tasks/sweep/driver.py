@@ -10,9 +10,11 @@ so a second sweep on the same folder stops at once naming the first.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 from wsc_tasks.reporting.progress import progress
 from wsc_tasks.sweep import folder as protocol
@@ -107,11 +109,29 @@ def _sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
                 ):
                     continue  # a shared filesystem may show the run's files a little later
                 final[name] = _settle(watched[name], run, launcher)
-                bar.set_postfix_str(name)
                 bar.update()
+            running = [n for n in watched if n not in final]
+            bar.set_postfix_str(", ".join(_running(launcher.options.out, n) for n in running))
             if len(final) < len(watched):
                 time.sleep(launcher.poll_s)
     return _in_order(specs, _folder_states(specs, launcher, watched) | final)
+
+
+PERCENT = re.compile(rb"(\d{1,3})%\|")  # a tqdm bar of lm-eval in a run's log
+
+
+def _running(out: Path, name: str) -> str:
+    """A model's progress as its log shows it: how far lm-eval's last progress bar got (the
+    requests, once it is past building them), so the sweep's bar moves while a model runs."""
+    try:
+        with (out / name / protocol.LOG).open("rb") as log_file:
+            log_file.seek(0, 2)
+            log_file.seek(max(0, log_file.tell() - 4096))
+            tail = log_file.read()
+    except OSError:
+        return f"{name} waiting"
+    found = PERCENT.findall(tail)
+    return f"{name} {int(found[-1])}%" if found else f"{name} started"
 
 
 def _in_order(specs: Sequence[ModelSpec], states: dict[str, str]) -> dict[str, str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from wsc_tasks.paths import default_model_args
+from wsc_tasks.paths import with_default_model
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 KEYS = ("name", "model", "model_args", "metadata")
@@ -166,8 +166,5 @@ def read_models(path: str | Path) -> list[ModelSpec]:
 
 
 def resolved_args(spec: ModelSpec) -> str:
-    """``default`` (alone or as one comma-separated item) is the embedded model's arguments."""
-    items = [a for a in spec.model_args.split(",") if a]
-    if "default" not in items:
-        return spec.model_args
-    return ",".join(default_model_args() if a == "default" else a for a in items)
+    """The model's arguments, ``default`` being the embedded model's (``with_default_model``)."""
+    return with_default_model(spec.model_args)
