@@ -1,4 +1,4 @@
-"""Every metric of a representative set of tasks equals the value before the speed work (vectorised bootstraps, merged requests).
+"""Every metric of a representative set of tasks equals its value before the speed work.
 
 The fixture holds lm-eval's figures for the chance model (seed 1) with GPT-2's tokenizer, written
 by ``tests/reference_metrics.py`` on the code before the change. Values and bootstrap errors are

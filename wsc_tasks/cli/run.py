@@ -73,12 +73,17 @@ def needs_model_args(model: str) -> str:
     the model class's ``ARGUMENTS``, for the models this package registers)."""
     from lm_eval.api.registry import get_model
 
-    from wsc_tasks.harness import chance, mlm  # noqa: F401  register wsc-chance and hf-mlm
+    from wsc_tasks.harness import chance, mlm, served  # noqa: F401  register wsc-chance and hf-mlm
 
     try:
         takes = getattr(get_model(model), "ARGUMENTS", None)
     except Exception:  # noqa: BLE001 - unknown or not importable: lm-eval says so itself later
         takes = None
+    if takes is None and model in served.CHECKED_MODELS:
+        takes = (
+            "model=<name>,base_url=<server URL>,tokenizer=<name or path>,"
+            "tokenizer_backend=huggingface (README: Served models)"
+        )
     takes = takes or "pretrained=<Hub id or folder>, or what lm-eval's documentation lists"
     return f"wsc-tasks: --model {model} needs --model_args; it takes {takes}"
 

@@ -21,7 +21,7 @@ from wsc_tasks.reporting import leaderboard
 from wsc_tasks.sweep.driver import sweep
 from wsc_tasks.sweep.launchers import DEFAULT, LAUNCHERS, Launcher, LauncherError
 from wsc_tasks.sweep.lock import Busy
-from wsc_tasks.sweep.models import ModelsFile, ModelsFileError, read_models_file
+from wsc_tasks.sweep.models import ModelsFile, read_models_file
 from wsc_tasks.sweep.options import SweepOptions
 
 
@@ -99,10 +99,7 @@ def launcher_from(args: argparse.Namespace, models: ModelsFile, options: SweepOp
 def main(argv: list[str] | None = None) -> int:
     command = parser()
     args, passthrough = command.parse_known_args(argv)
-    try:
-        models = read_models_file(args.models_file)
-    except ModelsFileError as error:
-        command.error(str(error))
+    models = read_models_file(args.models_file)  # an error names the file and line: one line
     out = Path(args.out)
     options = SweepOptions(
         out=out,
@@ -113,10 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         quiet=args.quiet,
         keep_paths=args.keep_paths,
     )
-    try:
-        launcher = launcher_from(args, models, options)
-    except LauncherError as error:
-        command.error(str(error))
+    launcher = launcher_from(args, models, options)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         states = sweep(models.specs, launcher)

@@ -29,13 +29,18 @@ def _numbered(schemas: Sequence[Schema]) -> bool:
 
 
 def pair_schemas(
-    originals: Sequence[Schema], transformed: Sequence[Schema], problem_level: bool
+    originals: Sequence[Schema],
+    transformed: Sequence[Schema],
+    problem_level: bool,
+    some_originals: bool = False,
 ) -> list[tuple[Schema, Schema]]:
     """(original, transformed) for every transformed schema, in the transformed order.
 
     ``problem_level``: a problem transformation, so problem i of the transformed schema must be
     the image of problem i of the original (same original-problem number, or same position when
     matching by id); a schema transformation (inversion) needs only the same schema.
+    ``some_originals``: only some original schemas are given (a run of the first documents), so a
+    transformed schema none of whose keys is among them is left out rather than an error.
     """
     by_number = _numbered(originals) and _numbered(transformed)
     index: dict[object, Schema] = {}
@@ -50,6 +55,8 @@ def pair_schemas(
         keys = [p.number for p in schema.problems] if by_number else [schema.uid]
         found = {index[k].uid: index[k] for k in keys if k in index}
         missing = [k for k in keys if k not in index]
+        if some_originals and not found:
+            continue  # its original was not among those given
         if missing or len(found) != 1:
             raise PairingError(
                 f"{_where(schema)}: transformed schema {schema.uid} maps to original schema(s) "

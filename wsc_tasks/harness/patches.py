@@ -766,7 +766,7 @@ def integer_counts(table: str) -> str:
         if len(cells) != 11 or not is_count_row(cells[5].strip()):
             continue
         value = cells[7].strip()
-        if not re.fullmatch(r"\d+\.0*", value):
+        if not re.fullmatch(r"\d+(\.0*)?", value):  # 80.0000, or 5 (an int count)
             continue
         cells[7] = value.split(".")[0].rjust(len(cells[7]))
         if cells[9].strip() == "N/A":

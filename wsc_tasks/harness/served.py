@@ -38,6 +38,8 @@ ABS_TOLERANCE = 0.4
 REL_TOLERANCE = 0.02
 MIN_COMPARED = 4  # probe positions the generation path must answer for a verdict
 SKIP_KEY = "logprob_check"  # --model_args / --metadata: false skips the check
+# lm-eval's names of the served models whose log-probabilities are checked (what --model says)
+CHECKED_MODELS = ("local-completions", "openai-completions", "sglang-generate", "gguf")
 # lm-eval's other log-likelihood API models: TextSynth's server scores (context, continuation)
 # itself, watsonx goes through IBM's SDK; neither is checked, and a run says so
 UNCHECKED = ("lm_eval.models.textsynth", "lm_eval.models.ibm_watsonx_ai")

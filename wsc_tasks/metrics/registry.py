@@ -289,7 +289,7 @@ REGISTRY: tuple[Metric, ...] = (
            accuracy.n_schemas, ("schemas",), headline=SCHEMA),
     Metric("share", "share", "problem", OUTCOME, "share of problems with a flag (token facts)",
            form=ratios.Ratio("share", ratios.problem_parts, "problem"), reported=False,
-           variants=frozenset({"subset"})),
+           variants=frozenset({"subset"}), higher_is_better=None),  # a fact of data and tokens
     _count("n_shifted_splits", "splits", "problem", SPLITS,
            "causal requests split after their first token(s)", causal.n_shifted_splits),
     # a schema and its transformed schema: ConsistencyTask, method pairs (thesis §3.7.2–3.7.3)

@@ -34,7 +34,7 @@ from wsc_tasks.metrics.registry import TaskKind
 from wsc_tasks.paths import CHANCE_MODEL, SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS
 from wsc_tasks.reporting import findings, html_report
 from wsc_tasks.reporting.estimates import chance
-from wsc_tasks.reporting.runs import Run, load_run
+from wsc_tasks.reporting.runs import Run, RunError, load_run
 from wsc_tasks.reporting.tables import (
     Delta,
     Interval,
@@ -559,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     names = model_folders(out)
     if not names:
-        parser.error(f"{out}: no model folder of a wsc-tasks sweep (<name>/{SWEEP_DONE})")
+        raise RunError(f"{out}: no model folder of a wsc-tasks sweep (<name>/{SWEEP_DONE}) in it")
     board = build(names, out, args.rank_task, args.iters, args.seed)
     paths = save(board, out)
     print("\n".join([*printed(board), *map(str, paths)]))

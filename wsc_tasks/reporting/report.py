@@ -72,16 +72,13 @@ def main(argv: list[str] | None = None) -> int:
         label, folder = parse_folder_argument(text)
         say(f"loading {number}/{len(args.folders)}: {folder} (results and samples)", args.quiet)
         started = time.monotonic()
-        try:
-            runs.append(load_run(folder, label, keep_paths=args.keep_paths))
-        except RunError as error:
-            parser.error(str(error))
+        runs.append(load_run(folder, label, keep_paths=args.keep_paths))  # RunError: one line
         found, took = runs[-1], time.monotonic() - started
         summary = f"{len(found.tasks)} task(s) of {found.model} in {took:.0f} s"
         say(f"  {found.label}: {summary}", args.quiet)
     labels = [r.label for r in runs]
     if len(set(labels)) != len(labels):
-        parser.error(f"two folders have the same label ({labels}); use LABEL=DIR")
+        raise RunError(f"two folders have the same label ({labels}); name them with LABEL=DIR")
     say("building the sections, then their bootstraps, figures and the HTML page", args.quiet)
     path = write(runs, Path(args.out), args.iters, args.seed, quiet=args.quiet)
     print(path)

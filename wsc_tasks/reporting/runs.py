@@ -66,6 +66,11 @@ class TaskRun:
     scored: tuple[int, int] | None = None  # documents scored, of the dataset's (lm-eval n-samples)
     problems: list[str] = field(default_factory=list)  # metrics its samples do not reproduce
 
+    @property
+    def partial(self) -> bool:
+        """Scored on some of its dataset's documents only (``--limit``, ``--samples``)."""
+        return self.scored is not None and self.scored[0] < self.scored[1]
+
     def reported(self, metric: str) -> float | None:
         value = self.row.get(registry.column(metric))
         return float(value) if isinstance(value, int | float) else None
@@ -255,6 +260,12 @@ def _read_samples(path: Path) -> list[dict[str, Any]]:
                     try:
                         rows.append(json.loads(line))
                     except json.JSONDecodeError as error:
+                        if not line.endswith("\n"):  # the last line, cut: a run stopped writing
+                            raise IncompleteSamples(
+                                f"samples file {path.name} ends in an incomplete line {number} "
+                                "(a run stopped while writing it?): truncated, left out of every "
+                                "table"
+                            ) from None
                         raise RunError(f"{path}:{number}: not a JSON line ({error})") from error
     except (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as error:
         raise IncompleteSamples(
@@ -389,9 +400,11 @@ def pair_documents(
     perturbation with "the corresponding subset" of the original.
     """
     by_uid = {s.uid: i for i, s in enumerate(original.schemas())}
-    pairs = pair_schemas(original.schemas(), transformed.schemas(), problem_level)
+    position = {s.uid: i for i, s in enumerate(transformed.schemas())}
+    some = original.partial or transformed.partial  # a run of the first documents of each
+    pairs = pair_schemas(original.schemas(), transformed.schemas(), problem_level, some)
     first = [original.values[metric][by_uid[o.uid]] for o, _ in pairs]
-    second = [transformed.values[metric][i] for i in range(len(pairs))]
+    second = [transformed.values[metric][position[t.uid]] for _, t in pairs]
     return first, second
 
 
@@ -399,9 +412,10 @@ def try_pair_documents(
     original: TaskRun, transformed: TaskRun, metric: str, problem_level: bool
 ) -> tuple[list[Any], list[Any]] | None:
     try:
-        return pair_documents(original, transformed, metric, problem_level)
+        found = pair_documents(original, transformed, metric, problem_level)
     except PairingError as error:
         log.warning(
             f"wsc_tasks: {transformed.task} cannot be matched with {original.task}: {error}"
         )
         return None
+    return found if found[0] else None  # a run of the first documents may match none

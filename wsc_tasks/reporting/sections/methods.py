@@ -62,7 +62,10 @@ def build(context: Context) -> Section:
             )
         )
     if not section.tables:
-        section.skipped = f"needs one of {', '.join(DATASETS)} run with several methods"
+        section.skipped = (
+            f"needs one of {', '.join(DATASETS)} run with several methods, with its samples "
+            "file (--log_samples)"
+        )
     section.text = (
         "Equal length: only problems whose two answers have the same number of tokens "
         "(thesis §3.7.4); a schema counts if all its problems do."

@@ -56,7 +56,10 @@ def build(context: Context) -> Section:
             for panel, cell in zip(("a", "A"), cells, strict=True):
                 if cell is not None:
                     bars.append(Bar(panel, name, run.label, cell.estimate))
-    section = Section("Accuracy of every task, by role", tables=[table])
+    section = Section("Accuracy of every task, by role", tables=[table] if table.rows else [])
+    if not table.rows:
+        section.skipped = "needs a task with its samples file (lm-eval's --log_samples)"
+        return section
     if bars:
         section.figures.append(
             Figure(

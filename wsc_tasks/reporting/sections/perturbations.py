@@ -43,6 +43,14 @@ def build(context: Context) -> Section:
         rows = []
         for name in PERTURBATIONS:
             found = pair(run, original, name)
+            perturbed = run.task_on(name)
+            if found is None and original is not None and perturbed is not None:
+                if original.partial or perturbed.partial:
+                    section.notes.append(
+                        f"{run.label}: none of the {name} schemas evaluated was made from the "
+                        f"{original.task} schemas evaluated (a run of the first documents of "
+                        "each, --limit), so it has no row in the perturbation table"
+                    )
             if found is None:
                 continue
             cells: list[Any] = []
