@@ -449,12 +449,15 @@ def _reid_specs() -> list[DatasetSpec]:
         "reid250x2": ("by_answer", "Reid250×2 by answer; schemas fix a truth value (3.78)"),
         "reid250x2_by_key": ("by_key", "Reid250×2 by key; schemas fix a truth value"),
         "reid250x2_by_boolean": (
-            "by_boolean", "Reid250×2 by boolean; schemas fix a key phrase (3.79)"),
+            "by_boolean",
+            "Reid250×2 by boolean; schemas fix a key phrase (3.79)",
+        ),
         "reid250x2_by_answer_fix_key": (
             "by_answer_fix_key",
             "Reid250×2 by answer; schemas fix a key phrase (3.79), the grouping that by boolean "
-            "is compared with (Table 4.38)"),
-    }  # fmt: skip
+            "is compared with (Table 4.38)",
+        ),
+    }
     for name, (grouping, what) in x2.items():
         specs.append(DatasetSpec(name, _dyad_file(grouping), (500, 250), f"{what}, §3.5.6",
                                  role=Role(FORMULATION, "reid250", "dyads")))  # fmt: skip

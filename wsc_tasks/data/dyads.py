@@ -268,12 +268,16 @@ def make_dyads(
     dyads, number = [], 0
     for original, inverse in pairs:
         problems = []
-        for letter, problem in zip("abcd", dyad_problems(original, wrapper, mode, cased, inverse),
-                                   strict=True):  # fmt: skip
+        for letter, problem in zip(
+            "abcd", dyad_problems(original, wrapper, mode, cased, inverse), strict=True
+        ):
             number += 1
             uid = f"{original.uid}{letter}"
-            problems.append(Problem(uid, problem.segments, problem.options, problem.label,
-                                    number, problem.source))  # fmt: skip
+            problems.append(
+                Problem(
+                    uid, problem.segments, problem.options, problem.label, number, problem.source
+                )
+            )
         dyads.append(Schema(original.uid, tuple(problems), original.kind, original.number, groups))
     return dyads
 

@@ -206,8 +206,9 @@ def _plan(tokenizer: Any, args: Sequence[tuple]) -> _Plan:
     keys, needed = torch.unique(
         ((inputs * width + positions) * vocabulary + targets)[in_order], return_inverse=True
     )  # sorted: by input, then position, then target
-    wanted = torch.stack([keys // (width * vocabulary), keys // vocabulary % width,
-                          keys % vocabulary], dim=1)  # fmt: skip
+    wanted = torch.stack(
+        [keys // (width * vocabulary), keys // vocabulary % width, keys % vocabulary], dim=1
+    )
     return _Plan(blocks, wanted, needed, requests)
 
 
@@ -245,9 +246,12 @@ def run_batches(model: Any, pad_id: int, blocks: Sequence[torch.Tensor], wanted:
         rows, positions, targets = (wanted[lo:hi, 0] - start), wanted[lo:hi, 1], wanted[lo:hi, 2]
         with torch.inference_mode():
             logits = _masked_logits(
-                model, ids.to(device, non_blocking=cuda), attention.to(device, non_blocking=cuda),
-                rows, positions,
-            )  # fmt: skip
+                model,
+                ids.to(device, non_blocking=cuda),
+                attention.to(device, non_blocking=cuda),
+                rows,
+                positions,
+            )
             logprobs = torch.log_softmax(logits.float(), dim=-1)
             picked.append(logprobs[torch.arange(hi - lo), targets.to(logprobs.device)])
     return torch.cat(picked).cpu() if picked else torch.empty(0)
@@ -281,8 +285,9 @@ def score_requests(model: Any, tokenizer: Any, args: Sequence[tuple], batch_size
     if not args:
         return []
     plan = _plan(tokenizer, args)
-    logprobs = run_batches(model, tokenizer.pad_token_id, plan.blocks, plan.wanted, batch_size,
-                           max_tokens, device)[plan.needed].tolist()  # fmt: skip
+    logprobs = run_batches(
+        model, tokenizer.pad_token_id, plan.blocks, plan.wanted, batch_size, max_tokens, device
+    )[plan.needed].tolist()
     results, start = [], 0
     for count, answer, n, statement in plan.requests:
         values = logprobs[start : start + count]

@@ -322,9 +322,12 @@ def _remember_tokens() -> None:
     tok_encode_original = HFLM.tok_encode
 
     def tok_encode(
-        self: Any, string: str, add_special_tokens: bool | None = None,
-        left_truncate_len: int | None = None, **kwargs: Any,
-    ) -> list[int]:  # fmt: skip
+        self: Any,
+        string: str,
+        add_special_tokens: bool | None = None,
+        left_truncate_len: int | None = None,
+        **kwargs: Any,
+    ) -> list[int]:
         if left_truncate_len or kwargs:
             return tok_encode_original(
                 self, string, add_special_tokens, left_truncate_len, **kwargs

@@ -178,9 +178,11 @@ def compare(echo: Echo, nexts: Mapping[int, Top], prompt: int, generated: int = 
         return Verdict(NO_GENERATED)
     if generated and len(echo.logprobs) == prompt:
         return Verdict(
-            f"{verdict.finding}; also, {NO_GENERATED}", verdict.advice, verdict.compared,
+            f"{verdict.finding}; also, {NO_GENERATED}",
+            verdict.advice,
+            verdict.compared,
             verdict.largest,
-        )  # fmt: skip
+        )
     return verdict
 
 
@@ -352,9 +354,11 @@ class Server:
         question = f"the server's generation path (max_tokens 1, logprobs {TOP_N})"
         if self.protocol == "sglang":
             payload: dict[str, Any] = {
-                "input_ids": prefix, "return_logprob": True, "top_logprobs_num": TOP_N,
+                "input_ids": prefix,
+                "return_logprob": True,
+                "top_logprobs_num": TOP_N,
                 "sampling_params": {"max_new_tokens": 1, "temperature": 0},
-            }  # fmt: skip
+            }
             answer = self.post(payload, question)
             meta = (answer[0] if isinstance(answer, list) else answer).get("meta_info", {})
             tops = meta.get("output_top_logprobs") or [None]
@@ -390,8 +394,9 @@ def server_of(lm: Any) -> Server | None:
     return Server(lm, str(lm.base_url), protocol, not lm.tokenized_requests, ids)
 
 
-def prefixes(server: Server, echo: Echo, sent: str | None, offsets: Sequence[int] | None,
-             prompt: int) -> dict[int, str | list[int]]:  # fmt: skip
+def prefixes(
+    server: Server, echo: Echo, sent: str | None, offsets: Sequence[int] | None, prompt: int
+) -> dict[int, str | list[int]]:
     """The probe's first ``k`` tokens, as the server is sent them, for k = 1 … ``prompt``."""
     if not server.text:
         assert server.ids is not None
@@ -440,11 +445,14 @@ def check(lm: Any) -> dict[str, Any] | None:
     if verdict.finding:
         raise ServedModelError(f"{server.where}: {verdict.finding}; {verdict.advice}")
     outcome = {
-        "model": model_type(server.lm), "base_url": server.url, "outcome": "passed",
-        "probe_tokens": prompt, "positions_compared": verdict.compared,
+        "model": model_type(server.lm),
+        "base_url": server.url,
+        "outcome": "passed",
+        "probe_tokens": prompt,
+        "positions_compared": verdict.compared,
         "largest_difference": round(verdict.largest, 4),
         "tolerance": f"{ABS_TOLERANCE} nats + {REL_TOLERANCE:.0%}",
-    }  # fmt: skip
+    }
     log.info(
         f"wsc_tasks: {server.where}: echoed prompt log-probabilities agree with the server's "
         f"generation path at {verdict.compared} probe positions (largest difference "
@@ -480,9 +488,10 @@ def preflight(lm: Any, metadata: Sequence[tuple[str, Mapping[str, Any]]]) -> dic
     if server is not None:
         log.warning(f"wsc_tasks: {server.where}: log-probability check skipped ({SKIP_KEY}=false)")
         outcome: dict[str, Any] | None = {
-            "model": model_type(server.lm), "base_url": server.url,
+            "model": model_type(server.lm),
+            "base_url": server.url,
             "outcome": f"skipped ({SKIP_KEY}=false)",
-        }  # fmt: skip
+        }
     else:
         outcome = None if skip else check(model)
     model._wsc_tasks_logprob_check = outcome

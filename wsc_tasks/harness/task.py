@@ -110,9 +110,7 @@ class SchemaTask(RequestTask):
             meta = {k: v for k, v in meta.items() if k not in ("scoring", "headline")}
         plan = families.plan(task, meta, model=model)
         prior = plan.setup.prior
-        self.config.metadata = {
-            **self._meta, "first_token_prior": prior, "headline": plan.headline
-        }  # fmt: skip
+        self.config.metadata = {**self._meta, "first_token_prior": prior, "headline": plan.headline}
         self.family = plan.family.name
         self.family_record = plan.family
         self.method_pairs = list(plan.method_pairs)

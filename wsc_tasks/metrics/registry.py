@@ -179,8 +179,10 @@ CONSISTENCY = (
 def _sides() -> list[Metric]:
     out = []
     shown = frozenset({TaskKind.CONSISTENCY})
-    accuracies = (("acc", "a", "problem", ratios.problem_parts),
-                  ("schema_acc", "A", "schema", ratios.schema_parts))  # fmt: skip
+    accuracies = (
+        ("acc", "a", "problem", ratios.problem_parts),
+        ("schema_acc", "A", "schema", ratios.schema_parts),
+    )
     for name, symbol, level, parts in accuracies:
         before = ratios.Ratio(f"{name}_original", lambda i, p=parts: p(i["before"]), level)
         after = ratios.Ratio(f"{name}_perturbed", lambda i, p=parts: p(i["after"]), level)
@@ -211,7 +213,7 @@ _ASSOCIATIVITY_DESCRIPTIONS = {
     "rel_loss": "relative loss when the candidates are removed (eq. 4.1)",
     "rel_gain": "relative gain over the no-cands baseline (eq. 4.2)",
     "assoc_gap": "associative minus non-associative accuracy (independent schemas)",
-}  # fmt: skip
+}
 
 
 def _associativity() -> list[Metric]:
@@ -240,12 +242,13 @@ def _associativity() -> list[Metric]:
             sides[scope, "original"], sides[scope, "nocands"] = r, r_b
             add(r.name, scope, "original", r)
             add(r_b.name, scope, "nocands", r_b)
-            add(f"{name}_adjusted", scope, "adjusted",
-                ratios.Difference(f"{name}_adjusted", r, r_b))  # fmt: skip
+            add(
+                f"{name}_adjusted", scope, "adjusted", ratios.Difference(f"{name}_adjusted", r, r_b)
+            )
             for quantity, function, undefined in (
                 ("rel_loss", ratios.relative_loss, f"r = 0: no {level} solved before no-cands"),
                 ("rel_gain", ratios.relative_gain, f"r_B = 1: every {level} solved after"),
-            ):  # fmt: skip
+            ):
                 form = ratios.Combination(f"{name}_{quantity}", function, (r, r_b), undefined)
                 add(f"{name}_{quantity}", scope, quantity, form)
         for side in ("original", "nocands"):
@@ -263,8 +266,9 @@ def _count(name: str, symbol: str, level: str, value: str, description: str,
 
 
 def _plausibility(name: str, symbol: str, level: str, description: str, **more: Any) -> Metric:
-    return Metric(name, symbol, level, REASONS, description, kind="plausibility",
-                  summary=("reasons",), **more)  # fmt: skip
+    return Metric(
+        name, symbol, level, REASONS, description, kind="plausibility", summary=("reasons",), **more
+    )
 
 
 SCHEMA = frozenset({TaskKind.SCHEMA})
@@ -516,9 +520,10 @@ def pair_aggregations(problem_transformation: bool) -> dict[str, Aggregation]:
     """A consistency task's metrics (thesis Table 3.6): the consistency metrics that apply to
     its transformation, each side's accuracy and their difference, and the pair count."""
     chosen = [
-        m for m in select(value=PAIR, kind="consistency")
+        m
+        for m in select(value=PAIR, kind="consistency")
         if problem_transformation or not m.problem_matched
-    ]  # fmt: skip
+    ]
     chosen += select(value=PAIR, kind="accuracy") + select(value=PAIR, kind="count")
     return aggregations(Key(m.name) for m in chosen)
 

@@ -49,11 +49,12 @@ def _reason_set(items: Sequence[ReasonOutcome], score: str, category: str | None
     """Every question's reasons; a question outside ``category`` keeps its place, with none."""
     return ReasonSet(
         [
-            (i["scores"][score], i["labels"]) if category is None or category in i["categories"]
+            (i["scores"][score], i["labels"])
+            if category is None or category in i["categories"]
             else ((), ())
             for i in items
         ]
-    )  # fmt: skip
+    )
 
 
 Replicates = Callable[[Sequence[ReasonOutcome], np.ndarray], np.ndarray]

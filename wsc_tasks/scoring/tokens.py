@@ -91,8 +91,9 @@ class TokenCounter:
             None,
         )
         if lead is None:
-            raise RequestMismatch(f"{text!r}: its tokens with special tokens do not contain "
-                                  "its tokens without them")  # fmt: skip
+            raise RequestMismatch(
+                f"{text!r}: its tokens with special tokens do not contain its tokens without them"
+            )
         return whole[: lead + k], whole[lead + k :]
 
     def n_continuation(self, context: str, continuation: str) -> int:
