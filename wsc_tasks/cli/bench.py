@@ -78,7 +78,8 @@ def per_copy_scores(
     """The reference ``hf-mlm`` scoring before masked copies were tensors (kept to check and
     time against): one Python tuple per masked copy from ``mlm.plan_jobs``, a dict of distinct
     copies, ``batch_size`` copies per pass, longest first."""
-    plans, needs = [], {}
+    plans = []
+    needs: dict[tuple[int, ...], set[tuple[int, int]]] = {}  # copy -> (position, token id)
     for text, spans, mode in args:
         ids, answer, jobs = mlm.plan_jobs(tokenizer, text, spans, mode)
         plans.append((ids, answer, jobs, mode))
@@ -196,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                 timer, lambda: [mlm.score_requests(model, tok, [r], 1, device)[0] for r in requests]
             )
             rows.insert(0, ("one sentence at a time, one copy per pass", *loop))
-        theirs, theirs_s = [], 0.0
+        theirs: list[float] = []
+        theirs_s = 0.0
         if args.minicons:
             theirs, theirs_s = _minicons(folder, requests, args.minicons, args.device, args.dtype)
     n = len(requests)
@@ -274,6 +276,7 @@ class PhaseTimer:
 
 def _subclasses(cls: type) -> list[type]:
     out = [cls]
+    sub: type
     for sub in cls.__subclasses__():
         out += _subclasses(sub)
     return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 # lm-eval loads its own models only while its registry is empty: fill it before adding ours.
 import lm_eval.models  # noqa: F401
@@ -24,6 +24,9 @@ from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
 from wsc_tasks.scoring import families
+
+if TYPE_CHECKING:
+    from wsc_tasks.scoring.masked import MaskMode
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -47,7 +50,7 @@ def _answer_positions(offsets: Sequence[Span], special: Sequence[int], spans: Se
     ]
 
 
-def plan_jobs(tokenizer: Any, text: str, spans: Sequence[Span], mode: str):
+def plan_jobs(tokenizer: Any, text: str, spans: Sequence[Span], mode: MaskMode):
     """The masked copies one request needs, one tuple per copy: (ids, masked positions).
 
     The literal reading of a request, kept for checks (tests, ``bench-mlm``'s reference);
@@ -155,7 +158,8 @@ def _plan(tokenizer: Any, args: Sequence[tuple]) -> _Plan:
         texts, return_offsets_mapping=True, return_special_tokens_mask=True, truncation=True
     )
     index = {text: k for k, text in enumerate(texts)}
-    requests, wants, groups = [], [], {}
+    requests, wants = [], []
+    groups: dict[int, list[tuple[int, int]]] = {}  # length of ids -> (request, text)
     for r, (text, spans, mode) in enumerate(args):
         k = index[text]
         ids, special = enc["input_ids"][k], enc["special_tokens_mask"][k]

@@ -24,7 +24,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -148,14 +148,18 @@ def _layout(echo: Echo, prompt: int, generated: int) -> Verdict | None:
     )
 
 
+def _logprob(echo: Echo, i: int) -> float:
+    """The log-probability echoed at position ``i``, one ``_layout`` found to be a number."""
+    return float(cast(float, echo.logprobs[i]))
+
+
 def same_in_a_batch(echo: Echo, short: Echo, prompt: int, generated: int = 1) -> Verdict | None:
     """Whether ``short``, the echo of the probe's first ``prompt`` tokens sent in the same batch
     as the whole probe (``echo``), says what ``echo`` says for them; None if so."""
     wrong = _layout(short, prompt, generated)
     if wrong is None:
         gaps = [
-            abs(float(short.logprobs[i]) - float(echo.logprobs[i]))  # type: ignore[arg-type]
-            - tolerance(float(echo.logprobs[i]))  # type: ignore[arg-type]
+            abs(_logprob(short, i) - _logprob(echo, i)) - tolerance(_logprob(echo, i))
             for i in range(1, prompt)
         ]
         if max(gaps) <= 0:
@@ -191,7 +195,7 @@ def _compare_values(echo: Echo, nexts: Mapping[int, Top], prompt: int, generated
     if wrong_layout:
         return wrong_layout
     positions = range(1, prompt)
-    value = {i: float(echo.logprobs[i]) for i in positions}  # type: ignore[arg-type]
+    value = {i: _logprob(echo, i) for i in positions}
     tops = {i: echo.tops[i] or {} for i in positions}
     if len(value) > 1 and max(value.values()) - min(value.values()) < 1e-6:
         return Verdict(f"echoed log-probabilities are all equal ({value[1]:g})")
@@ -324,7 +328,7 @@ class Server:
                 out.get("meta_info", {})
                 for out in (answer if isinstance(answer, list) else [answer])
             ]
-            echoes = []
+            echoes: list[tuple[Echo, str | None, list[int] | None]] = []
             for meta, text in zip(metas, sent, strict=False):
                 tokens = meta.get("input_token_logprobs") or []
                 tops = meta.get("input_top_logprobs") or [None] * len(tokens)

@@ -38,7 +38,9 @@ class ReasonOutcome(TypedDict):
     categories: list[str]
 
 
-def _flat(items: Sequence[ReasonOutcome], score: str, category: str | None = None):
+def _flat(
+    items: Sequence[ReasonOutcome], score: str, category: str | None = None
+) -> tuple[list[float], list[int]]:
     chosen = [i for i in items if category is None or category in i["categories"]]
     scores = [s for i in chosen for s in i["scores"][score]]
     labels = [y for i in chosen for y in i["labels"]]

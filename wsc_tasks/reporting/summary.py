@@ -99,8 +99,8 @@ def _fill_from_samples(
         for column in wanted:
             if column in found:
                 row[column] = found[column]
-            elif outcomes:  # not logged either: the same per-document outcomes as acc's
-                row[column] = column.metric.form(outcomes)
+            elif outcomes and (form := column.metric.form) is not None:
+                row[column] = form(outcomes)  # not logged: the same per-document outcomes as acc's
         empty += [(name, c) for c in wanted if c not in row]
     if not empty:
         return ""
