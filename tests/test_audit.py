@@ -149,8 +149,9 @@ def test_the_excluded_schemas_fail_the_audit_as_their_reason_says(data_dir):
     """Each exclusion is still needed: audited, the excluded schema shows the defect it names."""
     for name, defects in THESIS_DEFECTS.items():
         excluded = catalog.excluded_pairs(name)
-        found = audit.audit_pairs(name, "nocands", "wsc266", [], [(o, t) for o, t, _ in excluded],
-                                  Counter())  # fmt: skip
+        found = audit.audit_pairs(
+            name, "nocands", "wsc266", [], [(o, t) for o, t, _ in excluded], Counter()
+        )
         assert sorted(found.faults) == sorted(defects), name
         for uid, check, word in defects:
             reason = catalog.SPECS[name].excluded[uid[:-1]]

@@ -143,26 +143,42 @@ def test_readme_has_the_two_setup_commands_and_ci_runs_the_test_one():
     assert tests in (repo / ".ci" / "run").read_text(encoding="utf-8").splitlines()
 
 
-def test_ruff_clean():
-    """Lint with the exact ruff of the ``test`` extra: another release has other rules."""
+def _pinned_tool(name: str) -> cli.Path:
+    """The repository, where the exact ``name`` of the ``test`` extra is installed (another
+    release has other rules); the test is skipped otherwise."""
     import re
     from importlib.metadata import PackageNotFoundError, version
 
     repo = cli.Path(__file__).resolve().parents[1]
-    pinned = re.search(r'"ruff==([^"]+)"', (repo / "pyproject.toml").read_text()).group(1)
+    pinned = re.search(rf'"{name}==([^"]+)"', (repo / "pyproject.toml").read_text()).group(1)
     try:
-        installed = version("ruff")
+        installed = version(name)
     except PackageNotFoundError:
-        pytest.skip("ruff is not installed (pip install -e '.[test]')")
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]')")
     if installed != pinned:
-        pytest.skip(f"ruff {installed} is installed; the lint is defined by ruff {pinned}")
-    check = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "wsc_tasks", "tests"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-    )
-    assert check.returncode == 0, check.stdout
+        pytest.skip(f"{name} {installed} is installed; the check is defined by {name} {pinned}")
+    return repo
+
+
+def _run_tool(repo: cli.Path, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *argv], cwd=repo, capture_output=True, text=True)
+
+
+def test_ruff_clean():
+    """Lint and format check with the exact ruff of the ``test`` extra."""
+    repo = _pinned_tool("ruff")
+    check = _run_tool(repo, "ruff", "check", "wsc_tasks", "tests")
+    assert check.returncode == 0, check.stdout + check.stderr
+    form = _run_tool(repo, "ruff", "format", "--check", "wsc_tasks", "tests")
+    assert form.returncode == 0, f"run `ruff format wsc_tasks tests`:\n{form.stdout}{form.stderr}"
+
+
+def test_mypy_clean():
+    """Type check ``wsc_tasks`` with the exact mypy of the ``test`` extra and the settings of
+    ``[tool.mypy]`` in pyproject.toml (its cache makes a second run take about a second)."""
+    repo = _pinned_tool("mypy")
+    check = _run_tool(repo, "mypy")
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 @pytest.mark.parametrize(

@@ -75,8 +75,10 @@ def test_thesis_inequalities(pairs):
     c, ca = cm.consistency(pairs), cm.consistent_acc(pairs)
     for value in (c, cm.preserved_acc(pairs), cm.preserved_acc_rev(pairs)):
         assert value != value or value >= ca  # NaN when nothing was solved
-    weak, mid, strict = (f(pairs) for f in (cm.schema_consistency_weak, cm.schema_consistency,
-                                            cm.schema_consistency_strict))  # fmt: skip
+    weak, mid, strict = (
+        f(pairs)
+        for f in (cm.schema_consistency_weak, cm.schema_consistency, cm.schema_consistency_strict)
+    )
     assert weak >= mid >= strict
     big_ca = cm.consistent_schema_acc(pairs)
     assert mid >= big_ca and c >= strict

@@ -76,8 +76,11 @@ def test_the_associative_subset_is_found_through_the_numbers(data_dir, caplog):
     assert subsets.count("associative") == 24 and subsets.count("nonassociative") == 106
     # the excluded schemas' originals complete the thesis's subsets: 25 and 108
     unpaired = catalog.excluded_pairs("wsc266_nocands")
-    assert [(o.uid, t.uid) for o, t, _ in unpaired] == [("w96", "w24"), ("w45", "w39"),
-                                                        ("w97", "w73")]  # fmt: skip
+    assert [(o.uid, t.uid) for o, t, _ in unpaired] == [
+        ("w96", "w24"),
+        ("w45", "w39"),
+        ("w97", "w73"),
+    ]
     subsets += [associativity.subset(o) for o, _, _ in unpaired]
     assert subsets.count("associative") == 25 and subsets.count("nonassociative") == 108
     assert (
@@ -113,9 +116,11 @@ def test_pairing_errors_name_the_row():
 
 def test_switching_exchanges_mentions_and_options_and_flips_the_answer():
     problem = Problem(
-        "q-1", ("Sarah was a better surgeon than Maria so ", " got the harder cases."),
-        (("Sarah",), ("Maria",)), 0,
-    )  # fmt: skip
+        "q-1",
+        ("Sarah was a better surgeon than Maria so ", " got the harder cases."),
+        (("Sarah",), ("Maria",)),
+        0,
+    )
     switched = transforms.switch_candidates(problem)
     assert switched.segments[0] == "Maria was a better surgeon than Sarah so "
     assert switched.options == (("Maria",), ("Sarah",)) and switched.label == 0
@@ -279,8 +284,11 @@ def _check_associativity(results: dict, samples: dict) -> None:
     )
     reported = results["wsc266_associativity"]
     rates = {}
-    scopes = [("associative", "wsc266_associative_nocands"),
-              ("nonassociative", "wsc266_nonassociative_nocands"), ("wsc266", None)]  # fmt: skip
+    scopes = [
+        ("associative", "wsc266_associative_nocands"),
+        ("nonassociative", "wsc266_nonassociative_nocands"),
+        ("wsc266", None),
+    ]
     for scope, tag in scopes:
         chosen = [p for p in pairs if tag is None or p[2] == tag]
         for metric, solved in [("acc", lambda f: f), ("schema_acc", lambda f: [all(f)])]:
@@ -300,8 +308,10 @@ def _check_associativity(results: dict, samples: dict) -> None:
 
 def _check_method_consistency(results: dict, samples: dict, task: str) -> None:
     for first, second in (("full", "partial"), ("partial", "smart")):
-        pairs = [(s[f"acc_{first}"]["correct"], s[f"acc_{second}"]["correct"], None)
-                 for s in samples[task]]  # fmt: skip
+        pairs = [
+            (s[f"acc_{first}"]["correct"], s[f"acc_{second}"]["correct"], None)
+            for s in samples[task]
+        ]
         for metric, value in _by_hand(pairs).items():
             if metric in ("acc_original", "acc_perturbed", "schema_acc_original",
                           "schema_acc_perturbed", "n_pairs"):  # fmt: skip
@@ -347,8 +357,11 @@ def test_scoring_method_consistency_equals_recomputation(run, task):
 
 @pytest.mark.slow
 def test_consistency_tasks_in_two_processes(tiny_gpt2_dir, tmp_path):
-    tasks = ["wsc266_switched_consistency", "wsc266_inverted_consistency",
-             "wsc266_nocands_consistency"]  # fmt: skip
+    tasks = [
+        "wsc266_switched_consistency",
+        "wsc266_inverted_consistency",
+        "wsc266_nocands_consistency",
+    ]
     underlying = sorted({t for k in tasks for t in [CONSISTENCY[k][0], *CONSISTENCY[k][1]]})
     names = ",".join([*tasks, "wsc266_associativity", *underlying])
     outputs = {}
@@ -379,8 +392,10 @@ def test_masked_lm_consistency_and_method_pair(tiny_roberta_dir):  # noqa: F811 
     out = lm_eval.simple_evaluate(model=lm, tasks=tasks, task_manager=manager, log_samples=True)
     assert _check_consistency(out["results"], out["samples"], tasks[-1:]) > 10
     first, second = "multi_mask_mean", "statement_mean"
-    pairs = [(s[f"acc_{first}"]["correct"], s[f"acc_{second}"]["correct"], None)
-             for s in out["samples"]["wsc266"]]  # fmt: skip
+    pairs = [
+        (s[f"acc_{first}"]["correct"], s[f"acc_{second}"]["correct"], None)
+        for s in out["samples"]["wsc266"]
+    ]
     expected = _by_hand(pairs)
     for metric in ("consistency", "schema_consistency", "schema_consistency_strict"):
         reported = out["results"]["wsc266"][f"{metric}_{first}_to_{second},none"]

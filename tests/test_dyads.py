@@ -146,8 +146,9 @@ def test_published_files_are_grouped_by_mode(data_dir):
     for schema, original in zip(catalog.load("reid250x2_by_boolean"), originals, strict=True):
         for group, key_problem in zip(schema.groups, original.problems, strict=True):
             filled = {key_problem.fill(answer).lower() for answer in (0, 1)}
-            sentences = {schema.problems[i].segments[1].removeprefix(" that ").lower()
-                         for i in group}  # fmt: skip
+            sentences = {
+                schema.problems[i].segments[1].removeprefix(" that ").lower() for i in group
+            }
             assert sentences == filled, (schema.uid, group)  # one key phrase, both answers
 
 

@@ -36,8 +36,9 @@ def _manager(**metadata) -> TaskManager:
 
 
 def _rows(results: dict) -> dict:
-    return {task: {k: v for k, v in results["results"][task].items() if k != "alias"}
-            for task in TASKS}  # fmt: skip
+    return {
+        task: {k: v for k, v in results["results"][task].items() if k != "alias"} for task in TASKS
+    }
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +91,9 @@ class NoTokenizer(LM):
 
 def test_a_model_without_tokenizer_stops_the_run_saying_what_to_pass(data_dir):
     with pytest.raises(ScoringError) as raised:
-        lm_eval.simple_evaluate(model=NoTokenizer(), tasks=["wsc266"], task_manager=_manager(),
-                                limit=1)  # fmt: skip
+        lm_eval.simple_evaluate(
+            model=NoTokenizer(), tasks=["wsc266"], task_manager=_manager(), limit=1
+        )
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith("task wsc266: the model (NoTokenizer) has no Hugging Face tokenizer")
@@ -100,9 +102,12 @@ def test_a_model_without_tokenizer_stops_the_run_saying_what_to_pass(data_dir):
 
 def test_the_tokenizer_named_in_the_task_manager_serves_such_a_model(tiny_gpt2_dir, data_dir):
     out = lm_eval.simple_evaluate(
-        model=NoTokenizer(), tasks=["wsc266"], limit=2, bootstrap_iters=0,
+        model=NoTokenizer(),
+        tasks=["wsc266"],
+        limit=2,
+        bootstrap_iters=0,
         task_manager=_manager(tokenizer=str(tiny_gpt2_dir)),
-    )  # fmt: skip
+    )
     assert out["configs"]["wsc266"]["metadata"]["headline"] == "smart"
 
 
@@ -115,6 +120,9 @@ def test_requests_built_without_a_model_or_tokenizer_are_refused(data_dir):
 def test_metadata_given_to_simple_evaluate_beside_a_task_manager_is_refused(data_dir):
     with pytest.raises(ScoringError, match=r"simple_evaluate\(metadata=...\) is not used"):
         lm_eval.simple_evaluate(
-            model=NoTokenizer(), tasks=["wsc266"], limit=1, task_manager=_manager(),
+            model=NoTokenizer(),
+            tasks=["wsc266"],
+            limit=1,
+            task_manager=_manager(),
             metadata={"scoring": "partial"},
-        )  # fmt: skip
+        )

@@ -143,28 +143,34 @@ def _config(arch: str, tok):
     n = len(tok)
     small = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2,
                  num_attention_heads=2, max_position_embeddings=256)  # fmt: skip
-    ids = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-               pad_token_id=tok.pad_token_id)  # fmt: skip
+    ids = dict(
+        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
+    )
     if arch == "gpt2":
-        return tf.GPT2LMHeadModel, tf.GPT2Config(vocab_size=n, n_positions=256, n_embd=16,
-                                                 n_layer=2, n_head=2, **ids)  # fmt: skip
+        return tf.GPT2LMHeadModel, tf.GPT2Config(
+            vocab_size=n, n_positions=256, n_embd=16, n_layer=2, n_head=2, **ids
+        )
     if arch == "mistral":
-        return tf.MistralForCausalLM, tf.MistralConfig(vocab_size=n, num_key_value_heads=1,
-                                                       **small, **ids)  # fmt: skip
+        return tf.MistralForCausalLM, tf.MistralConfig(
+            vocab_size=n, num_key_value_heads=1, **small, **ids
+        )
     if arch == "llama":
-        return tf.LlamaForCausalLM, tf.LlamaConfig(vocab_size=n, num_key_value_heads=1,
-                                                   **small, **ids)  # fmt: skip
+        return tf.LlamaForCausalLM, tf.LlamaConfig(
+            vocab_size=n, num_key_value_heads=1, **small, **ids
+        )
     if arch == "opt":
         return tf.OPTForCausalLM, tf.OPTConfig(vocab_size=n, hidden_size=16, ffn_dim=32,
                                                num_hidden_layers=2, num_attention_heads=2,
                                                word_embed_proj_dim=16,
                                                max_position_embeddings=256, **ids)  # fmt: skip
     if arch == "qwen2":
-        return tf.Qwen2ForCausalLM, tf.Qwen2Config(vocab_size=n, num_key_value_heads=1,
-                                                   **small, **ids)  # fmt: skip
+        return tf.Qwen2ForCausalLM, tf.Qwen2Config(
+            vocab_size=n, num_key_value_heads=1, **small, **ids
+        )
     if arch == "gemma":
-        return tf.GemmaForCausalLM, tf.GemmaConfig(vocab_size=n, num_key_value_heads=1,
-                                                   head_dim=8, **small, **ids)  # fmt: skip
+        return tf.GemmaForCausalLM, tf.GemmaConfig(
+            vocab_size=n, num_key_value_heads=1, head_dim=8, **small, **ids
+        )
     if arch == "gpt_neox":
         return tf.GPTNeoXForCausalLM, tf.GPTNeoXConfig(vocab_size=n, **small, **ids)
     if arch == "t5":
@@ -220,8 +226,9 @@ MATRIX = [
 ]
 IDS = [f"{arch}-{tok}" for arch, tok, _ in MATRIX]
 # Requests depend on the tokenizer and the family only: each pair is checked once, on all tasks.
-BY_TOKENIZER = list({(tok, family): (arch, tok, family) for arch, tok, family in MATRIX[::-1]}
-                    .values())[::-1]  # fmt: skip
+BY_TOKENIZER = list(
+    {(tok, family): (arch, tok, family) for arch, tok, family in MATRIX[::-1]}.values()
+)[::-1]
 
 
 @pytest.fixture(scope="session")

@@ -88,8 +88,11 @@ def test_settings_come_from_the_models_file_then_the_command_line(tmp_path):
     launcher = sweep.launcher_from(args, models, options)
     assert launcher.values["partition"] == "gpu" and launcher.values["max-parallel"] == 2
     path.write_text("models:\n  - {name: a}\nslurm:\n  partiton: gpu\n")
-    with pytest.raises(LauncherError, match=rf"{path}:3: slurm: unknown setting 'partiton' .*"
-                       "did you mean 'partition'"):  # fmt: skip
+    with pytest.raises(
+        LauncherError,
+        match=rf"{path}:3: slurm: unknown setting 'partiton' .*"
+        "did you mean 'partition'",
+    ):
         sweep.launcher_from(args, read_models_file(path), options)
     path.write_text("models:\n  - {name: a}\nslrum: {}\n")
     with pytest.raises(LauncherError, match=rf"{path}:3: unknown section 'slrum'"):
@@ -206,8 +209,9 @@ def _slurm_missing() -> str | None:
     if shutil.which("sbatch") is None:
         return "Slurm is not installed (Debian: slurmctld slurmd slurm-client munge)"
     try:
-        found = subprocess.run(["sinfo", "--noheader", "--format=%t"], capture_output=True,
-                               text=True, timeout=30)  # fmt: skip
+        found = subprocess.run(
+            ["sinfo", "--noheader", "--format=%t"], capture_output=True, text=True, timeout=30
+        )
     except subprocess.TimeoutExpired:
         return "sinfo does not answer"
     if found.returncode != 0 or not {"idle", "mix", "alloc"} & set(found.stdout.split()):
@@ -243,8 +247,11 @@ def three(tmp_path_factory, data_dir) -> Path:
 
 
 def _squeue(name: str = "wsc-sweep") -> list[str]:
-    found = subprocess.run(["squeue", "--noheader", "--array", f"--name={name}", "--format=%i %T"],
-                           capture_output=True, text=True)  # fmt: skip
+    found = subprocess.run(
+        ["squeue", "--noheader", "--array", f"--name={name}", "--format=%i %T"],
+        capture_output=True,
+        text=True,
+    )
     return found.stdout.split("\n")[:-1]
 
 
@@ -339,8 +346,9 @@ def test_slurm_requeue_mid_run_finishes_with_the_same_scores(slurm, three, tmp_p
 @pytest.mark.slow
 def test_slurm_ctrl_c_leaves_no_job_in_the_queue(slurm, data_dir, tmp_path):
     models = tmp_path / "models.txt"
-    models.write_text("chance1 wsc-chance seed=1\nchance2 wsc-chance seed=2\nchance3 wsc-chance "
-                      "seed=3\n")  # fmt: skip
+    models.write_text(
+        "chance1 wsc-chance seed=1\nchance2 wsc-chance seed=2\nchance3 wsc-chance seed=3\n"
+    )
     out = tmp_path / "out"
     process = _start(_argv(models, out, *SLURM, "--max-parallel", "1", "--job-name", "wsc-ctrl-c"))
     _wait_for(lambda: any(line.endswith(" RUNNING") for line in _squeue("wsc-ctrl-c")), "a job")

@@ -50,8 +50,10 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
-                                + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    + ([base] if base else [])
+                )
             targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
         else:
             continue
@@ -74,8 +76,11 @@ def _stage(module: str) -> str:
 
 
 def test_every_module_sits_in_a_pipeline_stage():
-    loose = sorted(m for m in _modules() if m != "wsc_tasks"
-                   and _stage(m) not in MAY_IMPORT and _stage(m) not in SHARED | {"task"})
+    loose = sorted(
+        m
+        for m in _modules()
+        if m != "wsc_tasks" and _stage(m) not in MAY_IMPORT and _stage(m) not in SHARED | {"task"}
+    )
     assert loose == [], f"modules outside the pipeline's folders: {loose}"
 
 
@@ -101,7 +106,7 @@ def test_no_import_cycle():
         state[node] = 1
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                cycles.append(trail[trail.index(nxt):] + [nxt])
+                cycles.append(trail[trail.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, [*trail, nxt])
         state[node] = 2
@@ -113,9 +118,7 @@ def test_no_import_cycle():
 
 
 def test_every_module_imports_alone_in_a_fresh_interpreter():
-    code = ("import importlib, sys\n"
-            "for name in sys.argv[1:]:\n"
-            "    importlib.import_module(name)\n")
+    code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
     names = sorted(_modules())
     done = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]

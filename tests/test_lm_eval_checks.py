@@ -62,9 +62,11 @@ def test_task_checks_of_lm_evals_test_tasks(tasks, name):
     task = tasks[name]
     task.download(task.config.dataset_kwargs)
     assert task.dataset is not None
-    for has, split in ((task.has_training_docs, "training_split"),
-                       (task.has_validation_docs, "validation_split"),
-                       (task.has_test_docs, "test_split")):  # fmt: skip
+    for has, split in (
+        (task.has_training_docs, "training_split"),
+        (task.has_validation_docs, "validation_split"),
+        (task.has_test_docs, "test_split"),
+    ):
         assert has() in (True, False)
         if has():
             assert task._config[split] is not None

@@ -92,9 +92,11 @@ def offences(path: Path) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             bounds = [b for b in (node.slice.lower, node.slice.upper) if b is not None]
             lengths = [
-                b for bound in bounds for b in ast.walk(bound)
+                b
+                for bound in bounds
+                for b in ast.walk(bound)
                 if isinstance(b, ast.Call) and isinstance(b.func, ast.Name) and b.func.id == "len"
-            ]  # fmt: skip
+            ]
             bad = any(is_piece(t) for call in lengths for t in _literals(call))
         if bad:
             found.append((node.lineno, ast.get_source_segment(source, node) or ""))

@@ -66,9 +66,12 @@ def test_record_names_are_unique_and_fields_valid():
     for m in registry.REGISTRY:
         assert m.level in {"problem", "schema", "pair", "reason", "question"}, m.name
         assert m.value in {
-            registry.OUTCOME, registry.PAIR, registry.TAGGED_PAIR, registry.REASONS,
+            registry.OUTCOME,
+            registry.PAIR,
+            registry.TAGGED_PAIR,
+            registry.REASONS,
             registry.SPLITS,
-        }, m.name  # fmt: skip
+        }, m.name
         assert m.aggregate is not None or m.value == registry.REASONS, m.name
         assert m.symbol, m.name
 
@@ -134,12 +137,16 @@ def test_counts_and_differences_get_no_arrow_in_lm_evals_table():
     result = {
         "results": {"t": {"acc,none": 0.5, "n_problems,none": 10, "acc_diff,none": -0.1}},
         "versions": {"t": 1.0},
-        "higher_is_better": {"t": registry.higher_is_better(
-            {name: registry.bind(name) for name in ("acc", "n_problems", "acc_diff")}
-        )},
-    }  # fmt: skip
-    rows = {line.split("|")[5].strip(): line.split("|")[6] for line in
-            make_table(result).splitlines()[2:]}  # fmt: skip
+        "higher_is_better": {
+            "t": registry.higher_is_better(
+                {name: registry.bind(name) for name in ("acc", "n_problems", "acc_diff")}
+            )
+        },
+    }
+    rows = {
+        line.split("|")[5].strip(): line.split("|")[6]
+        for line in make_table(result).splitlines()[2:]
+    }
     assert rows == {"acc": "↑  ", "n_problems": "   ", "acc_diff": "   "}
 
 
@@ -151,9 +158,10 @@ def test_headline_flags_are_the_metrics_each_task_kind_prints():
         "schema_consistency", "n_pairs",
     }  # fmt: skip
     assert registry.headline(kinds.ASSOCIATIVITY) == {
-        f"{m}_{s}_adjusted" for m in ("acc", "schema_acc")
+        f"{m}_{s}_adjusted"
+        for m in ("acc", "schema_acc")
         for s in ("wsc266", "associative", "nonassociative")
-    } | {"n_pairs"}  # fmt: skip
+    } | {"n_pairs"}
     assert registry.headline(kinds.WINOWHY) == {
         "acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc", "n_reasons",
         "n_questions",
@@ -217,7 +225,9 @@ def test_task_kind_is_read_from_the_metric_names():
 def test_relative_change_is_the_oracles_elementwise():
     rng = np.random.default_rng(11)
     r, r_b = rng.choice([0.0, 0.25, 0.5, 1.0], 200), rng.choice([0.0, 0.5, 0.75, 1.0], 200)
-    for function, oracle in ((ratios.relative_loss, oracles.relative_loss),
-                             (ratios.relative_gain, oracles.relative_gain)):  # fmt: skip
+    for function, oracle in (
+        (ratios.relative_loss, oracles.relative_loss),
+        (ratios.relative_gain, oracles.relative_gain),
+    ):
         expected = np.array([oracle(x, y) for x, y in zip(r, r_b, strict=True)])
         assert np.array_equal(function(r, r_b), expected, equal_nan=True)

@@ -69,9 +69,10 @@ def _hand(model, tok, problem, option: int) -> dict[str, float]:
     enc = tok(sentence, return_offsets_mapping=True, return_special_tokens_mask=True)
     ids, special = enc["input_ids"], enc["special_tokens_mask"]
     answer = [
-        i for i, (a, b) in enumerate(enc["offset_mapping"])
+        i
+        for i, (a, b) in enumerate(enc["offset_mapping"])
         if not special[i] and any(a < end and b > begin for begin, end in spans)
-    ]  # fmt: skip
+    ]
 
     def logprobs(masked_positions):
         masked = torch.tensor([ids])
@@ -85,10 +86,13 @@ def _hand(model, tok, problem, option: int) -> dict[str, float]:
     statement = sum(single.values())
     answer_sum = sum(single[i] for i in answer)
     return {
-        "multi_mask": multi, "multi_mask_mean": multi / len(answer),
-        "statement": statement, "statement_mean": statement / len(ids),
-        "answer": answer_sum, "answer_mean": answer_sum / len(answer),
-    }  # fmt: skip
+        "multi_mask": multi,
+        "multi_mask_mean": multi / len(answer),
+        "statement": statement,
+        "statement_mean": statement / len(ids),
+        "answer": answer_sum,
+        "answer_mean": answer_sum / len(answer),
+    }
 
 
 def test_every_masked_method_by_hand(tiny_roberta_dir, data_dir):
@@ -262,11 +266,13 @@ def test_tensor_copies_equal_per_copy_reference(which, tiny_roberta_dir, tiny_be
 
 
 def test_batch_size_auto_leaves_rows_to_the_token_budget(tiny_roberta_dir):
-    lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size="auto",
-                      max_batch_tokens="500")  # fmt: skip
+    lm = mlm.MaskedLM(
+        pretrained=str(tiny_roberta_dir), device="cpu", batch_size="auto", max_batch_tokens="500"
+    )
     assert (lm.batch_size, lm.max_batch_tokens) == (None, 500)
-    lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size="auto:4",
-                      max_batch_size=64)  # fmt: skip
+    lm = mlm.MaskedLM(
+        pretrained=str(tiny_roberta_dir), device="cpu", batch_size="auto:4", max_batch_size=64
+    )
     assert (lm.batch_size, lm.max_batch_tokens) == (64, mlm.DEFAULT_MAX_BATCH_TOKENS)
     lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=8)
     assert (lm.batch_size, lm.max_batch_tokens) == (8, mlm.DEFAULT_MAX_BATCH_TOKENS)

@@ -175,8 +175,9 @@ _MALER_TEXT = (
 )
 
 
-@pytest.mark.parametrize("parse,text", [(parsers.parse_winogrande, _WINOGRANDE_ROW),
-                                        (parsers.parse_maler, _MALER_TEXT)])  # fmt: skip
+@pytest.mark.parametrize(
+    "parse,text", [(parsers.parse_winogrande, _WINOGRANDE_ROW), (parsers.parse_maler, _MALER_TEXT)]
+)
 def test_one_encoding_rule_for_both_formats(parse, text, tmp_path):
     """UTF-8 with or without a byte-order mark reads the same in both formats (before, the
     ``.txt`` kept it in its first header key and the ``.jsonl`` failed on it); any other encoding

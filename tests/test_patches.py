@@ -123,9 +123,12 @@ def test_every_patch_of_apply_is_marked_and_applied_once():
     patches.apply()
     assert patches.apply() is False
     for owner, name in [
-        (Collator, "get_cache"), (evaluator_utils, "_compute_task_aggregations"),
-        (evaluator, "evaluate"), (HFLM, "tok_encode"), (evaluator_utils, "stderr_for_metric"),
-    ]:  # fmt: skip
+        (Collator, "get_cache"),
+        (evaluator_utils, "_compute_task_aggregations"),
+        (evaluator, "evaluate"),
+        (HFLM, "tok_encode"),
+        (evaluator_utils, "stderr_for_metric"),
+    ]:
         patched = getattr(owner, name)
         assert getattr(patched, patches._MARK)
         assert not getattr(patches.original(owner, name), patches._MARK, False)
@@ -452,13 +455,15 @@ def test_lm_eval_still_names_its_request_cache_without_the_metadata(
         _loaded({"scoring": "partial", **tokenizer}),
         _loaded({"scoring": "all", **tokenizer}),
     )
-    theirs = [_cache_names(t, ConfigurableTask.build_all_requests, monkeypatch) for t in (
-        partial, every)]  # fmt: skip
+    theirs = [
+        _cache_names(t, ConfigurableTask.build_all_requests, monkeypatch) for t in (partial, every)
+    ]
     assert theirs[0] == theirs[1], _gone("11. request_cache_tag")
     ours = [_cache_names(t, type(t).build_all_requests, monkeypatch) for t in (partial, every)]
     assert ours[0] != ours[1] and all("-wsc_tasks" in name[0] for name in ours)
-    again = _cache_names(_loaded({"scoring": "partial", **tokenizer}),
-                         type(partial).build_all_requests, monkeypatch)  # fmt: skip
+    again = _cache_names(
+        _loaded({"scoring": "partial", **tokenizer}), type(partial).build_all_requests, monkeypatch
+    )
     assert again == ours[0]  # the same setup finds its own file again
 
 
@@ -479,8 +484,11 @@ def test_lm_eval_still_sums_echoed_logprobs_unchecked():
     included, without a word. The day it checks them itself (this fails), section 12 may go."""
     from lm_eval.models.openai_completions import LocalCompletionsAPI
 
-    echoed = {"tokens": ["a", "b", "c", "d"], "token_logprobs": [None, 3.0, 5.0, -1.0],
-              "top_logprobs": [None, {"b": 3.0}, {"c": 5.0}, {"d": -1.0}]}  # fmt: skip
+    echoed = {
+        "tokens": ["a", "b", "c", "d"],
+        "token_logprobs": [None, 3.0, 5.0, -1.0],
+        "top_logprobs": [None, {"b": 3.0}, {"c": 5.0}, {"d": -1.0}],
+    }
     outputs = {"choices": [{"index": 0, "logprobs": echoed}]}
     assert LocalCompletionsAPI.parse_logprobs(outputs, ctxlens=[1]) == [(8.0, True)], _gone(
         "12. check_served_logprobs"
@@ -546,9 +554,11 @@ def test_lm_eval_still_keeps_model_args_out_of_a_given_task_managers_metadata(
     manager = TaskManager(include_path=str(include_path()), include_defaults=False)
     with pytest.raises(Built):
         evaluator.simple_evaluate(
-            model="wsc-chance", model_args="seed=1,tokenizer=gpt2", tasks=["wsc266"],
+            model="wsc-chance",
+            model_args="seed=1,tokenizer=gpt2",
+            tasks=["wsc266"],
             task_manager=manager,
-        )  # fmt: skip
+        )
     assert "tokenizer" not in built["wsc266"].config.metadata, _gone("13. tasks_meet_the_model")
 
 

@@ -102,9 +102,12 @@ def _run(lm, folder, family_methods, hand, kind="loglikelihood", setup=None):
         metadata={"pretrained": str(folder), "metrics": "all"},  # per-method accuracies too
     )
     out = lm_eval.simple_evaluate(
-        model=lm, tasks=[TWO_BLANKS], task_manager=manager, samples={TWO_BLANKS: DOCS},
+        model=lm,
+        tasks=[TWO_BLANKS],
+        task_manager=manager,
+        samples={TWO_BLANKS: DOCS},
         log_samples=True,
-    )  # fmt: skip
+    )
     right, problems = dict.fromkeys(family_methods, 0), 0
     for sample in out["samples"][TWO_BLANKS]:
         results = _results(sample, kind)

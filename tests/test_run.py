@@ -230,8 +230,9 @@ def test_ctrl_c_before_anything_is_written_is_one_line(tmp_path, capsys, monkeyp
 def test_a_limit_that_leaves_no_document_is_refused(limit, capsys, monkeypatch):
     """Before: ``task.build_requests() did not find any docs!`` (0), an ``islice`` message (-1),
     2.5 silently read as 2."""
-    code, err = _run(["--model", "wsc-chance", "--model_args", "seed=1", "--limit", limit],
-                     capsys, monkeypatch)  # fmt: skip
+    code, err = _run(
+        ["--model", "wsc-chance", "--model_args", "seed=1", "--limit", limit], capsys, monkeypatch
+    )
     assert code == 2
     assert _last_line(err).startswith(
         f"wsc-tasks: error: --limit {limit} is invalid; allowed: a whole number of documents ≥ 1,"

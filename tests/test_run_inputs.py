@@ -63,11 +63,13 @@ def test_known_keys_lm_evals_own_and_model_arguments_pass():
 
 @pytest.mark.slow
 def test_the_tasks_refuse_a_misspelt_key_from_python_too(data_dir):
-    manager = TaskManager(include_path=str(include_path()), include_defaults=False,
-                          metadata={"scorng": "partial"})  # fmt: skip
+    manager = TaskManager(
+        include_path=str(include_path()), include_defaults=False, metadata={"scorng": "partial"}
+    )
     with pytest.raises(metadata_keys.UnknownKey) as raised:
-        lm_eval.simple_evaluate(model="wsc-chance", model_args="seed=1", tasks=["wsc266"],
-                                task_manager=manager, limit=1)  # fmt: skip
+        lm_eval.simple_evaluate(
+            model="wsc-chance", model_args="seed=1", tasks=["wsc266"], task_manager=manager, limit=1
+        )
     assert str(raised.value).startswith(
         "task wsc266: metadata key 'scorng' is unknown; did you mean scoring?"
     )

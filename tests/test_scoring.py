@@ -198,9 +198,12 @@ def save_tiny_t5(folder, texts: list[str], seed: int):
         single="$A </s>", special_tokens=[("</s>", core.token_to_id("</s>"))]
     )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
+        tokenizer_object=core,
+        pad_token="<pad>",
+        eos_token="</s>",
+        unk_token="<unk>",
         additional_special_tokens=specials[3:],
-    )  # fmt: skip
+    )
     torch.manual_seed(seed)
     config = T5Config(
         vocab_size=len(tokenizer), d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16,

@@ -335,8 +335,11 @@ DISTS = {  # the generation path's top-3 after k tokens (tokens a, b, c, d, e)
 
 def _echo(values, tops, generated=True) -> served.Echo:
     tokens = ("a", "b", "c", "d", "e", *(("f",) if generated else ()))
-    return served.Echo(tokens, (None, *values, *((-0.1,) if generated else ())),
-                       (None, *tops, *(({"f": -0.1},) if generated else ())))  # fmt: skip
+    return served.Echo(
+        tokens,
+        (None, *values, *((-0.1,) if generated else ())),
+        (None, *tops, *(({"f": -0.1},) if generated else ())),
+    )
 
 
 def test_compare_accepts_noise_within_tolerance():
@@ -374,8 +377,9 @@ def test_compare_names_a_plain_disagreement_and_a_missing_generated_entry():
 
 # -- end to end: wsc266 through the right server, the wrong one refused before any request -------
 def _run(model: str, model_args: str, metadata: dict) -> dict:
-    manager = TaskManager(include_path=str(include_path()), include_defaults=False,
-                          metadata=metadata)  # fmt: skip
+    manager = TaskManager(
+        include_path=str(include_path()), include_defaults=False, metadata=metadata
+    )
     return lm_eval.simple_evaluate(
         model=model, model_args=model_args, tasks=["wsc266"], task_manager=manager,
         device="cpu", batch_size=16, limit=LIMIT, log_samples=True, bootstrap_iters=0,
@@ -432,8 +436,10 @@ def test_wsc_tasks_run_stops_before_any_task_request_and_the_switch_skips(
 
     url, state = server_state
     state.echo = "next"
-    args = (f"model=m,base_url={url}/v1/completions,tokenizer={sharp_gpt2_dir},"
-            "tokenizer_backend=huggingface,max_retries=1")  # fmt: skip
+    args = (
+        f"model=m,base_url={url}/v1/completions,tokenizer={sharp_gpt2_dir},"
+        "tokenizer_backend=huggingface,max_retries=1"
+    )
     argv = ["run", "--model", "local-completions", "--tasks", "wsc266", "--limit", "2"]
     assert cli([*argv, "--model_args", args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -482,8 +488,10 @@ def llama_cpp_server(tmp_path_factory):
     saved as an HF folder (what lm-eval's ``tokenizer=`` loads)."""
     if importlib.util.find_spec("llama_cpp") is None:
         if os.environ.get("WSC_TASKS_REQUIRE_LLAMA_CPP") == "1":
-            pytest.fail("WSC_TASKS_REQUIRE_LLAMA_CPP=1 but llama_cpp cannot be imported: "
-                        "pip install 'llama-cpp-python[server]==0.3.36'")  # fmt: skip
+            pytest.fail(
+                "WSC_TASKS_REQUIRE_LLAMA_CPP=1 but llama_cpp cannot be imported: "
+                "pip install 'llama-cpp-python[server]==0.3.36'"
+            )
         pytest.skip("llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')")
     from transformers import AutoTokenizer
 
@@ -522,8 +530,10 @@ def test_llama_cpp_python_server_is_refused_before_any_task_request(
     llama_cpp_server, data_dir, capsys
 ):
     base_url, tokenizer_dir = llama_cpp_server
-    args = (f"model=smollm2,base_url={base_url},tokenizer={tokenizer_dir},"
-            "tokenizer_backend=huggingface,max_retries=1,tokenized_requests=False")  # fmt: skip
+    args = (
+        f"model=smollm2,base_url={base_url},tokenizer={tokenizer_dir},"
+        "tokenizer_backend=huggingface,max_retries=1,tokenized_requests=False"
+    )
     argv = ["run", "--model", "local-completions", "--model_args", args, "--tasks", "wsc266",
             "--limit", "2", "--batch_size", "1"]  # fmt: skip
     assert cli(argv) == 2

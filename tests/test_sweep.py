@@ -432,8 +432,10 @@ def test_the_lock_excludes_between_processes(tmp_path):
 
     seen = tmp_path / "seen.txt"
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_hold_briefly, args=(str(tmp_path / "x.lock"), str(seen)))
-               for _ in range(4)]  # fmt: skip
+    workers = [
+        context.Process(target=_hold_briefly, args=(str(tmp_path / "x.lock"), str(seen)))
+        for _ in range(4)
+    ]
     for worker in workers:
         worker.start()
     for worker in workers:

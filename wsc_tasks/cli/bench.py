@@ -72,12 +72,14 @@ def small_random_roberta(folder: Path, sentences: list[str], layers: int, width:
     tokenizer.save_pretrained(folder)
 
 
-def per_copy_scores(model: Any, tokenizer: Any, args: list[tuple], batch_size: int,
-                    device: Any) -> list[mlm.MaskedScore]:  # fmt: skip
+def per_copy_scores(
+    model: Any, tokenizer: Any, args: list[tuple], batch_size: int, device: Any
+) -> list[mlm.MaskedScore]:
     """The reference ``hf-mlm`` scoring before masked copies were tensors (kept to check and
     time against): one Python tuple per masked copy from ``mlm.plan_jobs``, a dict of distinct
     copies, ``batch_size`` copies per pass, longest first."""
-    plans, needs = [], {}
+    plans = []
+    needs: dict[tuple[int, ...], set[tuple[int, int]]] = {}  # copy -> (position, token id)
     for text, spans, mode in args:
         ids, answer, jobs = mlm.plan_jobs(tokenizer, text, spans, mode)
         plans.append((ids, answer, jobs, mode))
@@ -97,8 +99,9 @@ def per_copy_scores(model: Any, tokenizer: Any, args: list[tuple], batch_size: i
         positions = torch.tensor([p for w in wanted for p, _ in w])
         targets = torch.tensor([t for w in wanted for _, t in w])
         with torch.inference_mode():
-            logits = mlm._masked_logits(model, ids.to(device), attention.to(device), rows,
-                                        positions)  # fmt: skip
+            logits = mlm._masked_logits(
+                model, ids.to(device), attention.to(device), rows, positions
+            )
             picked = torch.log_softmax(logits.float(), dim=-1)
             picked = picked[torch.arange(len(targets)), targets.to(picked.device)].tolist()
         values = iter(picked)
@@ -128,8 +131,9 @@ def _timed(timer: PhaseTimer, score: Callable[[], list[Any]]) -> tuple[list[Any]
     return scores, wall, timer.seconds["model forward"] - before
 
 
-def _minicons(folder: str, requests: list[tuple], batch_size: int, device: str,
-              dtype: str) -> tuple[list[float], float]:  # fmt: skip
+def _minicons(
+    folder: str, requests: list[tuple], batch_size: int, device: str, dtype: str
+) -> tuple[list[float], float]:
     """minicons' pseudo-log-likelihood (``MaskedLMScorer``, PLL_metric original) of each
     sentence, and the seconds it took; [] when minicons is not installed."""
     try:
@@ -176,29 +180,35 @@ def main(argv: list[str] | None = None) -> int:
         if folder is None:
             folder = tmp
             small_random_roberta(Path(tmp), [r[0] for r in requests], args.layers, args.width)
-        lm = mlm.MaskedLM(pretrained=folder, device=args.device, batch_size=args.batch_size,
-                          dtype=args.dtype)  # fmt: skip
+        lm = mlm.MaskedLM(
+            pretrained=folder, device=args.device, batch_size=args.batch_size, dtype=args.dtype
+        )
         model, tok, device, size = lm.model, lm.tokenizer, lm.device, args.batch_size
         mlm.score_requests(model, tok, requests[:2], size, device)  # warm-up
         before = _timed(timer, lambda: per_copy_scores(model, tok, requests, size, device))
-        after = _timed(timer, lambda: mlm.score_requests(model, tok, requests, size, device,
-                                                         args.max_batch_tokens))  # fmt: skip
+        after = _timed(
+            timer,
+            lambda: mlm.score_requests(model, tok, requests, size, device, args.max_batch_tokens),
+        )
         rows.append(("per-copy Python tuples, batched (before)", *before))
         rows.append((f"tensor-built copies, token budget {args.max_batch_tokens} (after)", *after))
         if not args.no_loop:
-            loop = _timed(timer, lambda: [
-                mlm.score_requests(model, tok, [r], 1, device)[0] for r in requests
-            ])  # fmt: skip
+            loop = _timed(
+                timer, lambda: [mlm.score_requests(model, tok, [r], 1, device)[0] for r in requests]
+            )
             rows.insert(0, ("one sentence at a time, one copy per pass", *loop))
-        theirs, theirs_s = [], 0.0
+        theirs: list[float] = []
+        theirs_s = 0.0
         if args.minicons:
             theirs, theirs_s = _minicons(folder, requests, args.minicons, args.device, args.dtype)
     n = len(requests)
     name = args.model or f"random RoBERTa, {args.layers} layers, width {args.width}"
     copies = sum(r.n - 2 for r in after[0])
     where = f"{torch.get_num_threads()} threads" if args.device == "cpu" else args.device
-    print(f"model: {name}; {n} sentences, {copies} masked copies; {args.dtype}, {where}, "
-          f"batch {size} copies")  # fmt: skip
+    print(
+        f"model: {name}; {n} sentences, {copies} masked copies; {args.dtype}, {where}, "
+        f"batch {size} copies"
+    )
     print(f"  {'':62s} {'sentences/s':>11s}  {'wall/forward':>12s}  {'outside forward':>15s}")
     for label, _, wall, forward in rows:
         ratio = f"{wall / forward:12.2f}" if forward else f"{'-':>12s}"
@@ -266,6 +276,7 @@ class PhaseTimer:
 
 def _subclasses(cls: type) -> list[type]:
     out = [cls]
+    sub: type
     for sub in cls.__subclasses__():
         out += _subclasses(sub)
     return out

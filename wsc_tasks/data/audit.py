@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast, get_args
 
 from wsc_tasks.data import catalog, transforms
 from wsc_tasks.data.problems import Problem, Schema
@@ -24,13 +24,25 @@ from wsc_tasks.data.problems import Problem, Schema
 _BLANK = "\x00"
 _WORDS = re.compile(r"[\w\x00]+(?:['’]\w+)*")
 
+# the checks a control baseline gets: those of its transformation (``CHECKS``)
+ControlKind = Literal["nocands", "partsent"]
+
+
+def _generated() -> dict[str, tuple[str, ControlKind]]:
+    found: dict[str, tuple[str, ControlKind]] = {}
+    for name in catalog.datasets(catalog.CONTROL):
+        role = catalog.role_of(name)
+        if not role.generated:
+            continue
+        if role.of is None or role.change not in get_args(ControlKind):
+            raise ValueError(f"audit: control {name} ({role.change} of {role.of}) has no checks")
+        found[name] = (role.of, cast(ControlKind, role.change))
+    return found
+
+
 # The catalog's control datasets, by their roles. Generated ones, made by a transformation of a
 # catalog dataset: name -> (source, transform).
-GENERATED = {
-    name: (role.of, role.change)
-    for name in catalog.datasets(catalog.CONTROL)
-    if (role := catalog.role_of(name)).generated
-}
+GENERATED = _generated()
 # Hand-made controls (the thesis's no-candidates files), matched with their originals by the
 # catalog's pair datasets of the same name; their defective schemas (a candidate left, "mouse"
 # cut out of "mouse hole") are excluded in the catalog with a reason, reported here as dropped.
@@ -38,7 +50,7 @@ HAND_MADE = tuple(n for n in catalog.datasets(catalog.CONTROL) if n not in GENER
 # Deletions in the hand-made files that name a candidate in other words ("a man juggling
 # watermelons" for "the juggler"): mentions to a reader, not to a string rule; reviewed by hand,
 # per schema. Leaks and cuts are never reviewed away here: they are failures.
-REVIEWED_MENTIONS = {
+REVIEWED_MENTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "wsc266_associative_nocands": {
         "w9": ("a man juggling watermelons",),  # the juggler
         "w11": ("his house", "a new one"),  # the old house, the new house
@@ -178,10 +190,6 @@ def part_sent_faults(original: Problem, control: Problem) -> list[str]:
     if re.search(r"\d[.,:]$", cut) and part[:1].isdigit():
         faults.append(f"cut inside a number: {cut[-12:]!r}")
     return faults
-
-
-# the checks a control baseline gets: those of its transformation (``CHECKS``)
-ControlKind = Literal["nocands", "partsent"]
 
 
 @dataclass

@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import Any, Final, Literal
 
 from wsc_tasks.data import parsers, sources
-from wsc_tasks.data.problems import Schema, count
+from wsc_tasks.data.problems import Schema, SchemaKind, count
 from wsc_tasks.data.transforms import TRANSFORMS, transform_schemas
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -408,7 +408,7 @@ def excluded_pairs(name: str) -> list[tuple[Schema, Schema, str]]:
 # -- Reid250, its inversion and its dyads (thesis §3.5–3.6) ---------------------------------------
 
 _R = "maler/reid250/"
-KINDS = {"substitution": "s", "transposition": "t"}
+KINDS: dict[str, SchemaKind] = {"substitution": "s", "transposition": "t"}
 INVERSIONS = {"reid250": "reid250_inverted"}  # a dataset's own inversion, for dyads solved by key
 DYADS_PREFIX = "dyads:"
 _REID_DYAD_FILES = {  # thesis grouping -> published Reid250×2 file (wrapper "It is … that SCHEMA.")
@@ -449,12 +449,15 @@ def _reid_specs() -> list[DatasetSpec]:
         "reid250x2": ("by_answer", "Reid250×2 by answer; schemas fix a truth value (3.78)"),
         "reid250x2_by_key": ("by_key", "Reid250×2 by key; schemas fix a truth value"),
         "reid250x2_by_boolean": (
-            "by_boolean", "Reid250×2 by boolean; schemas fix a key phrase (3.79)"),
+            "by_boolean",
+            "Reid250×2 by boolean; schemas fix a key phrase (3.79)",
+        ),
         "reid250x2_by_answer_fix_key": (
             "by_answer_fix_key",
             "Reid250×2 by answer; schemas fix a key phrase (3.79), the grouping that by boolean "
-            "is compared with (Table 4.38)"),
-    }  # fmt: skip
+            "is compared with (Table 4.38)",
+        ),
+    }
     for name, (grouping, what) in x2.items():
         specs.append(DatasetSpec(name, _dyad_file(grouping), (500, 250), f"{what}, §3.5.6",
                                  role=Role(FORMULATION, "reid250", "dyads")))  # fmt: skip
@@ -466,7 +469,7 @@ def _reid_specs() -> list[DatasetSpec]:
             specs.append(
                 DatasetSpec(
                     f"{base}_{kind}",
-                    lambda base=base, kind=kind: _of_kind(base, kind),
+                    partial(_of_kind, base, kind),
                     (problems * factor, groups * factor),
                     f"the {kind} schemas of {base}",
                     role=Role(SUBSET, base),
@@ -494,7 +497,7 @@ def role_of(name: str) -> Role:
     raise KeyError(f"unknown wsc_tasks dataset {name!r}; known: {sorted(SPECS)}")
 
 
-def datasets(kind: str, of: str | None = None) -> list[str]:
+def datasets(kind: RoleKind, of: str | None = None) -> list[str]:
     """The catalog's datasets of a role kind (made from ``of``, if given), in catalog order."""
     if kind not in ROLE_KINDS:
         raise KeyError(f"unknown dataset role {kind!r}; known: {', '.join(ROLE_KINDS)}")

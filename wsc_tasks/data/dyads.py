@@ -27,11 +27,13 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from wsc_tasks.data.problems import Problem, Schema
 
 SLOT = "SCHEMA"
-MODES = ("by answer", "by key", "by boolean")
+DyadMode = Literal["by answer", "by key", "by boolean"]  # the modes of solution (Table 3.5)
+MODES: tuple[DyadMode, ...] = ("by answer", "by key", "by boolean")
 FILE_MODES = {"by answer": "by answer", "by key": "by key", "by boolean": "by value"}
 TRUTH_PAIRS = {  # the thesis's examples (§3.5.6); any other pair can be written in the wrapper
     "true": ("true", "false"),
@@ -45,7 +47,7 @@ TRUTH_PAIRS = {  # the thesis's examples (§3.5.6); any other pair can be writte
 #   by key:     (true, answer 0), (true, answer 1), (false, answer 0), (false, answer 1)
 #   by boolean: (key a, answer 0), (key a, answer 1), (key b, answer 0), (key b, answer 1)
 # grouping name: (mode, what a schema fixes, schema-metric groups over those positions)
-GROUPINGS: dict[str, tuple[str, str, tuple[tuple[int, ...], ...]]] = {
+GROUPINGS: dict[str, tuple[DyadMode, str, tuple[tuple[int, ...], ...]]] = {
     "by_answer": ("by answer", "truth value", ((0, 2), (1, 3))),
     "by_answer_fix_key": ("by answer", "key phrase", ((0, 1), (2, 3))),
     "by_key": ("by key", "truth value", ((0, 1), (2, 3))),
@@ -98,7 +100,7 @@ def parse_wrapper(template: str, truth: str | Sequence[str] | None = None) -> Wr
     if len(pair) != 2 or not all(pair) or pair[0] == pair[1]:
         raise DyadError(f"wrapper {template!r}: truth pair {pair} must be two different values")
     template = _BRACKET.sub(lambda _: f"[{pair[0]} ~ {pair[1]}]", template)
-    return Wrapper(template, pair)  # type: ignore[arg-type]
+    return Wrapper(template, pair)
 
 
 # -- capitalisation ---------------------------------------------------------------------------
@@ -218,7 +220,11 @@ def pair_with_inverted(
 
 
 def dyad_problems(
-    original: Schema, wrapper: Wrapper, mode: str, cased: Casing, inverted: Schema | None = None
+    original: Schema,
+    wrapper: Wrapper,
+    mode: DyadMode,
+    cased: Casing,
+    inverted: Schema | None = None,
 ) -> tuple[Problem, ...]:
     """The four problems of one dyad in ``mode``, in the order of ``GROUPINGS``."""
     where = original.problems[0].source or original.uid
@@ -258,6 +264,7 @@ def make_dyads(
     if grouping not in GROUPINGS:
         raise DyadError(f"unknown dyad grouping {grouping!r}; known: {', '.join(GROUPINGS)}")
     mode, _, groups = GROUPINGS[grouping]
+    pairs: Sequence[tuple[Schema, Schema | None]]
     if mode == "by key":
         if inverted is None:
             raise DyadError("solution by key needs the dataset's inverted schemas")
@@ -268,12 +275,16 @@ def make_dyads(
     dyads, number = [], 0
     for original, inverse in pairs:
         problems = []
-        for letter, problem in zip("abcd", dyad_problems(original, wrapper, mode, cased, inverse),
-                                   strict=True):  # fmt: skip
+        for letter, problem in zip(
+            "abcd", dyad_problems(original, wrapper, mode, cased, inverse), strict=True
+        ):
             number += 1
             uid = f"{original.uid}{letter}"
-            problems.append(Problem(uid, problem.segments, problem.options, problem.label,
-                                    number, problem.source))  # fmt: skip
+            problems.append(
+                Problem(
+                    uid, problem.segments, problem.options, problem.label, number, problem.source
+                )
+            )
         dyads.append(Schema(original.uid, tuple(problems), original.kind, original.number, groups))
     return dyads
 

@@ -11,8 +11,9 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
-from wsc_tasks.data.problems import Problem, Schema
+from wsc_tasks.data.problems import Problem, Schema, SchemaKind
 from wsc_tasks.data.sources import portable_name
 
 BLANK = "*target*"
@@ -93,7 +94,7 @@ def parse_maler(path: str | Path) -> MalerFile:
     if mode not in MALER_MODES:
         raise ParseError(f"{path}:2: mode line {mode!r} is not one of {MALER_MODES}")
 
-    by_schema: dict[tuple[str, int], list[tuple[str, int, Problem]]] = defaultdict(list)
+    by_schema: dict[tuple[SchemaKind, int], list[tuple[str, int, Problem]]] = defaultdict(list)
     for lineno, line in enumerate(lines[2:], start=3):
         where = f"{path}:{lineno}"
         source = f"{name}:{lineno}"
@@ -126,8 +127,10 @@ def parse_maler(path: str | Path) -> MalerFile:
             )
         except ValueError as error:
             raise ParseError(str(error)) from error
-        key = (match["kind"], int(match["schema"]))
-        by_schema[key].append((match["letter"], int(match["orig_schema"]), problem))
+        kind = cast(SchemaKind, match["kind"])  # w, s or t: the pattern admits no other
+        by_schema[kind, int(match["schema"])].append(
+            (match["letter"], int(match["orig_schema"]), problem)
+        )
 
     schemas = []
     for (kind, number), rows in by_schema.items():

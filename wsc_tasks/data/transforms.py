@@ -387,7 +387,8 @@ def transform_schemas(
 
     Returns the kept schemas and the count of dropped schemas by reason.
     """
-    kept, dropped = [], Counter()
+    kept: list[Schema] = []
+    dropped: Counter[str] = Counter()
     for schema in schemas:
         results = [
             transform(p, [q for q in schema.problems if q is not p]) for p in schema.problems
@@ -399,7 +400,7 @@ def transform_schemas(
         kept.append(
             Schema(
                 uid=schema.uid,
-                problems=tuple(results),  # type: ignore[arg-type]
+                problems=tuple(r for r in results if not isinstance(r, str)),  # all: no reason
                 kind=schema.kind,
                 number=schema.number,
                 groups=schema.groups,

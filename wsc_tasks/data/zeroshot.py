@@ -38,6 +38,13 @@ _EDGES = re.compile(r"^(\W*)(.*?)(\W*)$", re.DOTALL)  # punctuation before, the 
 Pair = tuple[Problem, Problem]
 
 
+def _edges(word: str) -> tuple[str, ...]:
+    """Punctuation before, the word, punctuation after (``_EDGES`` matches every string)."""
+    found = _EDGES.match(word)
+    assert found is not None
+    return found.groups()
+
+
 def _split(problem: Problem) -> list[str]:
     """Words and the whitespace between them, alternately (even indexes are words)."""
     return re.split(r"(\s+)", _BLANK.join(problem.segments))
@@ -70,8 +77,7 @@ def zero_shot_pair(first: Problem, second: Problem) -> Pair | str:
     if isinstance(index, str):
         return index
     (lead_a, core_a, trail_a), (lead_b, core_b, trail_b) = (
-        _EDGES.match(parts[index]).groups()  # type: ignore[union-attr]
-        for parts in (parts_a, parts_b)
+        _edges(parts[index]) for parts in (parts_a, parts_b)
     )
     if _BLANK in parts_a[index] or _BLANK in parts_b[index]:
         return "the blank is inside the special word"

@@ -10,6 +10,7 @@ headline outcome restricted to those problems, so the figures stay exact under m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from wsc_tasks.data.knowledge import CATEGORIES, knowledge_count, wsc273_categories
@@ -45,7 +46,7 @@ class CategorizedSchemaTask(SchemaTask):
             values[Key("n_problems", category=name).name] = subset
         return values
 
-    def why_undefined(self, metric: str, items: list[Any]) -> str:
+    def why_undefined(self, metric: str, items: Sequence[Any]) -> str:
         reason = super().why_undefined(metric, items)
         key = Key.parse(metric)
         category = key.category if key is not None else ""

@@ -18,8 +18,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any
 
 from wsc_tasks.harness import metadata_keys, notes
 from wsc_tasks.harness.model_facts import PASS_TOKENIZER, facts_of
@@ -38,8 +38,27 @@ PART_SAMPLES = (
 )
 PREDICT_ONLY = "--predict_only: no metric computed; the samples files hold every request's score"
 
+if TYPE_CHECKING:
 
-class TaskConventions:
+    class LmEvalTask:
+        """What this package's mixins use of lm-eval's ``Task``, which every class that mixes
+        them in also derives from (after them); lm-eval itself has no type information."""
+
+        config: Any
+        eval_docs: Sequence[Any]
+
+        def build_all_requests(self, **kwargs: Any) -> None: ...
+        def override_metric(self, metric_name: str) -> None: ...
+        def dump_config(self) -> dict: ...
+        def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]: ...
+        def aggregation(self) -> dict[str, Callable[..., Any]]: ...
+        def higher_is_better(self) -> dict[str, bool | None]: ...
+
+else:
+    LmEvalTask = object
+
+
+class TaskConventions(LmEvalTask):
     """Mixin of this package's lm-eval tasks; see the module docstring. A task sets
     ``_requested`` (its metadata as given, before its plan writes to it) and implements
     ``_settle(facts)``, its plan from what it learned of the model."""
@@ -50,7 +69,7 @@ class TaskConventions:
 
     @property
     def _name(self) -> str:
-        return str(self.config.task)  # type: ignore[attr-defined]
+        return str(self.config.task)
 
     # -- the model ---------------------------------------------------------------------------
     @property
@@ -72,7 +91,7 @@ class TaskConventions:
             self._settle(facts)
             # the results config names the tokenizer used, as from the CLI (and lm-eval's
             # --cache_requests file name follows it, patches section 11)
-            self.config.metadata = {**self.config.metadata, **facts.named}  # type: ignore[attr-defined]
+            self.config.metadata = {**self.config.metadata, **facts.named}
         self._met = True
 
     def _settle(self, facts: ModelFacts) -> None:
@@ -88,13 +107,13 @@ class TaskConventions:
                     f"names none and lm-eval built the requests without handing the task a "
                     f"model; {PASS_TOKENIZER}"
                 )
-        super().build_all_requests(**kwargs)  # type: ignore[misc]
+        super().build_all_requests(**kwargs)
         self._note_part(kwargs.get("limit"), kwargs.get("samples"))
 
     def _note_part(self, limit: int | None, samples: Sequence[int] | None) -> None:
         """A run of some documents only (``--limit``, ``--samples``) says so under the table: its
         figures are not the dataset's (one text for every task, so the footer lists them once)."""
-        total = len(self.eval_docs)  # type: ignore[attr-defined]
+        total = len(self.eval_docs)
         if samples is not None and len(samples) < total:
             notes.add(self, PART_SAMPLES)
         elif limit is not None and limit < total:
@@ -105,7 +124,7 @@ class TaskConventions:
         """lm-eval's ``--predict_only`` (``bypass``): samples and no metric, as its own tasks."""
         if metric_name != "bypass":
             raise ValueError(f"task {self._name}: its metrics cannot be replaced by {metric_name}")
-        super().override_metric(metric_name)  # type: ignore[misc]
+        super().override_metric(metric_name)
         from lm_eval.api.metrics import bypass_agg
 
         self.process_results = lambda doc, results: {"bypass": None}  # type: ignore[method-assign]
@@ -115,17 +134,18 @@ class TaskConventions:
 
     # -- what lm-eval's loggers read ------------------------------------------------------------
     def dump_config(self) -> dict:
-        directions = self.higher_is_better()  # type: ignore[attr-defined]
-        self.config.metric_list = [  # type: ignore[attr-defined]
+        directions = self.higher_is_better()
+        self.config.metric_list = [
             {"metric": name, "higher_is_better": directions.get(name)}
-            for name in self.aggregation()  # type: ignore[attr-defined]
+            for name in self.aggregation()
         ]
-        return super().dump_config()  # type: ignore[misc]
+        return super().dump_config()
 
     # -- undefined metrics -------------------------------------------------------------------------
     def why_undefined(self, metric: str, items: Sequence[Any]) -> str:
         """What leaves ``metric`` without a value on these per-document values."""
-        form = registry.form(self.aggregation().get(metric))  # type: ignore[attr-defined]
+        aggregation = self.aggregation().get(metric)
+        form = registry.form(aggregation) if aggregation is not None else None
         found = ratios.why_undefined(form, items) if form is not None else None
         return found or "it has no value on them"
 
@@ -133,7 +153,7 @@ class TaskConventions:
         """Which documents ``n`` per-document values came from, in words."""
         if self._chosen_documents:
             return f"the {n} documents chosen by --samples"
-        total = len(self.eval_docs)  # type: ignore[attr-defined]
+        total = len(self.eval_docs)
         if n >= total:
             return f"its {n} documents"
         return f"the first {'' if n == 1 else f'{n} '}of its {total} documents (--limit)"

@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wsc_tasks.harness.conventions import LmEvalTask
+else:
+    LmEvalTask = object
 
 WHY = {
     "--apply_chat_template": "the tasks score plain sentences by log-likelihood; there is no "
@@ -116,15 +121,15 @@ def check_argv(argv: list[str]) -> None:
         raise UnsupportedFlag(message("--num_fewshot"))
 
 
-class RefusesUnmeasuredFlags:
+class RefusesUnmeasuredFlags(LmEvalTask):
     """Mixin for this package's lm-eval tasks: lm-eval passes the chat template and system
     instruction to ``build_all_requests``, so that is where a task refuses them (and few-shot),
     also for plain ``lm_eval --include_path`` runs that never go through ``wsc-tasks run``."""
 
     def build_all_requests(self, **kwargs: Any) -> None:
         check_task(
-            self.config.task,  # type: ignore[attr-defined]
-            num_fewshot=self.config.num_fewshot,  # type: ignore[attr-defined]
+            self.config.task,
+            num_fewshot=self.config.num_fewshot,
             apply_chat_template=kwargs.get("apply_chat_template"),
             system_instruction=kwargs.get("system_instruction"),
             limit=kwargs.get("limit"),
@@ -132,6 +137,6 @@ class RefusesUnmeasuredFlags:
         if kwargs.get("cache_requests"):  # lm-eval's file name knows no metadata: patches §11
             from wsc_tasks.harness.patches import request_cache_tag
 
-            tag = request_cache_tag(self.config.metadata)  # type: ignore[attr-defined]
+            tag = request_cache_tag(self.config.metadata)
             kwargs["tokenizer_name"] = f"{kwargs.get('tokenizer_name', '')}-wsc_tasks{tag}"
-        super().build_all_requests(**kwargs)  # type: ignore[misc]
+        super().build_all_requests(**kwargs)

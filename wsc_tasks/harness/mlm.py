@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 # lm-eval loads its own models only while its registry is empty: fill it before adding ours.
 import lm_eval.models  # noqa: F401
@@ -24,6 +24,9 @@ from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
 from wsc_tasks.scoring import families
+
+if TYPE_CHECKING:
+    from wsc_tasks.scoring.masked import MaskMode
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -47,7 +50,7 @@ def _answer_positions(offsets: Sequence[Span], special: Sequence[int], spans: Se
     ]
 
 
-def plan_jobs(tokenizer: Any, text: str, spans: Sequence[Span], mode: str):
+def plan_jobs(tokenizer: Any, text: str, spans: Sequence[Span], mode: MaskMode):
     """The masked copies one request needs, one tuple per copy: (ids, masked positions).
 
     The literal reading of a request, kept for checks (tests, ``bench-mlm``'s reference);
@@ -155,7 +158,8 @@ def _plan(tokenizer: Any, args: Sequence[tuple]) -> _Plan:
         texts, return_offsets_mapping=True, return_special_tokens_mask=True, truncation=True
     )
     index = {text: k for k, text in enumerate(texts)}
-    requests, wants, groups = [], [], {}
+    requests, wants = [], []
+    groups: dict[int, list[tuple[int, int]]] = {}  # length of ids -> (request, text)
     for r, (text, spans, mode) in enumerate(args):
         k = index[text]
         ids, special = enc["input_ids"][k], enc["special_tokens_mask"][k]
@@ -206,8 +210,9 @@ def _plan(tokenizer: Any, args: Sequence[tuple]) -> _Plan:
     keys, needed = torch.unique(
         ((inputs * width + positions) * vocabulary + targets)[in_order], return_inverse=True
     )  # sorted: by input, then position, then target
-    wanted = torch.stack([keys // (width * vocabulary), keys // vocabulary % width,
-                          keys % vocabulary], dim=1)  # fmt: skip
+    wanted = torch.stack(
+        [keys // (width * vocabulary), keys // vocabulary % width, keys % vocabulary], dim=1
+    )
     return _Plan(blocks, wanted, needed, requests)
 
 
@@ -245,9 +250,12 @@ def run_batches(model: Any, pad_id: int, blocks: Sequence[torch.Tensor], wanted:
         rows, positions, targets = (wanted[lo:hi, 0] - start), wanted[lo:hi, 1], wanted[lo:hi, 2]
         with torch.inference_mode():
             logits = _masked_logits(
-                model, ids.to(device, non_blocking=cuda), attention.to(device, non_blocking=cuda),
-                rows, positions,
-            )  # fmt: skip
+                model,
+                ids.to(device, non_blocking=cuda),
+                attention.to(device, non_blocking=cuda),
+                rows,
+                positions,
+            )
             logprobs = torch.log_softmax(logits.float(), dim=-1)
             picked.append(logprobs[torch.arange(hi - lo), targets.to(logprobs.device)])
     return torch.cat(picked).cpu() if picked else torch.empty(0)
@@ -281,8 +289,9 @@ def score_requests(model: Any, tokenizer: Any, args: Sequence[tuple], batch_size
     if not args:
         return []
     plan = _plan(tokenizer, args)
-    logprobs = run_batches(model, tokenizer.pad_token_id, plan.blocks, plan.wanted, batch_size,
-                           max_tokens, device)[plan.needed].tolist()  # fmt: skip
+    logprobs = run_batches(
+        model, tokenizer.pad_token_id, plan.blocks, plan.wanted, batch_size, max_tokens, device
+    )[plan.needed].tolist()
     results, start = [], 0
     for count, answer, n, statement in plan.requests:
         values = logprobs[start : start + count]

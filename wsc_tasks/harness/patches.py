@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
+from types import FrameType
 from typing import Any
 
 from wsc_tasks.scoring import families
@@ -227,7 +228,8 @@ def _aggregate_listed_metrics_only() -> None:
 def distinct(requests: Sequence[Any]) -> tuple[list[Any], list[int]]:
     """The requests with distinct arguments, in first-seen order, and where each request went."""
     first: dict[Any, int] = {}
-    unique, where = [], []
+    unique: list[Any] = []
+    where: list[int] = []
     for request in requests:
         index = first.setdefault(request.args, len(unique))
         if index == len(unique):
@@ -322,9 +324,12 @@ def _remember_tokens() -> None:
     tok_encode_original = HFLM.tok_encode
 
     def tok_encode(
-        self: Any, string: str, add_special_tokens: bool | None = None,
-        left_truncate_len: int | None = None, **kwargs: Any,
-    ) -> list[int]:  # fmt: skip
+        self: Any,
+        string: str,
+        add_special_tokens: bool | None = None,
+        left_truncate_len: int | None = None,
+        **kwargs: Any,
+    ) -> list[int]:
         if left_truncate_len or kwargs:
             return tok_encode_original(
                 self, string, add_special_tokens, left_truncate_len, **kwargs
@@ -458,11 +463,11 @@ def without_lm_eval_tasks() -> Iterator[None]:
         kwargs.setdefault("include_defaults", False)
         init_before(self, *args, **kwargs)
 
-    manager.TaskManager.__init__ = init  # type: ignore[method-assign]
+    manager.TaskManager.__init__ = init
     try:
         yield
     finally:
-        manager.TaskManager.__init__ = init_before  # type: ignore[method-assign]
+        manager.TaskManager.__init__ = init_before
 
 
 # -- 9. refuse_unserved_requests -------------------------------------------------------------------
@@ -639,7 +644,7 @@ def simple_evaluate_arguments() -> dict[str, Any] | None:
     from lm_eval import evaluator
 
     code = inspect.unwrap(original(evaluator, "simple_evaluate")).__code__
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code is not code:
         frame = frame.f_back
     if frame is None:

@@ -24,7 +24,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -150,14 +150,18 @@ def _layout(echo: Echo, prompt: int, generated: int) -> Verdict | None:
     )
 
 
+def _logprob(echo: Echo, i: int) -> float:
+    """The log-probability echoed at position ``i``, one ``_layout`` found to be a number."""
+    return float(cast(float, echo.logprobs[i]))
+
+
 def same_in_a_batch(echo: Echo, short: Echo, prompt: int, generated: int = 1) -> Verdict | None:
     """Whether ``short``, the echo of the probe's first ``prompt`` tokens sent in the same batch
     as the whole probe (``echo``), says what ``echo`` says for them; None if so."""
     wrong = _layout(short, prompt, generated)
     if wrong is None:
         gaps = [
-            abs(float(short.logprobs[i]) - float(echo.logprobs[i]))  # type: ignore[arg-type]
-            - tolerance(float(echo.logprobs[i]))  # type: ignore[arg-type]
+            abs(_logprob(short, i) - _logprob(echo, i)) - tolerance(_logprob(echo, i))
             for i in range(1, prompt)
         ]
         if max(gaps) <= 0:
@@ -180,9 +184,11 @@ def compare(echo: Echo, nexts: Mapping[int, Top], prompt: int, generated: int = 
         return Verdict(NO_GENERATED)
     if generated and len(echo.logprobs) == prompt:
         return Verdict(
-            f"{verdict.finding}; also, {NO_GENERATED}", verdict.advice, verdict.compared,
+            f"{verdict.finding}; also, {NO_GENERATED}",
+            verdict.advice,
+            verdict.compared,
             verdict.largest,
-        )  # fmt: skip
+        )
     return verdict
 
 
@@ -191,7 +197,7 @@ def _compare_values(echo: Echo, nexts: Mapping[int, Top], prompt: int, generated
     if wrong_layout:
         return wrong_layout
     positions = range(1, prompt)
-    value = {i: float(echo.logprobs[i]) for i in positions}  # type: ignore[arg-type]
+    value = {i: _logprob(echo, i) for i in positions}
     tops = {i: echo.tops[i] or {} for i in positions}
     if len(value) > 1 and max(value.values()) - min(value.values()) < 1e-6:
         return Verdict(f"echoed log-probabilities are all equal ({value[1]:g})")
@@ -324,7 +330,7 @@ class Server:
                 out.get("meta_info", {})
                 for out in (answer if isinstance(answer, list) else [answer])
             ]
-            echoes = []
+            echoes: list[tuple[Echo, str | None, list[int] | None]] = []
             for meta, text in zip(metas, sent, strict=False):
                 tokens = meta.get("input_token_logprobs") or []
                 tops = meta.get("input_top_logprobs") or [None] * len(tokens)
@@ -354,9 +360,11 @@ class Server:
         question = f"the server's generation path (max_tokens 1, logprobs {TOP_N})"
         if self.protocol == "sglang":
             payload: dict[str, Any] = {
-                "input_ids": prefix, "return_logprob": True, "top_logprobs_num": TOP_N,
+                "input_ids": prefix,
+                "return_logprob": True,
+                "top_logprobs_num": TOP_N,
                 "sampling_params": {"max_new_tokens": 1, "temperature": 0},
-            }  # fmt: skip
+            }
             answer = self.post(payload, question)
             meta = (answer[0] if isinstance(answer, list) else answer).get("meta_info", {})
             tops = meta.get("output_top_logprobs") or [None]
@@ -392,8 +400,9 @@ def server_of(lm: Any) -> Server | None:
     return Server(lm, str(lm.base_url), protocol, not lm.tokenized_requests, ids)
 
 
-def prefixes(server: Server, echo: Echo, sent: str | None, offsets: Sequence[int] | None,
-             prompt: int) -> dict[int, str | list[int]]:  # fmt: skip
+def prefixes(
+    server: Server, echo: Echo, sent: str | None, offsets: Sequence[int] | None, prompt: int
+) -> dict[int, str | list[int]]:
     """The probe's first ``k`` tokens, as the server is sent them, for k = 1 … ``prompt``."""
     if not server.text:
         assert server.ids is not None
@@ -442,11 +451,14 @@ def check(lm: Any) -> dict[str, Any] | None:
     if verdict.finding:
         raise ServedModelError(f"{server.where}: {verdict.finding}; {verdict.advice}")
     outcome = {
-        "model": model_type(server.lm), "base_url": server.url, "outcome": "passed",
-        "probe_tokens": prompt, "positions_compared": verdict.compared,
+        "model": model_type(server.lm),
+        "base_url": server.url,
+        "outcome": "passed",
+        "probe_tokens": prompt,
+        "positions_compared": verdict.compared,
         "largest_difference": round(verdict.largest, 4),
         "tolerance": f"{ABS_TOLERANCE} nats + {REL_TOLERANCE:.0%}",
-    }  # fmt: skip
+    }
     log.info(
         f"wsc_tasks: {server.where}: echoed prompt log-probabilities agree with the server's "
         f"generation path at {verdict.compared} probe positions (largest difference "
@@ -482,9 +494,10 @@ def preflight(lm: Any, metadata: Sequence[tuple[str, Mapping[str, Any]]]) -> dic
     if server is not None:
         log.warning(f"wsc_tasks: {server.where}: log-probability check skipped ({SKIP_KEY}=false)")
         outcome: dict[str, Any] | None = {
-            "model": model_type(server.lm), "base_url": server.url,
+            "model": model_type(server.lm),
+            "base_url": server.url,
             "outcome": f"skipped ({SKIP_KEY}=false)",
-        }  # fmt: skip
+        }
     else:
         outcome = None if skip else check(model)
     model._wsc_tasks_logprob_check = outcome

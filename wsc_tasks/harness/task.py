@@ -23,6 +23,7 @@ report`` recomputes the rest from the samples.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -88,7 +89,7 @@ def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
 class SchemaTask(RequestTask):
     """A task whose documents are schemas; see the module docstring."""
 
-    DATASETS = catalog.SPECS
+    DATASETS: Mapping[str, object] = catalog.SPECS  # what ``metadata.dataset`` may name
     HEADLINE_METRICS = registry.headline(TaskKind.SCHEMA)
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -110,9 +111,7 @@ class SchemaTask(RequestTask):
             meta = {k: v for k, v in meta.items() if k not in ("scoring", "headline")}
         plan = families.plan(task, meta, model=model)
         prior = plan.setup.prior
-        self.config.metadata = {
-            **self._meta, "first_token_prior": prior, "headline": plan.headline
-        }  # fmt: skip
+        self.config.metadata = {**self._meta, "first_token_prior": prior, "headline": plan.headline}
         self.family = plan.family.name
         self.family_record = plan.family
         self.method_pairs = list(plan.method_pairs)
@@ -133,7 +132,7 @@ class SchemaTask(RequestTask):
                 f"method run: {facts.why}",
             )
 
-    def why_undefined(self, metric: str, items: list[Any]) -> str:
+    def why_undefined(self, metric: str, items: Sequence[Any]) -> str:
         reason = super().why_undefined(metric, items)
         if metric in EQUAL_LENGTH:
             reason += " whose two answers have the same number of tokens"
@@ -207,7 +206,7 @@ class SchemaTask(RequestTask):
         equal, at_end = [], []
         for problem in schema.problems:
             if problem.n_blanks == 1:
-                lengths = tokens.answer_lengths(problem)
+                lengths: tuple[int, ...] = tokens.answer_lengths(problem)
             else:
                 lengths = tuple(len(tokens.encode(problem.fill(i), False)) for i in (0, 1))
             equal.append(lengths[0] == lengths[1])
@@ -221,8 +220,8 @@ class SchemaTask(RequestTask):
         if self.setup.tokens is not None:
             equal, at_end = self._token_facts(schema)
             equal_outcome = restrict(headline, equal)
-            for record in ("acc", "schema_acc"):
-                values[Key(record, subset=EQUAL_LEN).name] = equal_outcome
+            for name in ("acc", "schema_acc"):
+                values[Key(name, subset=EQUAL_LEN).name] = equal_outcome
             values[Key("share", subset=EQUAL_LEN).name] = outcome(equal, [])
             values[Key("share", subset=BLANK_AT_END).name] = outcome(at_end, [])
         if self._counts_splits:
@@ -245,9 +244,9 @@ class SchemaTask(RequestTask):
             functions["n_shifted_splits"] = bind("n_shifted_splits")
         for method in self.methods:
             functions.update(registry.aggregations(Key(m, method=method.name) for m in PER_METHOD))
-        for pair in self.method_pairs:
+        for first, second in self.method_pairs:
             consistency_metrics = registry.select(value=registry.PAIR, kind="consistency")
-            keys = (Key(m.name, pair=tuple(pair)) for m in consistency_metrics)
+            keys = (Key(m.name, pair=(first, second)) for m in consistency_metrics)
             functions.update(registry.aggregations(keys))
         return functions
 

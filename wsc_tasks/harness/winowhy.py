@@ -31,6 +31,7 @@ and the run's notes say so. The summed score (``sum``) is reported too, for comp
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from wsc_tasks.data.winowhy import load_winowhy
@@ -152,7 +153,7 @@ class WinoWhyTask(RequestTask):
     def all_aggregations(self) -> dict[str, Any]:
         return self._aggregations
 
-    def why_undefined(self, metric: str, items: list[Any]) -> str:
+    def why_undefined(self, metric: str, items: Sequence[Any]) -> str:
         """A category's metrics on no question of it, or a ROC-AUC with reasons of one label."""
         key = Key.parse(metric)
         category = key.category if key is not None else ""

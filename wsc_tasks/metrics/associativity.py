@@ -19,8 +19,11 @@ SUBSETS = ("associative", "nonassociative")
 ALL = "wsc266"  # the scope of every schema
 SCOPES = (ALL, *SUBSETS)
 # what a scope's schema accuracy counts, for "undefined: no <unit>" messages
-SCOPE_UNITS = {ALL: "schema", "associative": "associative schema",
-               "nonassociative": "non-associative schema"}  # fmt: skip
+SCOPE_UNITS = {
+    ALL: "schema",
+    "associative": "associative schema",
+    "nonassociative": "non-associative schema",
+}
 QUANTITIES = ("original", "nocands", "adjusted", "rel_loss", "rel_gain")  # r, r_B, r − r_B, …
 # the catalog datasets of each subset and of its no-candidates perturbation (the associativity
 # task reads both at once, as the pair dataset wsc266_nocands)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from wsc_tasks.data.knowledge import CATEGORIES
 from wsc_tasks.metrics import accuracy, associativity, consistency, ratios
@@ -54,6 +54,9 @@ SUBSETS = (EQUAL_LEN, BLANK_AT_END)
 CATEGORY_STEMS = {"n_problems": "n"}  # problems per knowledge category: n_cat_<category>
 
 
+MetricKind = Literal["accuracy", "count", "consistency", "associativity", "plausibility"]
+
+
 @dataclass(frozen=True)
 class Metric:
     """One reported metric (see the module docstring)."""
@@ -68,7 +71,7 @@ class Metric:
     higher_is_better: bool | None = True  # None: neither (counts, differences): no arrow
     stderr: bool = True  # lm-eval's stderr is the schema bootstrap; False: N/A (fixed counts)
     problem_matched: bool = False  # needs problems matched one by one (problem transformations)
-    kind: str = "accuracy"  # accuracy, count, consistency, associativity, plausibility
+    kind: MetricKind = "accuracy"
     reported: bool = True  # under its own name; False: only as variants (``share_equal_len``)
     summary: tuple[str, ...] = ()  # the summary tables it is a column of
     headline: frozenset[TaskKind] = frozenset()  # the task kinds that print it by default
@@ -176,14 +179,21 @@ CONSISTENCY = (
 
 
 # -- accuracy of each side of a pair, and their difference ----------------------------------------
+def _side_parts(parts: ratios.Parts, side: str) -> ratios.Parts:
+    """``parts`` of one side (``"before"`` or ``"after"``) of a pair's per-document value."""
+    return lambda i: parts(i[side])
+
+
 def _sides() -> list[Metric]:
     out = []
     shown = frozenset({TaskKind.CONSISTENCY})
-    accuracies = (("acc", "a", "problem", ratios.problem_parts),
-                  ("schema_acc", "A", "schema", ratios.schema_parts))  # fmt: skip
+    accuracies = (
+        ("acc", "a", "problem", ratios.problem_parts),
+        ("schema_acc", "A", "schema", ratios.schema_parts),
+    )
     for name, symbol, level, parts in accuracies:
-        before = ratios.Ratio(f"{name}_original", lambda i, p=parts: p(i["before"]), level)
-        after = ratios.Ratio(f"{name}_perturbed", lambda i, p=parts: p(i["after"]), level)
+        before = ratios.Ratio(f"{name}_original", _side_parts(parts, "before"), level)
+        after = ratios.Ratio(f"{name}_perturbed", _side_parts(parts, "after"), level)
         sides = shown if name == "acc" else frozenset()
         out += [
             Metric(before.name, symbol, level, PAIR, f"{level} accuracy of the original schemas",
@@ -211,7 +221,7 @@ _ASSOCIATIVITY_DESCRIPTIONS = {
     "rel_loss": "relative loss when the candidates are removed (eq. 4.1)",
     "rel_gain": "relative gain over the no-cands baseline (eq. 4.2)",
     "assoc_gap": "associative minus non-associative accuracy (independent schemas)",
-}  # fmt: skip
+}
 
 
 def _associativity() -> list[Metric]:
@@ -240,12 +250,13 @@ def _associativity() -> list[Metric]:
             sides[scope, "original"], sides[scope, "nocands"] = r, r_b
             add(r.name, scope, "original", r)
             add(r_b.name, scope, "nocands", r_b)
-            add(f"{name}_adjusted", scope, "adjusted",
-                ratios.Difference(f"{name}_adjusted", r, r_b))  # fmt: skip
+            add(
+                f"{name}_adjusted", scope, "adjusted", ratios.Difference(f"{name}_adjusted", r, r_b)
+            )
             for quantity, function, undefined in (
                 ("rel_loss", ratios.relative_loss, f"r = 0: no {level} solved before no-cands"),
                 ("rel_gain", ratios.relative_gain, f"r_B = 1: every {level} solved after"),
-            ):  # fmt: skip
+            ):
                 form = ratios.Combination(f"{name}_{quantity}", function, (r, r_b), undefined)
                 add(f"{name}_{quantity}", scope, quantity, form)
         for side in ("original", "nocands"):
@@ -263,8 +274,9 @@ def _count(name: str, symbol: str, level: str, value: str, description: str,
 
 
 def _plausibility(name: str, symbol: str, level: str, description: str, **more: Any) -> Metric:
-    return Metric(name, symbol, level, REASONS, description, kind="plausibility",
-                  summary=("reasons",), **more)  # fmt: skip
+    return Metric(
+        name, symbol, level, REASONS, description, kind="plausibility", summary=("reasons",), **more
+    )
 
 
 SCHEMA = frozenset({TaskKind.SCHEMA})
@@ -516,9 +528,10 @@ def pair_aggregations(problem_transformation: bool) -> dict[str, Aggregation]:
     """A consistency task's metrics (thesis Table 3.6): the consistency metrics that apply to
     its transformation, each side's accuracy and their difference, and the pair count."""
     chosen = [
-        m for m in select(value=PAIR, kind="consistency")
+        m
+        for m in select(value=PAIR, kind="consistency")
         if problem_transformation or not m.problem_matched
-    ]  # fmt: skip
+    ]
     chosen += select(value=PAIR, kind="accuracy") + select(value=PAIR, kind="count")
     return aggregations(Key(m.name) for m in chosen)
 
@@ -545,7 +558,13 @@ def form(aggregation: Callable[..., Any]) -> ratios.Form | None:
 
 def higher_is_better(aggregations: dict[str, Any]) -> dict[str, bool | None]:
     """lm-eval's ``higher_is_better`` of a task's aggregations."""
-    return {name: record_of(a).higher_is_better for name, a in aggregations.items()}  # type: ignore[union-attr]
+    directions = {}
+    for name, aggregation in aggregations.items():
+        record = record_of(aggregation)
+        if record is None:
+            raise TypeError(f"{name}: {aggregation!r} is not an aggregation of wsc_tasks")
+        directions[name] = record.higher_is_better
+    return directions
 
 
 def by_name(name: str, value: Any) -> ratios.Form | None:

@@ -38,7 +38,9 @@ class ReasonOutcome(TypedDict):
     categories: list[str]
 
 
-def _flat(items: Sequence[ReasonOutcome], score: str, category: str | None = None):
+def _flat(
+    items: Sequence[ReasonOutcome], score: str, category: str | None = None
+) -> tuple[list[float], list[int]]:
     chosen = [i for i in items if category is None or category in i["categories"]]
     scores = [s for i in chosen for s in i["scores"][score]]
     labels = [y for i in chosen for y in i["labels"]]
@@ -49,11 +51,12 @@ def _reason_set(items: Sequence[ReasonOutcome], score: str, category: str | None
     """Every question's reasons; a question outside ``category`` keeps its place, with none."""
     return ReasonSet(
         [
-            (i["scores"][score], i["labels"]) if category is None or category in i["categories"]
+            (i["scores"][score], i["labels"])
+            if category is None or category in i["categories"]
             else ((), ())
             for i in items
         ]
-    )  # fmt: skip
+    )
 
 
 Replicates = Callable[[Sequence[ReasonOutcome], np.ndarray], np.ndarray]

@@ -90,7 +90,7 @@ def view(
     return ProblemView(
         uid=problem.uid,
         text="___".join(problem.segments),
-        options=tuple(" / ".join(o) for o in problem.options),  # type: ignore[arg-type]
+        options=(" / ".join(problem.options[0]), " / ".join(problem.options[1])),
         label=problem.label,
         partial=_pair(scores, keys) if keys else None,
         full=_pair(scores, [("", problem.fill(i)) for i in (0, 1)]),
@@ -146,8 +146,8 @@ def _schema_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
     if ranked and differ[ranked[0]]:
         a, b = ranked[0]
         for problem, scores, flags in first_examples[(a, b)]:
-            chosen = {m: _choice(problem.label, flags[m]) for m in (a, b)}
-            found.disagreement_examples.append(view(problem, scores, chosen))
+            picked = {m: _choice(problem.label, flags[m]) for m in (a, b)}
+            found.disagreement_examples.append(view(problem, scores, picked))
 
 
 def _pair_examples(found: TaskExamples, rows: list[dict[str, Any]], problem_level: bool) -> None:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -23,13 +24,16 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from wsc_tasks.metrics.stats import Estimate  # noqa: E402
 
+if TYPE_CHECKING:
+    from matplotlib.typing import ColorType
+
 DPI = 100
 MAX_WIDTH = 19.5  # inches: under 2,000 pixels at DPI
 PANEL_WIDTH = 4.0
 FONT = 10
 # Okabe and Ito's colour-blind-safe palette (black last), then matplotlib's tab10
-COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
-COLOURS += tuple(plt.get_cmap("tab10").colors)  # type: ignore[attr-defined]
+_OKABE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+COLOURS: tuple[ColorType, ...] = (*_OKABE, *matplotlib.color_sequences["tab10"])
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h")
 PANEL_TITLES = {
     "a": "a: problem accuracy",
@@ -49,7 +53,7 @@ class Bar:
 
 @dataclass(frozen=True)
 class Style:
-    colour: str
+    colour: ColorType
     marker: str
 
 
@@ -92,8 +96,8 @@ def forest(
         else [-0.35 + 0.7 * i / (len(series) - 1) for i in range(len(series))]
     )
     for axis, panel in zip(axes.flat, panels, strict=True):
-        for row in range(0, len(rows), 2):
-            axis.axhspan(row - 0.5, row + 0.5, color="0.94", zorder=0, linewidth=0)
+        for stripe in range(0, len(rows), 2):
+            axis.axhspan(stripe - 0.5, stripe + 0.5, color="0.94", zorder=0, linewidth=0)
         if chance and panel in chance:
             axis.axvline(chance[panel], color="0.35", linestyle="--", linewidth=1, zorder=1)
         for s_index, name in enumerate(series):

@@ -124,9 +124,11 @@ def write_html(
 def all_examples(runs: Sequence[Run], quiet: bool = False) -> list[examples.TaskExamples]:
     """The examples section's content: every task with schema samples, every model."""
     pairs = [
-        (run, name) for name in sorted({n for r in runs for n in r.tasks}) for run in runs
+        (run, name)
+        for name in sorted({n for r in runs for n in r.tasks})
+        for run in runs
         if name in run.tasks
-    ]  # fmt: skip
+    ]
     found = []
     with progress(len(pairs), "report: examples", "task", quiet) as bar:
         for run, name in pairs:

@@ -371,7 +371,7 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
     log.info(f"wsc_tasks: {folder}: {len(tasks)} task(s) of {model} from {len(files)} file(s)")
     name, limit = label or default_label(folder), max(limits, default=None)
     skipped = [c for c in checks if c.get("outcome") != "passed"]  # noted before any passed one
-    check = (skipped or checks or [None])[-1]
+    check = next(reversed(skipped or checks), None)
     return Run(name, model, args, dict(sorted(tasks.items())), limit, incomplete, check, info)
 
 

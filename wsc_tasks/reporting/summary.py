@@ -99,8 +99,8 @@ def _fill_from_samples(
         for column in wanted:
             if column in found:
                 row[column] = found[column]
-            elif outcomes:  # not logged either: the same per-document outcomes as acc's
-                row[column] = column.metric.form(outcomes)
+            elif outcomes and (form := column.metric.form) is not None:
+                row[column] = form(outcomes)  # not logged: the same per-document outcomes as acc's
         empty += [(name, c) for c in wanted if c not in row]
     if not empty:
         return ""
@@ -166,9 +166,11 @@ def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[s
 
 _PAIR_COLUMNS = registry.in_summary("pairs")
 CONSISTENCY_COLUMNS = tuple(  # the count, the accuracies, then the consistency metrics
-    Key(m.name) for kind in ("count", "accuracy", "consistency") for m in _PAIR_COLUMNS
+    Key(m.name)
+    for kind in ("count", "accuracy", "consistency")
+    for m in _PAIR_COLUMNS
     if m.kind == kind
-)  # fmt: skip
+)
 METHOD_CONSISTENCY = tuple(m.name for m in registry.in_summary("methods"))
 ASSOCIATIVITY_QUANTITIES = associativity.QUANTITIES
 ASSOCIATIVITY_ROWS = tuple(  # (accuracy, scope): the subsets, then all of WSC266

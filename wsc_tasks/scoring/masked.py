@@ -64,9 +64,9 @@ class Masked(ScoringMethod):
         for i in range(len(problem.options)):
             result = results[self._request(problem, i)]
             if self.formula is MaskedFormula.ANSWER:
-                value, count = result.answer_total, result.answer_n  # type: ignore[attr-defined]
+                value, count = result.answer_total, result.answer_n
             else:
-                value, count = result.total, result.n  # type: ignore[attr-defined]
+                value, count = result.total, result.n
             scores.append(value / max(count, 1) if self.mean else value)
         return scores
 

@@ -19,7 +19,7 @@ from wsc_tasks.scoring.tokens import TokenCounter
 
 # (lm-eval request type, arguments) — hashable, so shared requests are sent once.
 Request = tuple[str, tuple[Any, ...]]
-Results = Mapping[Request, object]
+Results = Mapping[Request, Any]  # lm-eval's result of each (a log-likelihood pair, hf-mlm's score)
 # the lm-eval request types the families send: ``LM.loglikelihood`` and hf-mlm's ``mlm_score``
 RequestType = Literal["loglikelihood", "mlm_score"]
 # how a causal method scores the first token: WebText's unigram frequencies (GPT-2's tokenizer,
@@ -51,7 +51,7 @@ class Setup:
 
 def log_likelihood(results: Results, request: Request) -> float:
     """The summed log-probability of an lm-eval ``loglikelihood`` result."""
-    return float(results[request][0])  # type: ignore[index]
+    return float(results[request][0])
 
 
 @dataclass(frozen=True)

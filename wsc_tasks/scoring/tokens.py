@@ -9,7 +9,7 @@ log-probabilities, so the tasks count tokens themselves with the model's own tok
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -91,8 +91,9 @@ class TokenCounter:
             None,
         )
         if lead is None:
-            raise RequestMismatch(f"{text!r}: its tokens with special tokens do not contain "
-                                  "its tokens without them")  # fmt: skip
+            raise RequestMismatch(
+                f"{text!r}: its tokens with special tokens do not contain its tokens without them"
+            )
         return whole[: lead + k], whole[lead + k :]
 
     def n_continuation(self, context: str, continuation: str) -> int:
@@ -109,10 +110,11 @@ class TokenCounter:
     def answer_lengths(self, problem: Problem) -> tuple[int, int]:
         """Token counts of the two options in the context of the problem (first blank)."""
         before = problem.segments[0]
-        return tuple(  # type: ignore[return-value]
+        first, second = (  # a problem has two options
             self.n_continuation(before, filler) if before else len(self.encode(filler, False))
             for filler, *_ in problem.options
         )
+        return first, second
 
     def tokens_after_blank(self, problem: Problem, option: int) -> int:
         """Number of tokens after the (last) filled blank: what partial scoring predicts."""
@@ -124,7 +126,7 @@ class TokenCounter:
 def check_request(
     counter: TokenCounter,
     request: tuple[str, tuple[Any, ...]],
-    intended: tuple[list[int], list[int]],
+    intended: tuple[Sequence[int], Sequence[int]],
 ) -> None:
     """Raise ``RequestMismatch`` unless lm-eval turns ``request`` into exactly ``intended``
     (context ids, continuation ids): both non-empty, nothing moved across the split."""

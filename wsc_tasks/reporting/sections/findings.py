@@ -79,8 +79,8 @@ def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
             )
     every = []
     if chance_model:
-        for name, found in run.tasks.items():
-            cells = context.accuracy(found)
+        for name, each in run.tasks.items():
+            cells = context.accuracy(each)
             if cells is not None:
                 a, big_a = cells
                 every.append(findings.Accuracy(name, a.estimate, big_a.estimate if big_a else None))

@@ -6,7 +6,7 @@ from wsc_tasks.metrics.registry import Key
 from wsc_tasks.reporting.estimates import form, outcomes
 from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.sections import Context, Figure, Section
-from wsc_tasks.reporting.tables import Table
+from wsc_tasks.reporting.tables import Delta, Interval, Table
 
 ORDER = 20
 # the datasets of thesis Tables 4.3, 4.7 and 4.11 (scoring methods compared)
@@ -36,7 +36,7 @@ def build(context: Context) -> Section:
         for run, task in found:
             methods = task.methods()
             for method in methods:
-                cells = []
+                cells: list[Interval | Delta | None] = []
                 for metric, equal in COLUMNS:
                     values = outcomes(task, Key(metric, method=method).name, equal)
                     cells.append(estimates.interval(values, form(metric)))

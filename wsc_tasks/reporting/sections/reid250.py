@@ -6,7 +6,7 @@ from wsc_tasks.reporting.estimates import outcomes
 from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.runs import Run
 from wsc_tasks.reporting.sections import ACCURACIES, Context, Figure, Section
-from wsc_tasks.reporting.tables import Table
+from wsc_tasks.reporting.tables import Delta, Interval, Table
 
 ORDER = 60
 REID250, WSC266 = "reid250", "wsc266"  # the root dataset of the section, and its comparison
@@ -46,7 +46,7 @@ def build(context: Context) -> Section:
             task = run.tasks.get(name)
             if task is None or outcomes(task, "acc") is None:
                 continue
-            cells = [
+            cells: list[Interval | Delta | None] = [
                 estimates.interval(outcomes(task, "acc"), ACCURACIES["a"], True),
                 estimates.interval(outcomes(task, "schema_acc"), ACCURACIES["A"], True),
             ]
