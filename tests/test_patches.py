@@ -431,33 +431,26 @@ def _cache_names(task, method, monkeypatch) -> list[str]:
     return names
 
 
-def _loaded(metadata: dict) -> object:
-    from lm_eval.tasks import TaskManager
-
-    from wsc_tasks.paths import include_path
-
-    manager = TaskManager(
-        include_path=str(include_path()), include_defaults=False, metadata=metadata
-    )
-    return manager.load(["wsc266_associative"])["tasks"]["wsc266_associative"]
+def _loaded(task_manager, **metadata) -> object:
+    return task_manager(**metadata).load(["wsc266_associative"])["tasks"]["wsc266_associative"]
 
 
 def test_lm_eval_still_names_its_request_cache_without_the_metadata(
-    data_dir, monkeypatch, tiny_gpt2_dir
+    data_dir, monkeypatch, tiny_gpt2_dir, task_manager
 ):
     from lm_eval.api.task import ConfigurableTask
 
     tokenizer = {"tokenizer": str(tiny_gpt2_dir)}  # requests built here without a model
     partial, every = (
-        _loaded({"scoring": "partial", **tokenizer}),
-        _loaded({"scoring": "all", **tokenizer}),
+        _loaded(task_manager, scoring="partial", **tokenizer),
+        _loaded(task_manager, scoring="all", **tokenizer),
     )
     theirs = [_cache_names(t, ConfigurableTask.build_all_requests, monkeypatch) for t in (
         partial, every)]  # fmt: skip
     assert theirs[0] == theirs[1], _gone("11. request_cache_tag")
     ours = [_cache_names(t, type(t).build_all_requests, monkeypatch) for t in (partial, every)]
     assert ours[0] != ours[1] and all("-wsc_tasks" in name[0] for name in ours)
-    again = _cache_names(_loaded({"scoring": "partial", **tokenizer}),
+    again = _cache_names(_loaded(task_manager, scoring="partial", **tokenizer),
                          type(partial).build_all_requests, monkeypatch)  # fmt: skip
     assert again == ours[0]  # the same setup finds its own file again
 
@@ -519,16 +512,14 @@ def test_the_check_wraps_evaluate_once_beside_section_3():
 
 # -- 13. tasks_meet_the_model ----------------------------------------------------------------------
 def test_lm_eval_still_keeps_model_args_out_of_a_given_task_managers_metadata(
-    monkeypatch, data_dir
+    monkeypatch, data_dir, task_manager
 ):
     """Section 13: ``simple_evaluate`` merges ``model_args`` into the task metadata only when it
     builds the ``TaskManager`` itself; the day it merges them into a given one too, the tasks
     would find the tokenizer there and the section may go."""
     from lm_eval import evaluator
-    from lm_eval.tasks import TaskManager
 
     from wsc_tasks.harness import chance  # noqa: F401  registers wsc-chance
-    from wsc_tasks.paths import include_path
 
     class Built(Exception):
         pass
@@ -543,7 +534,7 @@ def test_lm_eval_still_keeps_model_args_out_of_a_given_task_managers_metadata(
     import wsc_tasks.harness.task  # noqa: F401  applies the patches now, not around the stand-in
 
     monkeypatch.setattr(evaluator, "evaluate", evaluate)
-    manager = TaskManager(include_path=str(include_path()), include_defaults=False)
+    manager = task_manager()
     with pytest.raises(Built):
         evaluator.simple_evaluate(
             model="wsc-chance", model_args="seed=1,tokenizer=gpt2", tasks=["wsc266"],
