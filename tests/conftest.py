@@ -1,4 +1,5 @@
-"""Shared fixtures: the data directory, and tiny randomly initialised models built offline."""
+"""Shared fixtures: the data directory, the tiny random models that several test files use (built
+by ``tests/tiny_models.py``) and a ``TaskManager`` of this package's tasks."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tiny_models
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -21,7 +23,6 @@ def _data_dir() -> Path:
 
 
 DATA = _data_dir()
-GPT2_FILES = SHARED / "tokenizers" / "gpt2"
 
 if not os.environ.get("WSC_TASKS_DATA"):
     os.environ["WSC_TASKS_DATA"] = str(DATA)
@@ -76,46 +77,47 @@ def data_dir() -> Path:
     return DATA
 
 
-def gpt2_tokenizer():
-    """GPT-2's real tokenizer, built from its vocabulary files without any download."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import GPT2TokenizerFast
-
-    vocab = json.loads((GPT2_FILES / "encoder.json").read_text(encoding="utf-8"))
-    merges = [
-        tuple(line.split())
-        for line in (GPT2_FILES / "vocab.bpe").read_text(encoding="utf-8").splitlines()[1:]
-        if line.strip()
-    ]
-    core = Tokenizer(models.BPE(vocab, merges))
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    core.decoder = decoders.ByteLevel()
-    return GPT2TokenizerFast(
-        tokenizer_object=core,
-        bos_token="<|endoftext|>",
-        eos_token="<|endoftext|>",
-        unk_token="<|endoftext|>",
-    )
-
-
 @pytest.fixture(scope="session")
 def gpt2_tok():
-    return gpt2_tokenizer()
+    return tiny_models.gpt2_tokenizer()
 
 
 @pytest.fixture(scope="session")
 def tiny_gpt2_dir(tmp_path_factory) -> Path:
     """A 2-layer random GPT-2 with the real GPT-2 vocabulary, saved like a Hub checkpoint."""
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
+    return tiny_models.gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
 
-    torch.manual_seed(0)
-    config = GPT2Config(vocab_size=50257, n_positions=256, n_embd=32, n_layer=2, n_head=2)
-    model = GPT2LMHeadModel(config).eval()
-    folder = tmp_path_factory.mktemp("tiny-gpt2")
-    model.save_pretrained(folder)
-    gpt2_tokenizer().save_pretrained(folder)
-    return folder
+
+@pytest.fixture(scope="session")
+def tiny_roberta_dir(tmp_path_factory) -> Path:
+    """A 1-layer random RoBERTa with GPT-2's BPE renumbered as RoBERTa numbers its vocabulary."""
+    return tiny_models.roberta(tmp_path_factory.mktemp("tiny-roberta"))
+
+
+@pytest.fixture(scope="session")
+def tiny_t5_dir(tmp_path_factory) -> Path:
+    """A 1-layer random T5 whose word-level tokenizer knows the words of WSC266's problems."""
+    texts = tiny_models.sentences("wsc266")
+    return tiny_models.t5(tmp_path_factory.mktemp("tiny-t5"), texts, seed=2)
+
+
+@pytest.fixture(scope="session")
+def task_manager():
+    """``task_manager(**metadata)``: a new ``TaskManager`` of this package's tasks, with
+    ``metadata`` for every task it loads (lm-eval fixes the metadata when the manager is built).
+    Only our include path is indexed, not lm-eval's own thousands of task YAMLs (seconds each
+    time); a test that needs those, or another folder of tasks, builds its own."""
+
+    def build(**metadata):
+        from lm_eval.tasks import TaskManager
+
+        from wsc_tasks.paths import include_path
+
+        return TaskManager(
+            include_path=str(include_path()), include_defaults=False, metadata=metadata or None
+        )
+
+    return build
 
 
 @pytest.fixture(autouse=True)

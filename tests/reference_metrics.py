@@ -57,7 +57,8 @@ def figures(results: dict) -> dict[str, dict[str, object]]:
 
 
 def main() -> int:
-    from conftest import gpt2_tokenizer
+    import conftest  # noqa: F401  the data directory and offline settings, as in the tests
+    from tiny_models import gpt2_tokenizer
 
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer_dir = Path(tmp) / "gpt2"

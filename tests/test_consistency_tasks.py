@@ -9,8 +9,6 @@ import math
 import lm_eval
 import pytest
 from conftest import assert_same_metrics, run_dp_eval
-from lm_eval.tasks import TaskManager
-from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
 
 from wsc_tasks.data import catalog, transforms
 from wsc_tasks.data.pairing import PairingError, pair_schemas
@@ -19,7 +17,6 @@ from wsc_tasks.metrics import associativity, ratios
 from wsc_tasks.metrics.accuracy import outcome
 from wsc_tasks.metrics.consistency import pair_outcome, schema_flags
 from wsc_tasks.metrics.registry import aggregation
-from wsc_tasks.paths import include_path
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
 
@@ -323,11 +320,8 @@ UNDERLYING = sorted({t for o, ts, _ in CONSISTENCY.values() for t in [o, *ts]})
 
 
 @pytest.fixture(scope="module")
-def run(tiny_gpt2_dir):
-    manager = TaskManager(
-        include_path=str(include_path()),
-        metadata={"pretrained": str(tiny_gpt2_dir), **SCORING, **ALL},
-    )
+def run(tiny_gpt2_dir, task_manager):
+    manager = task_manager(pretrained=str(tiny_gpt2_dir), **SCORING, **ALL)
     return lm_eval.simple_evaluate(
         model="hf",
         model_args=f"pretrained={tiny_gpt2_dir}",
@@ -379,15 +373,12 @@ def test_consistency_tasks_in_two_processes(tiny_gpt2_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_masked_lm_consistency_and_method_pair(tiny_roberta_dir):  # noqa: F811 (fixture)
+def test_masked_lm_consistency_and_method_pair(tiny_roberta_dir, task_manager):
     from wsc_tasks.harness.mlm import MaskedLM
 
     lm = MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
     scoring = {"scoring": ["statement_mean", "multi_mask_mean"]}
-    manager = TaskManager(
-        include_path=str(include_path()),
-        metadata={"pretrained": str(tiny_roberta_dir), **scoring, **ALL},
-    )
+    manager = task_manager(pretrained=str(tiny_roberta_dir), **scoring, **ALL)
     tasks = ["wsc266", "wsc266_switched", "wsc266_switched_consistency"]
     out = lm_eval.simple_evaluate(model=lm, tasks=tasks, task_manager=manager, log_samples=True)
     assert _check_consistency(out["results"], out["samples"], tasks[-1:]) > 10

@@ -16,10 +16,8 @@ import lm_eval
 import pytest
 from lm_eval.api.model import LM
 from lm_eval.models.huggingface import HFLM
-from lm_eval.tasks import TaskManager
 
 from wsc_tasks.cli import main as cli
-from wsc_tasks.paths import include_path
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.methods import ScoringError
 
@@ -31,14 +29,9 @@ ALL = {"metrics": "all"}  # every per-method metric, so that every method's figu
 CAUSAL_METHODS = list(families.FAMILIES["causal"].methods)
 
 
-def _manager(**metadata) -> TaskManager:
-    return TaskManager(include_path=str(include_path()), include_defaults=False, metadata=metadata)
-
-
 def _rows(results: dict) -> dict:
-    return {
-        task: {k: v for k, v in results["results"][task].items() if k != "alias"} for task in TASKS
-    }
+    return {task: {k: v for k, v in results["results"][task].items() if k != "alias"}
+            for task in TASKS}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +49,12 @@ def through_the_cli(tiny_gpt2_dir, data_dir, tmp_path_factory) -> dict:
     return json.loads(path.read_text())
 
 
-def test_simple_evaluate_with_a_task_manager_equals_the_cli(through_the_cli, tiny_gpt2_dir):
+def test_simple_evaluate_with_a_task_manager_equals_the_cli(
+    through_the_cli, tiny_gpt2_dir, task_manager
+):
     python = lm_eval.simple_evaluate(
         model="hf", model_args=f"pretrained={tiny_gpt2_dir},dtype=float32", tasks=TASKS,
-        task_manager=_manager(**ALL), limit=LIMIT, device="cpu", batch_size=32,
+        task_manager=task_manager(**ALL), limit=LIMIT, device="cpu", batch_size=32,
         log_samples=False,
     )  # fmt: skip
     for results in (python, through_the_cli):
@@ -70,9 +65,11 @@ def test_simple_evaluate_with_a_task_manager_equals_the_cli(through_the_cli, tin
     assert _rows(python) == _rows(through_the_cli)  # every metric, exactly
 
 
-def test_evaluate_with_a_model_object_equals_the_cli(through_the_cli, tiny_gpt2_dir):
+def test_evaluate_with_a_model_object_equals_the_cli(through_the_cli, tiny_gpt2_dir, task_manager):
     lm = HFLM(pretrained=str(tiny_gpt2_dir), dtype="float32", device="cpu", batch_size=32)
-    found = lm_eval.evaluator.evaluate(lm=lm, task_dict=_manager(**ALL).load(TASKS), limit=LIMIT)
+    found = lm_eval.evaluator.evaluate(
+        lm=lm, task_dict=task_manager(**ALL).load(TASKS), limit=LIMIT
+    )
     assert _rows(found) == _rows(through_the_cli)
 
 
@@ -89,40 +86,35 @@ class NoTokenizer(LM):
         raise NotImplementedError
 
 
-def test_a_model_without_tokenizer_stops_the_run_saying_what_to_pass(data_dir):
+def test_a_model_without_tokenizer_stops_the_run_saying_what_to_pass(data_dir, task_manager):
     with pytest.raises(ScoringError) as raised:
-        lm_eval.simple_evaluate(
-            model=NoTokenizer(), tasks=["wsc266"], task_manager=_manager(), limit=1
-        )
+        lm_eval.simple_evaluate(model=NoTokenizer(), tasks=["wsc266"],
+                                task_manager=task_manager(), limit=1)  # fmt: skip
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith("task wsc266: the model (NoTokenizer) has no Hugging Face tokenizer")
     assert 'metadata={"tokenizer": "<name or path>"}' in message
 
 
-def test_the_tokenizer_named_in_the_task_manager_serves_such_a_model(tiny_gpt2_dir, data_dir):
+def test_the_tokenizer_named_in_the_task_manager_serves_such_a_model(
+    tiny_gpt2_dir, data_dir, task_manager
+):
     out = lm_eval.simple_evaluate(
-        model=NoTokenizer(),
-        tasks=["wsc266"],
-        limit=2,
-        bootstrap_iters=0,
-        task_manager=_manager(tokenizer=str(tiny_gpt2_dir)),
-    )
+        model=NoTokenizer(), tasks=["wsc266"], limit=2, bootstrap_iters=0,
+        task_manager=task_manager(tokenizer=str(tiny_gpt2_dir)),
+    )  # fmt: skip
     assert out["configs"]["wsc266"]["metadata"]["headline"] == "smart"
 
 
-def test_requests_built_without_a_model_or_tokenizer_are_refused(data_dir):
-    task = _manager().load(["wsc266"])["tasks"]["wsc266"]
+def test_requests_built_without_a_model_or_tokenizer_are_refused(data_dir, task_manager):
+    task = task_manager().load(["wsc266"])["tasks"]["wsc266"]
     with pytest.raises(ScoringError, match="no tokenizer to count tokens with: the task metadata"):
         task.build_all_requests(rank=0, limit=1, world_size=1)
 
 
-def test_metadata_given_to_simple_evaluate_beside_a_task_manager_is_refused(data_dir):
+def test_metadata_given_to_simple_evaluate_beside_a_task_manager_is_refused(data_dir, task_manager):
     with pytest.raises(ScoringError, match=r"simple_evaluate\(metadata=...\) is not used"):
         lm_eval.simple_evaluate(
-            model=NoTokenizer(),
-            tasks=["wsc266"],
-            limit=1,
-            task_manager=_manager(),
+            model=NoTokenizer(), tasks=["wsc266"], limit=1, task_manager=task_manager(),
             metadata={"scoring": "partial"},
-        )
+        )  # fmt: skip

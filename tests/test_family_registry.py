@@ -5,6 +5,7 @@ serve."""
 from __future__ import annotations
 
 import pytest
+import tiny_models
 from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 from lm_eval.api.registry import get_model
@@ -71,7 +72,7 @@ def test_detection_from_the_config(config, family):
 
 
 def test_detection_from_the_metadata(tmp_path):
-    RobertaConfig(vocab_size=10).save_pretrained(tmp_path)
+    tiny_models.config_only(tmp_path, "roberta")
     assert families.detect({"pretrained": str(tmp_path)}).name == "masked"
     assert families.detect({}).name == "causal"
 
@@ -90,7 +91,7 @@ def test_plan_refuses_a_method_of_another_family():
 
 
 def test_continuation_task_of_a_masked_model_loads_no_tokenizer(tmp_path, monkeypatch):
-    RobertaConfig(vocab_size=10).save_pretrained(tmp_path)
+    tiny_models.config_only(tmp_path, "roberta")
     loaded = []
     monkeypatch.setattr(
         families, "counter_from_metadata", lambda meta, seq2seq: loaded.append(meta)

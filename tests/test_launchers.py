@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from test_sweep import _tiny_gpt2, _wait_for
+import tiny_models
+from test_sweep import _wait_for
 
 from wsc_tasks.cli import sweep
 from wsc_tasks.sweep.launchers import LAUNCHERS, Launcher, LauncherError, RunState, Setting
@@ -236,7 +237,7 @@ def three(tmp_path_factory, data_dir) -> Path:
     """The chance model and two tiny random GPT-2s, and their leaderboard by the local launcher."""
     root = tmp_path_factory.mktemp("three")
     for seed in (1, 2):
-        _tiny_gpt2(root / f"tiny{seed}", seed)
+        tiny_models.gpt2(root / f"tiny{seed}", seed, size="1x16")
     models = root / "models.txt"
     models.write_text(
         f"chance1 wsc-chance seed=1\ntiny1 hf pretrained={root / 'tiny1'}\n"

@@ -49,7 +49,8 @@ def builtin_dir(tmp_path_factory, data_dir) -> Path:
 @pytest.fixture(scope="module")
 def run(tiny_gpt2_dir, builtin_dir):
     # Partial scoring only: the structure under test is the same for every method, and
-    # tests/test_scoring.py checks the methods themselves.
+    # tests/test_scoring.py checks the methods themselves. Not the task_manager fixture: lm-eval's
+    # own winogrande (from builtin_dir) runs beside ours.
     manager = TaskManager(
         include_path=[str(include_path()), str(builtin_dir)],
         metadata={"scoring": "partial", "headline": "partial", **ALL},
@@ -66,7 +67,7 @@ def run(tiny_gpt2_dir, builtin_dir):
 
 
 def test_every_task_and_group_is_registered_without_shadowing():
-    manager = TaskManager(include_path=str(include_path()))
+    manager = TaskManager(include_path=str(include_path()))  # with lm-eval's tasks, unshadowed
     names = set(manager.all_tasks)
     assert set(TASKS + GROUPS) <= names
     for builtin in ("wsc273", "winogrande", "wsc"):
@@ -91,20 +92,18 @@ def test_winogrande_dev_is_identical_to_builtin_winogrande(run):
     assert run["results"]["winogrande_dev"]["acc_partial,none"] == ours_acc
 
 
-def test_winogrande_dev_prints_lm_evals_winogrande_acc_by_default(tiny_gpt2_dir):
+def test_winogrande_dev_prints_lm_evals_winogrande_acc_by_default(tiny_gpt2_dir, task_manager):
     """With every causal method (the model's tokenizer known), ``acc`` of ``winogrande_dev`` is
     still partial scoring, which the test above finds equal to lm-eval's own ``winogrande``
     ``acc``: the same name never means two numbers. ``--metadata`` can still choose another."""
     from wsc_tasks.scoring import families
 
-    manager = TaskManager(
-        include_path=str(include_path()), metadata={"pretrained": str(tiny_gpt2_dir)}
-    )
+    manager = task_manager(pretrained=str(tiny_gpt2_dir))
     [task] = manager.load(["winogrande_dev"])["tasks"].values()
     assert task.family == "causal" and task.methods[0].name == "partial"
     assert len(task.methods) == len(families.FAMILIES["causal"].methods)
     chosen = {"pretrained": str(tiny_gpt2_dir), "headline": "smart"}
-    manager = TaskManager(include_path=str(include_path()), metadata=chosen)
+    manager = task_manager(**chosen)
     [task] = manager.load(["winogrande_dev"])["tasks"].values()
     assert task.methods[0].name == "smart"
 

@@ -23,11 +23,9 @@ from itertools import islice
 import lm_eval.api as lm_eval_api
 import lm_eval.evaluator as evaluator
 import pytest
-from lm_eval.tasks import TaskManager
 
 from wsc_tasks.cli.run import our_task_names
 from wsc_tasks.harness import chance  # noqa: F401  registers wsc-chance
-from wsc_tasks.paths import include_path
 
 LIMIT = 10  # lm-eval's ``limit`` fixture
 GROUPS = ["wsc_group", "wsc266_suite", "wsc266_perturbations", "winogrande_suite",
@@ -35,15 +33,11 @@ GROUPS = ["wsc_group", "wsc266_suite", "wsc266_perturbations", "winogrande_suite
 ALL_TASKS = sorted(our_task_names() - set(GROUPS))  # every task YAML of the package
 
 
-def _manager(**metadata) -> TaskManager:
-    return TaskManager(include_path=str(include_path()), include_defaults=False, metadata=metadata)
-
-
 @pytest.fixture(scope="module")
-def tasks(tiny_gpt2_dir, data_dir) -> dict:
+def tasks(tiny_gpt2_dir, data_dir, task_manager) -> dict:
     """Every task, loaded through ``wsc_group`` as lm-eval's ``task_class`` loads them; the
     tokenizer named in the metadata, as lm-eval's test builds requests without a model."""
-    return _manager(tokenizer=str(tiny_gpt2_dir)).load(["wsc_group"])["tasks"]
+    return task_manager(tokenizer=str(tiny_gpt2_dir)).load(["wsc_group"])["tasks"]
 
 
 def _docs(task) -> list[dict]:
@@ -51,8 +45,8 @@ def _docs(task) -> list[dict]:
     return list(islice(docs, LIMIT))
 
 
-def test_wsc_group_holds_every_task_and_group(tasks):
-    loaded = _manager().load(["wsc_group"])
+def test_wsc_group_holds_every_task_and_group(tasks, task_manager):
+    loaded = task_manager().load(["wsc_group"])
     assert set(tasks) == set(ALL_TASKS)
     assert {group.name for group in loaded["groups"].values()} == set(GROUPS)
 
@@ -89,8 +83,10 @@ def test_task_checks_of_lm_evals_test_tasks(tasks, name):
 
 
 @pytest.mark.parametrize("group", GROUPS)
-def test_each_group_loads_by_name_and_builds_its_requests(tiny_gpt2_dir, data_dir, group):
-    loaded = _manager(tokenizer=str(tiny_gpt2_dir)).load([group])
+def test_each_group_loads_by_name_and_builds_its_requests(
+    tiny_gpt2_dir, data_dir, group, task_manager
+):
+    loaded = task_manager(tokenizer=str(tiny_gpt2_dir)).load([group])
     assert group in {g.name for g in loaded["groups"].values()}
     assert loaded["tasks"] and set(loaded["tasks"]) <= set(ALL_TASKS)
     for task in loaded["tasks"].values():
@@ -111,17 +107,19 @@ def _same(one: dict, two: dict) -> list:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("limit,iters", [(1, 0), (5, 100000)])
-def test_evaluator_checks_of_lm_evals_test_evaluator(tiny_gpt2_dir, data_dir, limit, iters):
+def test_evaluator_checks_of_lm_evals_test_evaluator(
+    tiny_gpt2_dir, data_dir, limit, iters, task_manager
+):
     model_args = f"seed=1,tokenizer={tiny_gpt2_dir}"  # every causal method
     first = evaluator.simple_evaluate(
         model="wsc-chance", model_args=model_args, tasks=["wsc_group"], limit=limit,
-        bootstrap_iters=iters, task_manager=_manager(), log_samples=False,
+        bootstrap_iters=iters, task_manager=task_manager(), log_samples=False,
     )  # fmt: skip
     lm = lm_eval_api.registry.get_model("wsc-chance").create_from_arg_string(
         model_args, {"batch_size": None, "max_batch_size": None, "device": None}
     )
     second = evaluator.evaluate(
-        lm=lm, task_dict=_manager().load(["wsc_group"]), limit=limit, bootstrap_iters=iters
+        lm=lm, task_dict=task_manager().load(["wsc_group"]), limit=limit, bootstrap_iters=iters
     )
     assert first is not None and second is not None
     assert set(first["results"]) == set(ALL_TASKS + GROUPS)

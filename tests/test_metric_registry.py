@@ -21,17 +21,8 @@ TASKS = [
 
 
 @pytest.fixture(scope="module")
-def task_aggregations(tiny_gpt2_dir, data_dir) -> dict[str, dict]:
-    from lm_eval.tasks import TaskManager
-
-    from wsc_tasks.paths import include_path
-
-    manager = TaskManager(
-        include_path=str(include_path()),
-        include_defaults=False,
-        metadata={"tokenizer": str(tiny_gpt2_dir), "metrics": "all"},
-    )
-    tasks = manager.load(TASKS)["tasks"]
+def task_aggregations(tiny_gpt2_dir, data_dir, task_manager) -> dict[str, dict]:
+    tasks = task_manager(tokenizer=str(tiny_gpt2_dir), metrics="all").load(TASKS)["tasks"]
     return {name: tasks[name].aggregation() for name in TASKS}
 
 

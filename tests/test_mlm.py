@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import lm_eval
 import pytest
+import tiny_models
 import torch
 from conftest import assert_same_metrics, run_dp_eval
-from lm_eval.tasks import TaskManager
 
-from wsc_tasks.cli.bench import roberta_tokenizer
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema
 from wsc_tasks.harness import mlm
-from wsc_tasks.paths import include_path
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.masked import answer_spans
 from wsc_tasks.scoring.methods import ScoringError, Setup
@@ -22,38 +20,6 @@ ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the hea
 pytestmark = pytest.mark.slow
 
 TASK = "wsc266"
-
-
-@pytest.fixture(scope="module")
-def tiny_roberta_dir(tmp_path_factory):
-    """A 1-layer random RoBERTa; its tokenizer is GPT-2's BPE with RoBERTa's special tokens first
-    (<s>=0, <pad>=1, </s>=2, <unk>=3, as RoBERTa numbers them) and <mask> last."""
-    import json
-
-    from conftest import GPT2_FILES
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import RobertaConfig, RobertaForMaskedLM
-
-    specials = ["<s>", "<pad>", "</s>", "<unk>"]
-    vocab = json.loads((GPT2_FILES / "encoder.json").read_text(encoding="utf-8"))
-    vocab = {token: i + len(specials) for token, i in vocab.items()}
-    vocab.update({token: i for i, token in enumerate(specials)})
-    vocab["<mask>"] = len(vocab)
-    lines = (GPT2_FILES / "vocab.bpe").read_text(encoding="utf-8").splitlines()[1:]
-    core = Tokenizer(models.BPE(vocab, [tuple(line.split()) for line in lines if line.strip()]))
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    core.decoder = decoders.ByteLevel()
-    core.add_special_tokens([*specials, "<mask>"])
-    tokenizer = roberta_tokenizer(core)
-    torch.manual_seed(3)
-    config = RobertaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=130, pad_token_id=1,
-    )  # fmt: skip
-    folder = tmp_path_factory.mktemp("tiny-roberta")
-    RobertaForMaskedLM(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 def _hand(model, tok, problem, option: int) -> dict[str, float]:
@@ -95,11 +61,9 @@ def _hand(model, tok, problem, option: int) -> dict[str, float]:
     }
 
 
-def test_every_masked_method_by_hand(tiny_roberta_dir, data_dir):
+def test_every_masked_method_by_hand(tiny_roberta_dir, data_dir, task_manager):
     lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=8)
-    manager = TaskManager(
-        include_path=str(include_path()), metadata={"pretrained": str(tiny_roberta_dir), **ALL}
-    )
+    manager = task_manager(pretrained=str(tiny_roberta_dir), **ALL)
     rows = []
     hook = lm.model.base_model.register_forward_hook(
         lambda module, args, kwargs, output: rows.append(kwargs["input_ids"].shape[0]),
@@ -153,14 +117,12 @@ def test_batched_scores_equal_one_at_a_time(tiny_roberta_dir, data_dir):
         assert x.answer_total == pytest.approx(y.answer_total, abs=1e-4)
 
 
-def test_masked_model_through_hf_is_refused(tiny_roberta_dir, data_dir):
+def test_masked_model_through_hf_is_refused(tiny_roberta_dir, data_dir, task_manager):
     """The refusal comes when lm-eval hands the masked requests to a model that does not serve
     them (``families.refuse_unserved_requests``), whichever was built first."""
     from lm_eval.models.huggingface import HFLM
 
-    manager = TaskManager(
-        include_path=str(include_path()), metadata={"pretrained": str(tiny_roberta_dir)}
-    )
+    manager = task_manager(pretrained=str(tiny_roberta_dir))
     tasks = manager.load([TASK])  # before the model: the order does not matter
     hf = HFLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=8)
     with pytest.raises(ScoringError, match=r"task wsc266: .*masked.*--model hf-mlm"):
@@ -195,30 +157,7 @@ def test_registering_hf_mlm_keeps_lm_evals_own_models():
 @pytest.fixture(scope="module")
 def tiny_bert_dir(tmp_path_factory):
     """A 1-layer random BERT with a WordPiece vocabulary trained on WSC266 ([CLS] … [SEP])."""
-    from tokenizers import BertWordPieceTokenizer, processors
-    from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
-
-    sentences = [p.fill(i) for s in catalog.load(TASK) for p in s.problems for i in (0, 1)]
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    core = BertWordPieceTokenizer(lowercase=True)
-    core.train_from_iterator(sentences, vocab_size=600, special_tokens=specials)
-    core = core._tokenizer
-    core.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
-        mask_token="[MASK]", unk_token="[UNK]",
-    )  # fmt: skip
-    torch.manual_seed(5)
-    config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=256, pad_token_id=0,
-    )  # fmt: skip
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    BertForMaskedLM(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return tiny_models.bert(tmp_path_factory.mktemp("tiny-bert"), tiny_models.sentences(TASK))
 
 
 def test_batch_bounds_by_rows_and_tokens():
@@ -281,10 +220,7 @@ def test_batch_size_auto_leaves_rows_to_the_token_budget(tiny_roberta_dir):
 @pytest.mark.parametrize("family", ["seq2seq", "causal"])
 def test_a_model_hf_mlm_does_not_serve_names_the_model_that_does(family, tmp_path):
     """Before, a T5 said only "no mask token: not a masked LM"; ``--model hf`` serves it."""
-    from transformers import GPT2Config, T5Config
-
-    config = T5Config(d_model=8, d_ff=16, num_layers=1, num_heads=1, d_kv=8, vocab_size=32)
-    (config if family == "seq2seq" else GPT2Config(n_layer=1)).save_pretrained(tmp_path)
+    tiny_models.config_only(tmp_path, "t5" if family == "seq2seq" else "gpt2")
     with pytest.raises(ValueError) as error:
         mlm.MaskedLM(pretrained=str(tmp_path), device="cpu")
     assert str(error.value) == (

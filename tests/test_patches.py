@@ -123,12 +123,9 @@ def test_every_patch_of_apply_is_marked_and_applied_once():
     patches.apply()
     assert patches.apply() is False
     for owner, name in [
-        (Collator, "get_cache"),
-        (evaluator_utils, "_compute_task_aggregations"),
-        (evaluator, "evaluate"),
-        (HFLM, "tok_encode"),
-        (evaluator_utils, "stderr_for_metric"),
-    ]:
+        (Collator, "get_cache"), (evaluator_utils, "_compute_task_aggregations"),
+        (evaluator, "evaluate"), (HFLM, "tok_encode"), (evaluator_utils, "stderr_for_metric"),
+    ]:  # fmt: skip
         patched = getattr(owner, name)
         assert getattr(patched, patches._MARK)
         assert not getattr(patches.original(owner, name), patches._MARK, False)
@@ -434,36 +431,27 @@ def _cache_names(task, method, monkeypatch) -> list[str]:
     return names
 
 
-def _loaded(metadata: dict) -> object:
-    from lm_eval.tasks import TaskManager
-
-    from wsc_tasks.paths import include_path
-
-    manager = TaskManager(
-        include_path=str(include_path()), include_defaults=False, metadata=metadata
-    )
-    return manager.load(["wsc266_associative"])["tasks"]["wsc266_associative"]
+def _loaded(task_manager, **metadata) -> object:
+    return task_manager(**metadata).load(["wsc266_associative"])["tasks"]["wsc266_associative"]
 
 
 def test_lm_eval_still_names_its_request_cache_without_the_metadata(
-    data_dir, monkeypatch, tiny_gpt2_dir
+    data_dir, monkeypatch, tiny_gpt2_dir, task_manager
 ):
     from lm_eval.api.task import ConfigurableTask
 
     tokenizer = {"tokenizer": str(tiny_gpt2_dir)}  # requests built here without a model
     partial, every = (
-        _loaded({"scoring": "partial", **tokenizer}),
-        _loaded({"scoring": "all", **tokenizer}),
+        _loaded(task_manager, scoring="partial", **tokenizer),
+        _loaded(task_manager, scoring="all", **tokenizer),
     )
-    theirs = [
-        _cache_names(t, ConfigurableTask.build_all_requests, monkeypatch) for t in (partial, every)
-    ]
+    theirs = [_cache_names(t, ConfigurableTask.build_all_requests, monkeypatch) for t in (
+        partial, every)]  # fmt: skip
     assert theirs[0] == theirs[1], _gone("11. request_cache_tag")
     ours = [_cache_names(t, type(t).build_all_requests, monkeypatch) for t in (partial, every)]
     assert ours[0] != ours[1] and all("-wsc_tasks" in name[0] for name in ours)
-    again = _cache_names(
-        _loaded({"scoring": "partial", **tokenizer}), type(partial).build_all_requests, monkeypatch
-    )
+    again = _cache_names(_loaded(task_manager, scoring="partial", **tokenizer),
+                         type(partial).build_all_requests, monkeypatch)  # fmt: skip
     assert again == ours[0]  # the same setup finds its own file again
 
 
@@ -484,11 +472,8 @@ def test_lm_eval_still_sums_echoed_logprobs_unchecked():
     included, without a word. The day it checks them itself (this fails), section 12 may go."""
     from lm_eval.models.openai_completions import LocalCompletionsAPI
 
-    echoed = {
-        "tokens": ["a", "b", "c", "d"],
-        "token_logprobs": [None, 3.0, 5.0, -1.0],
-        "top_logprobs": [None, {"b": 3.0}, {"c": 5.0}, {"d": -1.0}],
-    }
+    echoed = {"tokens": ["a", "b", "c", "d"], "token_logprobs": [None, 3.0, 5.0, -1.0],
+              "top_logprobs": [None, {"b": 3.0}, {"c": 5.0}, {"d": -1.0}]}  # fmt: skip
     outputs = {"choices": [{"index": 0, "logprobs": echoed}]}
     assert LocalCompletionsAPI.parse_logprobs(outputs, ctxlens=[1]) == [(8.0, True)], _gone(
         "12. check_served_logprobs"
@@ -527,16 +512,14 @@ def test_the_check_wraps_evaluate_once_beside_section_3():
 
 # -- 13. tasks_meet_the_model ----------------------------------------------------------------------
 def test_lm_eval_still_keeps_model_args_out_of_a_given_task_managers_metadata(
-    monkeypatch, data_dir
+    monkeypatch, data_dir, task_manager
 ):
     """Section 13: ``simple_evaluate`` merges ``model_args`` into the task metadata only when it
     builds the ``TaskManager`` itself; the day it merges them into a given one too, the tasks
     would find the tokenizer there and the section may go."""
     from lm_eval import evaluator
-    from lm_eval.tasks import TaskManager
 
     from wsc_tasks.harness import chance  # noqa: F401  registers wsc-chance
-    from wsc_tasks.paths import include_path
 
     class Built(Exception):
         pass
@@ -551,14 +534,12 @@ def test_lm_eval_still_keeps_model_args_out_of_a_given_task_managers_metadata(
     import wsc_tasks.harness.task  # noqa: F401  applies the patches now, not around the stand-in
 
     monkeypatch.setattr(evaluator, "evaluate", evaluate)
-    manager = TaskManager(include_path=str(include_path()), include_defaults=False)
+    manager = task_manager()
     with pytest.raises(Built):
         evaluator.simple_evaluate(
-            model="wsc-chance",
-            model_args="seed=1,tokenizer=gpt2",
-            tasks=["wsc266"],
+            model="wsc-chance", model_args="seed=1,tokenizer=gpt2", tasks=["wsc266"],
             task_manager=manager,
-        )
+        )  # fmt: skip
     assert "tokenizer" not in built["wsc266"].config.metadata, _gone("13. tasks_meet_the_model")
 
 

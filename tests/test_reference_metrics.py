@@ -1,4 +1,5 @@
-"""Every metric of a representative set of tasks equals its value before the speed work.
+"""Every metric of a representative set of tasks equals the value before the speed work
+(vectorised bootstraps, merged requests).
 
 The fixture holds lm-eval's figures for the chance model (seed 1) with GPT-2's tokenizer, written
 by ``tests/reference_metrics.py`` on the code before the change. Values and bootstrap errors are
@@ -24,19 +25,13 @@ def test_every_metric_equals_the_reference(tiny_gpt2_dir, data_dir, tmp_path):
         assert found[task] == row, task
 
 
-def test_default_table_lists_each_tasks_headline_metrics_only(tiny_gpt2_dir, data_dir):
-    from lm_eval.tasks import TaskManager
-
-    from wsc_tasks.paths import include_path
-
+def test_default_table_lists_each_tasks_headline_metrics_only(
+    tiny_gpt2_dir, data_dir, task_manager
+):
     names = ["wsc266", "wsc266_switched_consistency", "wsc266_associativity", "winowhy"]
     counts = {}
     for choice in ("headline", "all"):
-        manager = TaskManager(
-            include_path=str(include_path()),
-            include_defaults=False,
-            metadata={"tokenizer": str(tiny_gpt2_dir), "metrics": choice},
-        )
+        manager = task_manager(tokenizer=str(tiny_gpt2_dir), metrics=choice)
         tasks = manager.load(names)["tasks"]
         counts[choice] = {name: len(tasks[name].aggregation()) for name in names}
     assert counts["headline"] == {

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import lm_eval
 import pytest
-from lm_eval.tasks import TaskManager
-from test_mlm import _hand, tiny_roberta_dir  # noqa: F401 - fixture
-from test_scoring import _sum_lp, _t5_hand, save_tiny_t5
+import tiny_models
+from test_mlm import _hand
+from test_scoring import _sum_lp, _t5_hand
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema, count
 from wsc_tasks.harness import mlm
-from wsc_tasks.paths import include_path
 from wsc_tasks.scoring import causal, families
 from wsc_tasks.scoring.methods import Setup
 from wsc_tasks.scoring.tokens import TokenCounter
@@ -63,8 +62,8 @@ def test_two_blank_problems_are_exactly_the_inverted_transposition_ones(data_dir
             ]  # ordered pairs of the same two key phrases
 
 
-def test_suite_yaml_lists_every_task(data_dir):
-    manager = TaskManager(include_path=str(include_path()), include_defaults=False)
+def test_suite_yaml_lists_every_task(data_dir, task_manager):
+    manager = task_manager()
     assert set(SUITE) | {"reid250_suite"} <= set(manager.all_tasks)
     loaded = manager.load(["reid250_suite"])  # builds every dataset, dyads included
     names = {task.config.task for task in _leaves(loaded)}
@@ -93,14 +92,10 @@ def _results(sample, kind="loglikelihood"):
     }
 
 
-def _run(lm, folder, family_methods, hand, kind="loglikelihood", setup=None):
+def _run(task_manager, lm, folder, family_methods, hand, kind="loglikelihood", setup=None):
     """Evaluate TWO_BLANKS on DOCS; every method's option scores must equal the hand scores and
     the reported accuracy the hand-computed choices."""
-    manager = TaskManager(
-        include_path=str(include_path()),
-        include_defaults=False,
-        metadata={"pretrained": str(folder), "metrics": "all"},  # per-method accuracies too
-    )
+    manager = task_manager(pretrained=str(folder), metrics="all")  # per-method accuracies too
     out = lm_eval.simple_evaluate(
         model=lm,
         tasks=[TWO_BLANKS],
@@ -158,39 +153,41 @@ def _causal_hand(model, tok, problem, option: int) -> dict[str, float]:
     return scores
 
 
-def test_two_blanks_causal_by_hand(tiny_gpt2_dir, data_dir):
+def test_two_blanks_causal_by_hand(tiny_gpt2_dir, data_dir, task_manager):
     from lm_eval.models.huggingface import HFLM
 
     lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=8)
     setup = Setup(TokenCounter(lm.tokenizer), "webtext", 1)
     hand = lambda problem, i: _causal_hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
-    out = _run(lm, tiny_gpt2_dir, families.FAMILIES["causal"].methods, hand, setup=setup)
+    out = _run(
+        task_manager, lm, tiny_gpt2_dir, families.FAMILIES["causal"].methods, hand, setup=setup
+    )
     assert out["results"][TWO_BLANKS]["acc,none"] == out["results"][TWO_BLANKS]["acc_smart,none"]
 
 
 @pytest.fixture(scope="module")
 def tiny_t5_reid_dir(tmp_path_factory, data_dir):
     """A tiny T5 whose word-level tokenizer knows Reid250's words and three sentinels."""
-    texts = [
-        p.fill(i) for s in catalog.load("reid250_inverted") for p in s.problems for i in (0, 1)
-    ]
-    return save_tiny_t5(tmp_path_factory.mktemp("tiny-t5-reid"), texts, seed=5)
+    texts = tiny_models.sentences("reid250_inverted")
+    return tiny_models.t5(tmp_path_factory.mktemp("tiny-t5-reid"), texts, seed=5)
 
 
-def test_two_blanks_t5_by_hand(tiny_t5_reid_dir):
+def test_two_blanks_t5_by_hand(tiny_t5_reid_dir, task_manager):
     """One sentinel per blank in the input; the target is both fillers between sentinels."""
     from lm_eval.models.huggingface import HFLM
 
     lm = HFLM(pretrained=str(tiny_t5_reid_dir), device="cpu", batch_size=8)
     setup = Setup(TokenCounter(lm.tokenizer), "bos", 1)
     hand = lambda problem, i: _t5_hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
-    out = _run(lm, tiny_t5_reid_dir, families.FAMILIES["seq2seq"].methods, hand, setup=setup)
+    out = _run(
+        task_manager, lm, tiny_t5_reid_dir, families.FAMILIES["seq2seq"].methods, hand, setup=setup
+    )
     sample = out["samples"][TWO_BLANKS][0]
     assert any("<extra_id_1>" in a[0] and "<extra_id_2>" in a[1] for a in sample["arguments"])
 
 
-def test_two_blanks_masked_by_hand(tiny_roberta_dir):  # noqa: F811 - the imported fixture
+def test_two_blanks_masked_by_hand(tiny_roberta_dir, task_manager):
     lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
     hand = lambda problem, i: _hand(lm.model, lm.tokenizer, problem, i)  # noqa: E731
     methods = families.FAMILIES["masked"].methods
-    _run(lm, tiny_roberta_dir, methods, hand, "mlm_score", Setup())
+    _run(task_manager, lm, tiny_roberta_dir, methods, hand, "mlm_score", Setup())

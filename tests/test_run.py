@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tiny_models
 from lm_eval.loggers import EvaluationTracker
 
 from wsc_tasks import cli
@@ -34,18 +35,6 @@ def _chance(tmp_path: Path, *extra: str) -> list[str]:
 
 def _last_line(err: str) -> str:
     return err.strip().splitlines()[-1]
-
-
-def _tiny_gpt2(folder: Path, seed: int) -> Path:
-    import torch
-    from conftest import gpt2_tokenizer
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(seed)
-    config = GPT2Config(vocab_size=50257, n_positions=128, n_embd=16, n_layer=1, n_head=2)
-    GPT2LMHeadModel(config).eval().save_pretrained(folder)
-    gpt2_tokenizer().save_pretrained(folder)
-    return folder
 
 
 def _log_likelihoods(folder: Path) -> list:
@@ -84,7 +73,8 @@ def test_two_models_sharing_a_use_cache_path_get_their_own_answers(
 ):
     """Before, the second model was answered from the first one's cache entries (the log said
     ``Cached requests: N, Requests remaining: 0``) and reported the first one's scores."""
-    first, second = _tiny_gpt2(tmp_path / "first", 1), _tiny_gpt2(tmp_path / "second", 2)
+    first = tiny_models.gpt2(tmp_path / "first", seed=1, size="1x16")
+    second = tiny_models.gpt2(tmp_path / "second", seed=2, size="1x16")
     shared = str(tmp_path / "shared")
 
     def run(model: Path, out: str) -> list:

@@ -15,11 +15,9 @@ from pathlib import Path
 
 import lm_eval
 import pytest
-from lm_eval.tasks import TaskManager
 
 from wsc_tasks.cli import main as cli
 from wsc_tasks.harness import chance, metadata_keys, patches
-from wsc_tasks.paths import include_path
 
 
 def _run(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -62,14 +60,11 @@ def test_known_keys_lm_evals_own_and_model_arguments_pass():
 
 
 @pytest.mark.slow
-def test_the_tasks_refuse_a_misspelt_key_from_python_too(data_dir):
-    manager = TaskManager(
-        include_path=str(include_path()), include_defaults=False, metadata={"scorng": "partial"}
-    )
+def test_the_tasks_refuse_a_misspelt_key_from_python_too(data_dir, task_manager):
+    manager = task_manager(scorng="partial")
     with pytest.raises(metadata_keys.UnknownKey) as raised:
-        lm_eval.simple_evaluate(
-            model="wsc-chance", model_args="seed=1", tasks=["wsc266"], task_manager=manager, limit=1
-        )
+        lm_eval.simple_evaluate(model="wsc-chance", model_args="seed=1", tasks=["wsc266"],
+                                task_manager=manager, limit=1)  # fmt: skip
     assert str(raised.value).startswith(
         "task wsc266: metadata key 'scorng' is unknown; did you mean scoring?"
     )

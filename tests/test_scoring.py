@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import lm_eval
 import pytest
+import tiny_models
 import torch
 from lm_eval.models.huggingface import HFLM
-from lm_eval.tasks import TaskManager
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema
-from wsc_tasks.paths import include_path
-from wsc_tasks.scoring import causal, families, seq2seq
+from wsc_tasks.scoring import causal, families
 from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter
 
@@ -32,26 +31,7 @@ TASK = "wsc266"
 @pytest.fixture(scope="module")
 def tiny_llama_dir(tmp_path_factory):
     """A 2-layer random Llama with a word-level tokenizer trained here on WSC266's words."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    words = [p.fill(i) for s in catalog.load(TASK) for p in s.problems for i in (0, 1)]
-    core = Tokenizer(models.WordLevel(unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.train_from_iterator(
-        words, trainers.WordLevelTrainer(special_tokens=["<unk>", "<s>", "</s>"])
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
-    )
-    torch.manual_seed(1)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                         max_position_embeddings=128, bos_token_id=1, eos_token_id=2)  # fmt: skip
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    LlamaForCausalLM(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return tiny_models.llama(tmp_path_factory.mktemp("tiny-llama"), tiny_models.sentences(TASK))
 
 
 def _doc_ids(counter: TokenCounter) -> list[int]:
@@ -119,14 +99,12 @@ def _hand_scores(model, tok, bos: int | None, problem, option: int, limit: int =
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
-def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_dir):
+def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_dir, task_manager):
     folder = tiny_gpt2_dir if arch == "gpt2" else tiny_llama_dir
     lm = Counting(pretrained=str(folder), device="cpu", batch_size=1)
     counter = TokenCounter(lm.tokenizer)
     doc_ids = _doc_ids(counter)
-    manager = TaskManager(
-        include_path=str(include_path()), metadata={"pretrained": str(folder), **ALL}
-    )
+    manager = task_manager(pretrained=str(folder), **ALL)
     Counting.rows = 0
     out = lm_eval.simple_evaluate(
         model=lm, tasks=[TASK], task_manager=manager, samples={TASK: doc_ids}, log_samples=True
@@ -184,43 +162,6 @@ def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_d
     assert rows == expected
 
 
-def save_tiny_t5(folder, texts: list[str], seed: int):
-    """A 1-layer random T5 with a word-level tokenizer trained on ``texts``, T5's sentinels and
-    EOS appended, saved in ``folder`` like a Hub checkpoint."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
-
-    specials = ["<pad>", "</s>", "<unk>", *(seq2seq.sentinel(k) for k in range(3))]
-    core = Tokenizer(models.WordLevel(unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.train_from_iterator(texts + ["wsc:"], trainers.WordLevelTrainer(special_tokens=specials))
-    core.post_processor = processors.TemplateProcessing(
-        single="$A </s>", special_tokens=[("</s>", core.token_to_id("</s>"))]
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        pad_token="<pad>",
-        eos_token="</s>",
-        unk_token="<unk>",
-        additional_special_tokens=specials[3:],
-    )
-    torch.manual_seed(seed)
-    config = T5Config(
-        vocab_size=len(tokenizer), d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16,
-        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
-    )  # fmt: skip
-    T5ForConditionalGeneration(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def tiny_t5_dir(tmp_path_factory):
-    """A tiny T5 whose tokenizer knows the words of the task's problems."""
-    texts = [p.fill(i) for s in catalog.load(TASK) for p in s.problems for i in (0, 1)]
-    return save_tiny_t5(tmp_path_factory.mktemp("tiny-t5"), texts, seed=2)
-
-
 def _t5_hand(model, tok, problem, option: int) -> dict[str, float]:
     """Every T5 score of one option from one explicit encoder-decoder pass per input/target."""
     fillers = problem.options[option]
@@ -247,13 +188,11 @@ def _t5_hand(model, tok, problem, option: int) -> dict[str, float]:
     return scores
 
 
-def test_every_t5_method_by_hand(tiny_t5_dir, data_dir):
+def test_every_t5_method_by_hand(tiny_t5_dir, data_dir, task_manager):
     lm = Counting(pretrained=str(tiny_t5_dir), device="cpu", batch_size=1)
     assert lm.backend == "seq2seq"
     counter = TokenCounter(lm.tokenizer)
-    manager = TaskManager(
-        include_path=str(include_path()), metadata={"pretrained": str(tiny_t5_dir), **ALL}
-    )
+    manager = task_manager(pretrained=str(tiny_t5_dir), **ALL)
     Counting.rows = 0
     out = lm_eval.simple_evaluate(
         model=lm, tasks=[TASK], task_manager=manager, samples={TASK: [0, 1, 2, 3]}, log_samples=True
@@ -281,10 +220,7 @@ def test_every_t5_method_by_hand(tiny_t5_dir, data_dir):
     assert Counting.rows == 4 * 2 * problems
 
 
-def test_method_of_another_family_is_refused(tiny_gpt2_dir, data_dir):
-    manager = TaskManager(
-        include_path=str(include_path()),
-        metadata={"pretrained": str(tiny_gpt2_dir), "scoring": ["masked_prefix_mean"]},
-    )
+def test_method_of_another_family_is_refused(tiny_gpt2_dir, data_dir, task_manager):
+    manager = task_manager(pretrained=str(tiny_gpt2_dir), scoring=["masked_prefix_mean"])
     with pytest.raises(ScoringError, match=r"task wsc266, causal model: .*masked_prefix_mean"):
         manager.load([TASK])

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import lm_eval
 import pytest
+import tiny_models
 import torch
-from lm_eval.tasks import TaskManager
 
 from wsc_tasks.cli import main as cli
 from wsc_tasks.harness import served
-from wsc_tasks.paths import DEFAULT_GGUF, default_model_folder, include_path
+from wsc_tasks.paths import DEFAULT_GGUF, default_model_folder
 from wsc_tasks.reporting import runs
 
 LIMIT = 6
@@ -186,17 +186,8 @@ def serve(scorer: Scorer, state: State):
 @pytest.fixture(scope="module")
 def sharp_gpt2_dir(tiny_gpt2_dir, tmp_path_factory) -> Path:
     """The tiny GPT-2 with its (tied) embeddings scaled up: peaked next-token distributions that
-    differ from position to position, as a trained model's do (the random one's are all close to
-    uniform, where one position's log-probabilities cannot be told from the next one's)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(tiny_gpt2_dir)
-    with torch.no_grad():
-        model.transformer.wte.weight.mul_(200)
-    folder = tmp_path_factory.mktemp("sharp-gpt2")
-    model.save_pretrained(folder)
-    AutoTokenizer.from_pretrained(tiny_gpt2_dir).save_pretrained(folder)
-    return folder
+    differ from position to position, as a trained model's do."""
+    return tiny_models.sharpened_gpt2(tiny_gpt2_dir, tmp_path_factory.mktemp("sharp-gpt2"))
 
 
 @pytest.fixture(scope="module")
@@ -335,11 +326,8 @@ DISTS = {  # the generation path's top-3 after k tokens (tokens a, b, c, d, e)
 
 def _echo(values, tops, generated=True) -> served.Echo:
     tokens = ("a", "b", "c", "d", "e", *(("f",) if generated else ()))
-    return served.Echo(
-        tokens,
-        (None, *values, *((-0.1,) if generated else ())),
-        (None, *tops, *(({"f": -0.1},) if generated else ())),
-    )
+    return served.Echo(tokens, (None, *values, *((-0.1,) if generated else ())),
+                       (None, *tops, *(({"f": -0.1},) if generated else ())))  # fmt: skip
 
 
 def test_compare_accepts_noise_within_tolerance():
@@ -376,10 +364,7 @@ def test_compare_names_a_plain_disagreement_and_a_missing_generated_entry():
 
 
 # -- end to end: wsc266 through the right server, the wrong one refused before any request -------
-def _run(model: str, model_args: str, metadata: dict) -> dict:
-    manager = TaskManager(
-        include_path=str(include_path()), include_defaults=False, metadata=metadata
-    )
+def _run(model: str, model_args: str, manager) -> dict:
     return lm_eval.simple_evaluate(
         model=model, model_args=model_args, tasks=["wsc266"], task_manager=manager,
         device="cpu", batch_size=16, limit=LIMIT, log_samples=True, bootstrap_iters=0,
@@ -387,7 +372,7 @@ def _run(model: str, model_args: str, metadata: dict) -> dict:
 
 
 @pytest.mark.slow
-def test_wsc266_through_local_completions_equals_hf(tiny_gpt2_dir, data_dir):
+def test_wsc266_through_local_completions_equals_hf(tiny_gpt2_dir, data_dir, task_manager):
     state = State()
     httpd, url = serve(Scorer(tiny_gpt2_dir), state)
     base_url = f"{url}/v1/completions"
@@ -396,12 +381,12 @@ def test_wsc266_through_local_completions_equals_hf(tiny_gpt2_dir, data_dir):
             "local-completions",
             f"model=tiny-gpt2,base_url={base_url},tokenizer={tiny_gpt2_dir},"
             "tokenizer_backend=huggingface,num_concurrent=1,max_retries=1",
-            {"tokenizer": str(tiny_gpt2_dir), "base_url": base_url},
+            task_manager(tokenizer=str(tiny_gpt2_dir), base_url=base_url),
         )
     finally:
         httpd.shutdown()
         httpd.server_close()
-    local = _run("hf", f"pretrained={tiny_gpt2_dir}", {"pretrained": str(tiny_gpt2_dir)})
+    local = _run("hf", f"pretrained={tiny_gpt2_dir}", task_manager(pretrained=str(tiny_gpt2_dir)))
     assert served_run["configs"]["wsc266"]["metadata"]["first_token_prior"] == "webtext"
     assert served_run[served.RESULTS_KEY]["outcome"] == "passed"
     assert served.RESULTS_KEY not in local
@@ -436,10 +421,8 @@ def test_wsc_tasks_run_stops_before_any_task_request_and_the_switch_skips(
 
     url, state = server_state
     state.echo = "next"
-    args = (
-        f"model=m,base_url={url}/v1/completions,tokenizer={sharp_gpt2_dir},"
-        "tokenizer_backend=huggingface,max_retries=1"
-    )
+    args = (f"model=m,base_url={url}/v1/completions,tokenizer={sharp_gpt2_dir},"
+            "tokenizer_backend=huggingface,max_retries=1")  # fmt: skip
     argv = ["run", "--model", "local-completions", "--tasks", "wsc266", "--limit", "2"]
     assert cli([*argv, "--model_args", args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -488,10 +471,8 @@ def llama_cpp_server(tmp_path_factory):
     saved as an HF folder (what lm-eval's ``tokenizer=`` loads)."""
     if importlib.util.find_spec("llama_cpp") is None:
         if os.environ.get("WSC_TASKS_REQUIRE_LLAMA_CPP") == "1":
-            pytest.fail(
-                "WSC_TASKS_REQUIRE_LLAMA_CPP=1 but llama_cpp cannot be imported: "
-                "pip install 'llama-cpp-python[server]==0.3.36'"
-            )
+            pytest.fail("WSC_TASKS_REQUIRE_LLAMA_CPP=1 but llama_cpp cannot be imported: "
+                        "pip install 'llama-cpp-python[server]==0.3.36'")  # fmt: skip
         pytest.skip("llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')")
     from transformers import AutoTokenizer
 
@@ -530,10 +511,8 @@ def test_llama_cpp_python_server_is_refused_before_any_task_request(
     llama_cpp_server, data_dir, capsys
 ):
     base_url, tokenizer_dir = llama_cpp_server
-    args = (
-        f"model=smollm2,base_url={base_url},tokenizer={tokenizer_dir},"
-        "tokenizer_backend=huggingface,max_retries=1,tokenized_requests=False"
-    )
+    args = (f"model=smollm2,base_url={base_url},tokenizer={tokenizer_dir},"
+            "tokenizer_backend=huggingface,max_retries=1,tokenized_requests=False")  # fmt: skip
     argv = ["run", "--model", "local-completions", "--model_args", args, "--tasks", "wsc266",
             "--limit", "2", "--batch_size", "1"]  # fmt: skip
     assert cli(argv) == 2

@@ -239,15 +239,12 @@ def test_chance_scores_depend_on_seed_and_request_only():
         ChanceLM(seed=1, temperature=0)
 
 
-def test_chance_model_end_to_end(tmp_path, data_dir):
+def test_chance_model_end_to_end(tmp_path, data_dir, task_manager):
     """A real lm-eval run: acc ≈ 0.5 and schema_acc ≈ 0.25 within the schema-level stderr."""
     import lm_eval
-    from lm_eval.tasks import TaskManager
-
-    from wsc_tasks.paths import include_path
 
     patches.apply()
-    manager = TaskManager(include_path=str(include_path()))
+    manager = task_manager()
     out = lm_eval.simple_evaluate(
         model="wsc-chance",
         model_args="seed=1",

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tiny_models
 
 from wsc_tasks.cli import sweep
 from wsc_tasks.paths import default_model_args
@@ -193,17 +194,6 @@ def test_a_resume_never_clears_a_folder_a_live_run_writes(tmp_path):
     assert (out / "chance1" / "log.txt").read_text() == "written by a live run"
 
 
-def _tiny_gpt2(folder: Path, seed: int) -> None:
-    import torch
-    from conftest import gpt2_tokenizer
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(seed)
-    config = GPT2Config(vocab_size=50257, n_positions=128, n_embd=16, n_layer=1, n_head=2)
-    GPT2LMHeadModel(config).eval().save_pretrained(folder)
-    gpt2_tokenizer().save_pretrained(folder)
-
-
 def _responses(folder: Path) -> list:
     import gzip
 
@@ -217,13 +207,13 @@ def test_new_weights_at_the_same_path_never_read_the_old_cache(tmp_path, data_di
     """A model re-saved at the same path is a new model: its requests are not served from the
     cache of the old weights (before, every request was, and the new row had the old scores)."""
     model = tmp_path / "model"
-    _tiny_gpt2(model, seed=1)
+    tiny_models.gpt2(model, seed=1, size="1x16")
     out = tmp_path / "out"
     argv = [*_sweep_argv(tmp_path / "models.txt", out), "--limit", "4"]
     (tmp_path / "models.txt").write_text(f"old hf pretrained={model}\n")
     assert sweep.main(argv) == 0
     before = _responses(out / "old")
-    _tiny_gpt2(model, seed=2)
+    tiny_models.gpt2(model, seed=2, size="1x16")
     (tmp_path / "models.txt").write_text(f"old hf pretrained={model}\nnew hf pretrained={model}\n")
     assert sweep.main(argv) == 0  # "old" is run again too: its weights changed
     old, new = _responses(out / "old"), _responses(out / "new")
@@ -294,13 +284,13 @@ def test_new_weights_at_the_same_path_are_run_again_not_reported_from_the_old_ru
     is that of a fresh sweep of the new weights (before, it was reported ``done`` from the old
     run and the leaderboard kept the old scores)."""
     model = tmp_path / "model"
-    _tiny_gpt2(model, seed=1)
+    tiny_models.gpt2(model, seed=1, size="1x16")
     models = tmp_path / "models.txt"
     models.write_text(f"tiny hf pretrained={model}\n")
     out = tmp_path / "out"
     assert sweep.main(_sweep_argv(models, out)) == 0
     old = _leaderboard(out)["tiny"]
-    _tiny_gpt2(model, seed=2)
+    tiny_models.gpt2(model, seed=2, size="1x16")
     with caplog.at_level("WARNING"):
         assert sweep.main(_sweep_argv(models, out)) == 0
     assert "tiny: run again: its weights or tokenizer changed (fingerprint" in caplog.text

@@ -11,10 +11,7 @@ import re
 import lm_eval
 import pytest
 import torch
-from lm_eval.tasks import TaskManager
 from test_mlm import _hand as _masked_hand
-from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
-from test_scoring import tiny_t5_dir  # noqa: F401  (fixture)
 
 from wsc_tasks.data import catalog, knowledge, parsers, sources, winowhy
 from wsc_tasks.data.problems import Problem, Schema
@@ -26,7 +23,6 @@ from wsc_tasks.metrics.plausibility import (
     majority_baseline,
     roc_auc,
 )
-from wsc_tasks.paths import include_path
 from wsc_tasks.scoring.methods import ScoringError
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
@@ -158,13 +154,6 @@ def test_cat_ref_errors_name_the_file(tmp_path):
 QUESTIONS = list(range(0, 273, 20))  # 14 questions, every category present
 
 
-def _manager(metadata):
-    # only this package's tasks: indexing lm-eval's own thousands would take seconds per run
-    return TaskManager(
-        include_path=str(include_path()), include_defaults=False, metadata={**ALL, **metadata}
-    )
-
-
 def _log_likelihood(model, tok, context: str, continuation: str) -> float:
     head = tok(context)["input_ids"]
     ids = tok(context + continuation)["input_ids"]
@@ -175,13 +164,13 @@ def _log_likelihood(model, tok, context: str, continuation: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def causal_run(tiny_gpt2_dir, data_dir):
+def causal_run(tiny_gpt2_dir, data_dir, task_manager):
     return lm_eval.simple_evaluate(
         model="hf",
         model_args=f"pretrained={tiny_gpt2_dir}",
         tasks=["winowhy", "wsc273_schemas"],
-        task_manager=_manager(
-            {"pretrained": str(tiny_gpt2_dir), "scoring": "partial", "headline": "partial"}
+        task_manager=task_manager(
+            **ALL, pretrained=str(tiny_gpt2_dir), scoring="partial", headline="partial"
         ),
         samples={"winowhy": QUESTIONS, "wsc273_schemas": list(range(136))},
         device="cpu",
@@ -272,12 +261,12 @@ def test_wsc273_schemas_accuracy_per_category(causal_run):
 
 
 @pytest.mark.slow
-def test_winowhy_masked_scores_the_reason_tokens(tiny_roberta_dir, data_dir):  # noqa: F811
+def test_winowhy_masked_scores_the_reason_tokens(tiny_roberta_dir, data_dir, task_manager):
     lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=32)
     out = lm_eval.simple_evaluate(
         model=lm,
         tasks=["winowhy"],
-        task_manager=_manager({"pretrained": str(tiny_roberta_dir)}),
+        task_manager=task_manager(**ALL, pretrained=str(tiny_roberta_dir)),
         samples={"winowhy": [0]},
         log_samples=True,
     )
@@ -297,14 +286,14 @@ def test_winowhy_masked_scores_the_reason_tokens(tiny_roberta_dir, data_dir):  #
 
 
 @pytest.mark.slow
-def test_winowhy_seq2seq_request_and_mean(tiny_t5_dir, data_dir):  # noqa: F811
+def test_winowhy_seq2seq_request_and_mean(tiny_t5_dir, data_dir, task_manager):
     from transformers import AutoTokenizer
 
     out = lm_eval.simple_evaluate(
         model="hf",
         model_args=f"pretrained={tiny_t5_dir}",
         tasks=["winowhy"],
-        task_manager=_manager({"pretrained": str(tiny_t5_dir)}),
+        task_manager=task_manager(**ALL, pretrained=str(tiny_t5_dir)),
         samples={"winowhy": [0]},
         device="cpu",
         batch_size=8,
@@ -325,15 +314,15 @@ def test_winowhy_seq2seq_request_and_mean(tiny_t5_dir, data_dir):  # noqa: F811
     )
 
 
-def test_a_model_without_tokenizer_gets_per_byte_with_a_note(data_dir):
+def test_a_model_without_tokenizer_gets_per_byte_with_a_note(data_dir, task_manager):
     from wsc_tasks.harness.chance import ChanceLM
 
-    task = _manager({}).load(["winowhy"])["tasks"]["winowhy"]
+    task = task_manager(**ALL).load(["winowhy"])["tasks"]["winowhy"]
     task.meet_model(ChanceLM(seed=1))  # what lm-eval's evaluate does before building requests
     assert task.headline == "per_byte" and "roc_auc_mean" not in task.aggregation()
     [note] = task.config.metadata["notes"]
     assert note.startswith("headline score per_byte")
     assert "wsc-chance was given no tokenizer" in note
-    task = _manager({"reason_score": "mean"}).load(["winowhy"])["tasks"]["winowhy"]
+    task = task_manager(**ALL, reason_score="mean").load(["winowhy"])["tasks"]["winowhy"]
     with pytest.raises(ScoringError, match="per-token mean needs the model's tokenizer"):
         task.meet_model(ChanceLM(seed=1))

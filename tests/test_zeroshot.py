@@ -10,16 +10,12 @@ import re
 
 import lm_eval
 import pytest
-from lm_eval.tasks import TaskManager
 from test_lm_eval import _recompute
-from test_mlm import tiny_roberta_dir  # noqa: F401  (fixture)
-from test_scoring import tiny_t5_dir  # noqa: F401  (fixture)
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema, count
 from wsc_tasks.data.zeroshot import zero_shot_pair, zero_shot_schemas
 from wsc_tasks.harness import mlm
-from wsc_tasks.paths import include_path
 from wsc_tasks.scoring import families, methods
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
@@ -177,20 +173,13 @@ def test_agreement_with_elazars_zero_shot_file(data_dir):
     assert figures == (182, 177, 172, 172, 172)
 
 
-def _manager(metadata):
-    # only this package's tasks: indexing lm-eval's own thousands would take seconds per run
-    return TaskManager(
-        include_path=str(include_path()), include_defaults=False, metadata={**ALL, **metadata}
-    )
-
-
 @pytest.mark.slow
-def test_causal_suite_through_lm_eval(tiny_gpt2_dir, data_dir):
+def test_causal_suite_through_lm_eval(tiny_gpt2_dir, data_dir, task_manager):
     out = lm_eval.simple_evaluate(
         model="hf",
         model_args=f"pretrained={tiny_gpt2_dir}",
         tasks=["zeroshot_suite"],
-        task_manager=_manager({"scoring": "partial", "headline": "partial"}),
+        task_manager=task_manager(**ALL, scoring="partial", headline="partial"),
         samples={task: list(range(0, 100, 4)) for task in SIZES},  # 25 pairs of each
         device="cpu",
         batch_size=16,
@@ -208,13 +197,13 @@ def test_causal_suite_through_lm_eval(tiny_gpt2_dir, data_dir):
 
 
 @pytest.mark.slow
-def test_masked_lm_one_mask_for_one_token_key_words(tiny_roberta_dir, data_dir):  # noqa: F811
+def test_masked_lm_one_mask_for_one_token_key_words(tiny_roberta_dir, data_dir, task_manager):
     lm = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
     task = "winogrande_zeroshot"
     out = lm_eval.simple_evaluate(
         model=lm,
         tasks=[task],
-        task_manager=_manager({"pretrained": str(tiny_roberta_dir), "scoring": "multi_mask"}),
+        task_manager=task_manager(**ALL, pretrained=str(tiny_roberta_dir), scoring="multi_mask"),
         samples={task: list(range(12))},
         log_samples=True,
     )
@@ -242,13 +231,13 @@ def test_masked_lm_one_mask_for_one_token_key_words(tiny_roberta_dir, data_dir):
 
 
 @pytest.mark.slow
-def test_seq2seq_runs_on_the_zero_shot_form(tiny_t5_dir, data_dir):  # noqa: F811
+def test_seq2seq_runs_on_the_zero_shot_form(tiny_t5_dir, data_dir, task_manager):
     task = "wsc273_zeroshot"
     out = lm_eval.simple_evaluate(
         model="hf",
         model_args=f"pretrained={tiny_t5_dir}",
         tasks=[task],
-        task_manager=_manager({"pretrained": str(tiny_t5_dir), "scoring": "masked_prefix_mean"}),
+        task_manager=task_manager(**ALL, pretrained=str(tiny_t5_dir), scoring="masked_prefix_mean"),
         samples={task: [0, 1, 2]},
         device="cpu",
         batch_size=8,
