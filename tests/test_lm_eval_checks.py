@@ -132,8 +132,10 @@ def test_evaluator_checks_of_lm_evals_test_evaluator(
     notes = first["configs"]["wsc266_associativity"]["metadata"]["notes"]
     first_docs = "the first of" if limit == 1 else f"the first {limit} of"
     assert notes == [
+        f"--limit {limit}: the figures are of the first {limit} documents (schemas), not of the "
+        "whole dataset; do not compare them with a full run",
         "acc_nonassociative_adjusted, schema_acc_nonassociative_adjusted not reported: no "
-        f"non-associative schema in {first_docs} its 130 documents (--limit)"
+        f"non-associative schema in {first_docs} its 130 documents (--limit)",
     ]
 
 

@@ -239,3 +239,14 @@ def test_reports_name_a_local_model_by_its_folder_unless_keep_paths(folders, tmp
         hidden = (tmp_path / "hidden" / name).read_text()
         assert "/home/someone" not in hidden and shown in hidden, name
         assert "/home/someone/models/tok" in (tmp_path / "kept" / name).read_text(), name
+
+
+def test_a_group_without_an_aggregate_is_not_read_as_a_task_without_samples():
+    """``wsc_group`` (2.0) prints no mean of its tasks: lm-eval keeps a row for it in "results"
+    but not in "groups"; before, it was read as a task whose samples file was missing, and every
+    report and leaderboard of a wsc_group run carried a note saying a run had stopped."""
+    run = runs.load_run(RESULTS / "smollm2-135m" / "lm_eval", "smollm2-135m")
+    data = runs.read_results(runs.results_files(RESULTS / "smollm2-135m" / "lm_eval")[-1])
+    assert "wsc_group" in data["results"] and "wsc_group" not in data["groups"]
+    assert "wsc_group" not in run.tasks and len(run.tasks) == 47
+    assert run.notes() == []

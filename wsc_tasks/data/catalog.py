@@ -10,7 +10,9 @@ Each dataset also declares its ``Role``: a full set, a subset, a perturbation or
 baseline of another dataset, another formulation of one, or an adversarial set. The pair datasets
 of the consistency tasks, the report's perturbations, the leaderboard's control columns and the
 audited controls are read from the roles, so a new perturbation is one entry here (with its data
-file's checksum in ``sources.py``, its task YAMLs and a row in ``task_configs/README.md``).
+file's checksum in ``sources.py``, its task YAMLs, their line in the group YAML its role implies,
+e.g. ``wsc266_perturbations.yaml``, and a row in ``task_configs/README.md``; tests check the last
+two).
 """
 
 from __future__ import annotations

@@ -345,7 +345,8 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
         checks += [data[LOGPROB_CHECK]] if isinstance(data.get(LOGPROB_CHECK), dict) else []
         if data.get("config", {}).get("limit") is not None:
             limits.append(float(data["config"]["limit"]))
-        groups = set(data.get("groups", {}))
+        # a group without an aggregate of its own (wsc_group) is in "results" but not "groups"
+        groups = set(data.get("groups", {})) | set(data.get("group_subtasks", {}))
         for task, row in data.get("results", {}).items():
             if task in groups:
                 continue

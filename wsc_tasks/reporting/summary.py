@@ -47,7 +47,7 @@ def markdown(results_file: str | Path, keep_paths: bool = False) -> str:
     """The summary; an absolute model path reads ``<last component>`` unless ``keep_paths``."""
     data = read_results(Path(results_file))
     results = {name: registry.reported(row) for name, row in data["results"].items()}
-    groups = set(data.get("groups", {}))
+    groups = set(data.get("groups", {})) | set(data.get("group_subtasks", {}))
     unfilled = _fill_from_samples(Path(results_file), data, results, groups)
     lines = [
         "| task | " + " | ".join(c.name for c in COLUMNS) + " |",
