@@ -212,11 +212,13 @@ def test_leaderboard_names_each_models_metadata_and_links_its_files(sweep_out):
     [row] = [line for line in text.splitlines() if line.startswith("| smollm2-135m | model |")]
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[:6] == ["smollm2-135m", "model", "hf", "134.5M", "float32 (Q4_1 GGUF)", "main"]
-    assert cells[7] == "2026-11-23" and cells[8].startswith("lm-eval 0.4.13")
-    assert "[results](smollm2-135m/lm_eval/results_2026-11-23T" in cells[-1]
+    [results] = (sweep_out / "smollm2-135m" / "lm_eval").glob("results_*.json")
+    day = results.name.removeprefix("results_")[:10]  # lm-eval names it by the run's start
+    assert cells[7] == day and cells[8].startswith("lm-eval 0.4.13")
+    assert f"[results](smollm2-135m/lm_eval/results_{day}T" in cells[-1]
     assert "[samples](smollm2-135m/lm_eval/)" in cells[-1]
     html_page = page.read_text(encoding="utf-8")
-    assert '<a href="smollm2-135m/lm_eval/results_2026-11-23T' in html_page
+    assert f'<a href="smollm2-135m/lm_eval/results_{day}T' in html_page
     chance = "| chance | chance model"
     [chance_row] = [line for line in text.splitlines() if line.startswith(chance)]
     assert "| wsc-chance | – | – |" in chance_row  # no weights: no parameters, no precision
