@@ -670,3 +670,13 @@ def test_counts_print_as_integers_and_the_rest_as_lm_eval_prints_it():
     for metric in ("acc", "schema_acc"):
         assert _row(ours, metric) == _row(theirs, metric)
     assert patches.integer_counts("|not|a|table|") == "|not|a|table|"
+
+
+def test_a_count_lm_eval_prints_without_decimals_loses_its_stderr_column_too():
+    """lm-eval prints some counts as ``5`` (n_pairs of wsc266_associativity), others as
+    ``266.0000``; before, only the second lost its ``± N/A``."""
+    line = "|wsc266_associativity|      1|none  |     0|n_pairs|   |    5|±  |   N/A|"
+    [row] = patches.integer_counts(line).splitlines()
+    cells = row.split("|")
+    assert cells[7].strip() == "5" and not cells[8].strip() and not cells[9].strip()
+    assert len(row) == len(line)

@@ -250,3 +250,54 @@ def test_a_group_without_an_aggregate_is_not_read_as_a_task_without_samples():
     assert "wsc_group" in data["results"] and "wsc_group" not in data["groups"]
     assert "wsc_group" not in run.tasks and len(run.tasks) == 47
     assert run.notes() == []
+
+
+def test_a_samples_file_cut_mid_line_is_set_aside_with_a_note(folders, tmp_path):
+    """What a run killed while writing leaves: the last line cut. Before, the report stopped with
+    'not a JSON line' and wrote nothing."""
+
+    def edit(path: Path, text: str) -> str:
+        if path.name.startswith("samples_wsc266_switched_2"):
+            return text[: len(text) // 2]  # mid-line
+        return text
+
+    copy = _copy(folders[0], tmp_path / "copy", edit)
+    run = runs.load_run(copy, "cut")
+    assert "wsc266_switched" not in run.tasks and "wsc266" in run.tasks
+    assert "ends in an incomplete line" in run.incomplete["wsc266_switched"]
+    assert report.main([str(copy), "--iters", "50", "--out", str(tmp_path / "r")]) == 0
+    for name in ("report.md", "report.html"):
+        assert (
+            "cut, wsc266_switched: samples file samples_wsc266_switched_"
+            in (tmp_path / "r" / name).read_text()
+        ), name
+
+
+def test_a_perturbation_none_of_whose_originals_was_evaluated_says_why_it_has_no_row(
+    folders, tmp_path
+):
+    """--limit: the first documents of wsc266_switched need not be made from the first ones of
+    wsc266; before, the task dropped out of the perturbation table with a warning only."""
+    from wsc_tasks.data.pairing import pair_schemas
+    from wsc_tasks.reporting.estimates import Estimates
+    from wsc_tasks.reporting.sections import Context, perturbations
+
+    run = runs.load_run(folders[0], "limited")
+    del run.tasks["wsc266_switched_consistency"]  # the pairs come from matching the two tasks
+    for name, (start, stop, total) in {
+        "wsc266": (-3, None, 133),
+        "wsc266_switched": (0, 3, 70),
+    }.items():
+        task = run.tasks[name]  # as if run with --limit: some documents of each
+        task.docs = task.docs[start:stop]
+        task.values = {k: v[start:stop] for k, v in task.values.items()}
+        task.scored = (3, total)
+    original, perturbed = run.tasks["wsc266"], run.tasks["wsc266_switched"]
+    assert pair_schemas(original.schemas(), perturbed.schemas(), True, some_originals=True) == []
+    section = perturbations.build(Context([run], Estimates(50, 0)))
+    assert not any(row[1] == "switched" for t in section.tables for row in t.rows)
+    assert section.notes == [
+        "limited: none of the wsc266_switched schemas evaluated was made from the wsc266 schemas "
+        "evaluated (a run of the first documents of each, --limit), so it has no row in the "
+        "perturbation table"
+    ]
