@@ -268,7 +268,7 @@ def test_a_samples_file_cut_mid_line_is_set_aside_with_a_note(folders, tmp_path)
     assert report.main([str(copy), "--iters", "50", "--out", str(tmp_path / "r")]) == 0
     for name in ("report.md", "report.html"):
         assert (
-            "cut, wsc266_switched: samples file samples_wsc266_switched_"
+            "copy, wsc266_switched: samples file samples_wsc266_switched_"
             in (tmp_path / "r" / name).read_text()
         ), name
 
