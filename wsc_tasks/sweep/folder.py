@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from wsc_tasks.harness import versions as task_versions
-from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS, hide_model_paths
+from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS, hide_model_paths, read_done
 from wsc_tasks.sweep.models import ModelSpec
 from wsc_tasks.sweep.options import SweepOptions
 
@@ -60,14 +60,6 @@ def request(spec: ModelSpec, options: SweepOptions) -> dict[str, Any]:
 class Status:
     state: str  # done, failed, stale (done for another request or model), pending
     why: str = ""
-
-
-def read_done(folder: Path) -> dict[str, Any] | None:
-    try:
-        found = json.loads((folder / SWEEP_DONE).read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return None
-    return found if isinstance(found, dict) else None
 
 
 def recorded_versions(folder: Path) -> dict[str, Any]:
