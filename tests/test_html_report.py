@@ -262,6 +262,32 @@ def _page_width(driver) -> tuple[int, int, int]:
     return tuple(driver.execute_script(f"return {js}") for js in found)
 
 
+def _sorts(driver, table: str, column: int, rows: int) -> None:
+    """A click on the column's header sorts the table's ``rows`` rows up by it, a second down."""
+    from selenium.webdriver.common.by import By
+
+    head = driver.find_elements(By.CSS_SELECTOR, f"#{table} thead th")[column]
+    head.click()
+    values = [float(v.split()[0]) for v in _column(driver, table, column)]
+    assert values == sorted(values) and len(values) == rows
+    head.click()
+    values = [float(v.split()[0]) for v in _column(driver, table, column)]
+    assert values == sorted(values, reverse=True)
+
+
+def _at_400_px(driver, page: Path, shot: Path) -> None:
+    """At 400 px the page never scrolls sideways: wide tables scroll in their own box."""
+    from selenium.webdriver.common.by import By
+
+    driver.set_window_size(400, 900)
+    driver.get(page.as_uri())
+    width, visible, window = _page_width(driver)
+    assert width <= visible and window == 400
+    boxes = driver.find_elements(By.CSS_SELECTOR, "div.scroll")
+    assert boxes and all(b.size["width"] <= 400 for b in boxes)
+    assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+
+
 def test_report_html_in_chromium(built):
     from selenium.webdriver.common.by import By
 
@@ -289,12 +315,7 @@ def test_report_html_in_chromium(built):
         column = names.index("a")
         tip = heads[column].find_element(By.TAG_NAME, "abbr").get_attribute("title")
         assert tip == "share of problems answered correctly"
-        heads[column].click()
-        values = [float(v.split()[0]) for v in _column(driver, "table-overview", column)]
-        assert values == sorted(values) and len(values) == 4  # 2 models × 2 accuracy tasks
-        heads[column].click()
-        values = [float(v.split()[0]) for v in _column(driver, "table-overview", column)]
-        assert values == sorted(values, reverse=True)
+        _sorts(driver, "table-overview", column, 4)  # 2 models × 2 accuracy tasks
         box = driver.find_element(By.CSS_SELECTOR, 'input[data-table="table-overview"]')
         box.send_keys("chance")
         assert set(_column(driver, "table-overview", names.index("model"))) == {"chance"}
@@ -302,14 +323,7 @@ def test_report_html_in_chromium(built):
         assert figures and all(f.size["width"] > 300 for f in figures)
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert errors == []
-        driver.set_window_size(400, 900)
-        driver.get((built / "report.html").as_uri())
-        width, visible, window = _page_width(driver)
-        assert width <= visible and window == 400  # wide tables scroll in their box, not the page
-        boxes = driver.find_elements(By.CSS_SELECTOR, "div.scroll")
-        assert boxes and all(b.size["width"] <= 400 for b in boxes)
-        shot = shots / "report_html_400.png"
-        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        _at_400_px(driver, built / "report.html", shots / "report_html_400.png")
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
@@ -356,21 +370,9 @@ def test_leaderboard_html_in_chromium(sweep_out):
         table = "table-leaderboard_consistency"
         heads = driver.find_elements(By.CSS_SELECTOR, f"#{table} thead th")
         column = [h.text for h in heads].index("C wsc266_switched")
-        heads[column].click()
-        values = [float(v.split()[0]) for v in _column(driver, table, column)]
-        assert values == sorted(values) and len(values) == 2
-        heads[column].click()
-        values = [float(v.split()[0]) for v in _column(driver, table, column)]
-        assert values == sorted(values, reverse=True)
+        _sorts(driver, table, column, 2)
         assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
-        driver.set_window_size(400, 900)
-        driver.get((sweep_out / "leaderboard.html").as_uri())
-        width, visible, window = _page_width(driver)
-        assert width <= visible and window == 400
-        boxes = driver.find_elements(By.CSS_SELECTOR, "div.scroll")
-        assert boxes and all(b.size["width"] <= 400 for b in boxes)
-        shot = shots / "leaderboard_html_400.png"
-        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        _at_400_px(driver, sweep_out / "leaderboard.html", shots / "leaderboard_html_400.png")
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
