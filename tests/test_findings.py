@@ -165,9 +165,9 @@ def test_perturbations_every_one_tested_and_no_superlative_without_a_difference(
         "on `p1`, switched (ΔA = -0.100 [-0.190, -0.030]; p = .004, Holm-adjusted over the 3 "
         "perturbations .01); no change distinguishable on `p2`, adjectival (ΔA = +0.010 "
         "[-0.090, +0.120]; p = .9, Holm-adjusted over the 3 perturbations > .9) and `p3`, "
-        "unbalanced (ΔA = -0.020 [-0.080, +0.050]; p = .5, Holm-adjusted over the 3 perturbations > .9); lowest schema "
-        "consistency (point estimate) `p2`, adjectival (C = 0.586 [0.480, 0.690]), not "
-        "distinguishable from `p1`, switched (C = 0.600 [0.490, 0.710]) and `p3`, unbalanced "
+        "unbalanced (ΔA = -0.020 [-0.080, +0.050]; p = .5, Holm-adjusted over the 3 "
+        "perturbations > .9); lowest schema consistency (point estimate) `p2`, adjectival "
+        "(C = 0.586 [0.480, 0.690]), not distinguishable from `p1`, switched (C = 0.600 [0.490, 0.710]) and `p3`, unbalanced "
         "(C = 0.617 [0.530, 0.700])."
     )
     clear = [
