@@ -167,8 +167,8 @@ def test_perturbations_every_one_tested_and_no_superlative_without_a_difference(
         "[-0.090, +0.120]; p = .9, Holm-adjusted over the 3 perturbations > .9) and `p3`, "
         "unbalanced (ΔA = -0.020 [-0.080, +0.050]; p = .5, Holm-adjusted over the 3 "
         "perturbations > .9); lowest schema consistency (point estimate) `p2`, adjectival "
-        "(C = 0.586 [0.480, 0.690]), not distinguishable from `p1`, switched (C = 0.600 [0.490, 0.710]) and `p3`, unbalanced "
-        "(C = 0.617 [0.530, 0.700])."
+        "(C = 0.586 [0.480, 0.690]), not distinguishable from `p1`, switched "
+        "(C = 0.600 [0.490, 0.710]) and `p3`, unbalanced (C = 0.617 [0.530, 0.700])."
     )
     clear = [
         Perturbation("p1", "switched", est(0.40, 0.33, 0.47, stderr=0.03)),
