@@ -324,7 +324,7 @@ def table(sims: int = SIMS, iters: int = ITERS) -> tuple[Row, ...]:
     return tuple(simulate(sims, iters))
 
 
-def _percent(value: float | None) -> str:
+def percent(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
 
@@ -337,16 +337,16 @@ def lines(rows: Sequence[Row], sims: int = SIMS) -> list[str]:
     ]
     for r in rows:
         out.append(
-            f"| {r.claim} | {r.family} | {_percent(r.before)} | {_percent(r.now)} | "
-            f"{_percent(r.power_before)} | {_percent(r.power)} |"
+            f"| {r.claim} | {r.family} | {percent(r.before)} | {percent(r.now)} | "
+            f"{percent(r.power_before)} | {percent(r.power)} |"
         )
     return out
 
 
 def sentence(rows: Sequence[Row]) -> str:
     """The table in one sentence, for the glossary."""
-    parts = [f"{r.claim} {_percent(r.now)} (before: {_percent(r.before)})" for r in rows]
-    power = [f"{r.claim.split(':')[0]} {_percent(r.power)}" for r in rows if r.power is not None]
+    parts = [f"{r.claim} {percent(r.now)} (before: {percent(r.before)})" for r in rows]
+    power = [f"{r.claim.split(':')[0]} {percent(r.power)}" for r in rows if r.power is not None]
     return (
         f"False claims of models with no effect, simulated on the datasets' schemas "
         f"({SIMS:,} models per claim, R = {ITERS:,}): {'; '.join(parts)}. Power against a true "

@@ -124,6 +124,31 @@ def text(models: list[tuple[findings.Model, str]]) -> str:
     return "\n".join([*lines, HOW_TO_READ])
 
 
+BEGIN = "<!-- the findings of report/report.md, written by wsc-tasks report --readme -->"
+END = "<!-- end of the findings -->"
+TITLE = "## Findings: what the numbers say, per model"
+
+
+def block(report_md: str) -> str:
+    """The findings of a written ``report.md``: its findings section's text, from the overview
+    to how to read it (the tables after it aside)."""
+    if TITLE not in report_md:
+        raise ValueError(f"report.md has no section {TITLE!r}: was it run on a ranking task?")
+    text = report_md.split(TITLE, 1)[1]
+    end = text.index(HOW_TO_READ) + len(HOW_TO_READ)
+    return text[:end].strip()
+
+
+def splice(readme: str, report_md: str, where: str = "README") -> str:
+    """``readme`` with the text between its ``BEGIN`` and ``END`` lines replaced by the
+    findings of ``report_md``: prose about the figures that no rule wrote cannot drift."""
+    if BEGIN not in readme or END not in readme:
+        raise ValueError(f"{where}: add the lines {BEGIN} and {END} where the findings go")
+    head, rest = readme.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    return f"{head}{BEGIN}\n\n{block(report_md)}\n\n{END}{tail}"
+
+
 def build(context: Context) -> Section:
     section = Section("Findings: what the numbers say, per model")
     section.notes = [note for run in context.runs for note in run.notes()]
