@@ -543,13 +543,11 @@ def brief(model: Model, found: Test | None = None) -> str:
     parts = [against_chance("A", found, _models(found.family))]
     if ranking.a is not None:
         kept = survives(ranking.a, found)
-        if kept is None:
-            said = "not above chance"
-        elif kept:
-            said = "above chance, and it survives the schema score"
-        else:
-            said = "above chance, but it does not survive the schema score"
-        parts.append(f"a = {interval(ranking.a)}, {said}")
+        said = ""
+        if kept is not None:
+            said = ", and it" if kept else ", but it does not"
+            said += " survive" + ("s" if kept else "") + " the schema score"
+        parts.append(against_chance("a", ranking.a) + said)
     if model.controls:
         above = controls_above(model)
         total = len(model.controls)
