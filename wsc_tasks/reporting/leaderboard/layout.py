@@ -169,7 +169,9 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
         "leaderboard_controls",
         "Control baselines: problem accuracy a without what a reader needs to resolve the pronoun "
         "(the candidates removed, or only the clause around it kept); a model that reads the "
-        "sentence should be at chance (0.5), above chance an artifact can explain its score",
+        "sentence is expected not to be above chance (0.5); one above chance (Holm over the "
+        "model's controls) has an artifact that can explain part of its score on the dataset "
+        "the control was made from, where that score is above chance",
         ["model", *[f"a {c}" for c in controls]],
     )
     perturbations = sorted({name for e in everyone for name in e.consistency})
