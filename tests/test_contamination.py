@@ -5,7 +5,9 @@ published order while the same model untouched (and other random ones) is not.""
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 from pathlib import Path
 
 import lm_eval
@@ -14,10 +16,13 @@ import pytest
 import tiny_models
 import torch
 
+from wsc_tasks.cli import main as cli
 from wsc_tasks.data import canonical, catalog
 from wsc_tasks.harness.contamination import ContaminationTask
 from wsc_tasks.metrics import contamination, registry
 from wsc_tasks.metrics.registry import Key, TaskKind
+from wsc_tasks.reporting import findings, leaderboard, report, runs
+from wsc_tasks.reporting.sections import contamination as contamination_section
 
 # the CI check: the first LIMIT shards of WSC273 cut in SHARDS, PERMUTATIONS shuffles each
 SHARDS, LIMIT, PERMUTATIONS = 34, 12, 5
@@ -165,29 +170,35 @@ def fine_tune(source: Path, folder: Path, text: str, steps: int = 60, lr: float 
     return folder
 
 
-def check(model_dir: Path, task_manager) -> dict:
-    out = lm_eval.simple_evaluate(
-        model="hf",
-        model_args=f"pretrained={model_dir}",
-        tasks=["wsc273_contamination"],
-        task_manager=task_manager(shards=SHARDS, permutations=PERMUTATIONS),
-        limit=LIMIT,
-        device="cpu",
-    )
-    return out["results"]["wsc273_contamination"]
+def run(model_dir: Path, folder: Path) -> Path:
+    """``wsc-tasks run`` of the check on ``model_dir``, its results and samples in ``folder``."""
+    metadata = json.dumps({"shards": SHARDS, "permutations": PERMUTATIONS})
+    argv = ["run", "--model", "hf", "--model_args", f"pretrained={model_dir}", "--device", "cpu"]
+    argv += ["--tasks", "wsc273_contamination", "--limit", str(LIMIT), "--metadata", metadata]
+    cli([*argv, "--log_samples", "--output_path", str(folder)])
+    return folder
+
+
+def figures(folder: Path) -> dict:
+    return runs.load_run(folder).tasks["wsc273_contamination"].row
 
 
 @pytest.fixture(scope="module")
-def untouched(tmp_path_factory, texts, one_thread) -> Path:
-    return tiny_models.llama(tmp_path_factory.mktemp("untouched"), texts, seed=1)
+def models(tmp_path_factory, texts, one_thread) -> dict[str, Path]:
+    """The check's outputs on a random Llama and on the same model fine-tuned on WSC273's
+    published order (the first LIMIT shards' schemas)."""
+    untouched = tiny_models.llama(tmp_path_factory.mktemp("untouched"), texts, seed=1)
+    tuned = fine_tune(untouched, tmp_path_factory.mktemp("tuned"), published_prefix())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "argv", list(sys.argv))
+        return {
+            "untouched": run(untouched, tmp_path_factory.mktemp("untouched-run")),
+            "fine-tuned": run(tuned, tmp_path_factory.mktemp("tuned-run")),
+        }
 
 
-def test_fine_tuned_model_is_flagged_and_untouched_is_not(
-    untouched, tmp_path, task_manager, one_thread
-):
-    before = check(untouched, task_manager)
-    tuned = fine_tune(untouched, tmp_path / "tuned", published_prefix())
-    after = check(tuned, task_manager)
+def test_fine_tuned_model_is_flagged_and_untouched_is_not(models):
+    before, after = figures(models["untouched"]), figures(models["fine-tuned"])
     for name, r in (("untouched", before), ("fine-tuned", after)):
         print(
             f"{name}: p = {r['contamination_p,none']:.3g}, effect "
@@ -202,10 +213,83 @@ def test_fine_tuned_model_is_flagged_and_untouched_is_not(
     assert before["contamination_effect_low,none"] <= 0 <= before["contamination_effect_high,none"]
 
 
+def test_report_leaderboard_and_findings_say_it(models, tmp_path):
+    loaded = [runs.load_run(models[name], label=name) for name in ("untouched", "fine-tuned")]
+    checks = {run.label: contamination_section.checks(run) for run in loaded}
+    # the samples give lm-eval's figures
+    for run in loaded:
+        row = run.tasks["wsc273_contamination"].row
+        assert checks[run.label][0].p == pytest.approx(row["contamination_p,none"])
+    untouched = findings.Model("untouched", contamination=checks["untouched"])
+    tuned = findings.Model("fine-tuned", contamination=checks["fine-tuned"])
+    assert findings.contamination(untouched)[0].startswith(
+        "No evidence of contamination on `wsc273_schemas` (p = "
+    )
+    said = findings.contamination(tuned)[0]
+    assert said.startswith("On `wsc273_schemas` the canonical order is more likely than shuffles")
+    assert "likely contaminated" in findings.brief(tuned)
+    # the report: its section and the findings' sentence
+    assert report.main([f"untouched={models['untouched']}", f"tuned={models['fine-tuned']}",
+                        "--iters", "200", "--out", str(tmp_path / "report")]) == 0  # fmt: skip
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "Has the model seen the test?" in text
+    assert "the canonical order is more likely than shuffles" in text
+    assert "No evidence of contamination on `wsc273_schemas`" in text
+    table = (tmp_path / "report" / "tables" / "contamination.csv").read_text()
+    assert table.count("wsc273_schemas") == 2
+    # the leaderboard: its table and its CSV columns
+    board = leaderboard.Board("wsc266", 200, 1)
+    entries = [board.entry(run, tmp_path, {}) for run in loaded]
+    shown = leaderboard.contamination_table(entries)
+    assert [row[0] for row in shown.rows] == ["untouched", "fine-tuned"]
+    frame = leaderboard.contamination_columns(entries)
+    assert frame["contamination p wsc273_schemas"].tolist() == pytest.approx(
+        [c[0].p for c in checks.values()]
+    )
+
+
 @pytest.mark.parametrize("seed", [2, 3])
 def test_untouched_random_models_are_not_flagged(seed, tmp_path, texts, task_manager, one_thread):
     """Other random initialisations: no order is special to them (the simulation above measures
     the rate; these check that real models' shard differences behave as simulated)."""
-    r = check(tiny_models.llama(tmp_path, texts, seed=seed), task_manager)
-    print(f"random llama seed {seed}: p = {r['contamination_p,none']:.3g}")
-    assert r["contamination_p,none"] >= ALPHA
+    out = lm_eval.simple_evaluate(
+        model="hf",
+        model_args=f"pretrained={tiny_models.llama(tmp_path, texts, seed=seed)}",
+        tasks=["wsc273_contamination"],
+        task_manager=task_manager(shards=SHARDS, permutations=PERMUTATIONS),
+        limit=LIMIT,
+        device="cpu",
+    )
+    p = out["results"]["wsc273_contamination"]["contamination_p,none"]
+    print(f"random llama seed {seed}: p = {p:.3g}")
+    assert p >= ALPHA
+
+
+def test_contamination_sentences_by_the_findings_rule():
+    def file(dataset: str, p: float) -> findings.Contamination:
+        return findings.Contamination(f"{dataset}_x", dataset, p, 0.01, 0.002, 0.018, 16)
+
+    # Holm over 3 files: .01 × 3 = .03 < .05 flagged; .02 × 2 = .04 flagged; .4 not
+    model = findings.Model("m", contamination=(file("a", 0.02), file("b", 0.4), file("c", 0.01)))
+    assert findings.holm([0.02, 0.4, 0.01]) == pytest.approx([0.04, 0.4, 0.03])
+    said = findings.contamination(model)
+    assert said[0] == (
+        "On `a` the canonical order is more likely than shuffles: p = .02 (Holm over the 3 files "
+        "checked: p = .04); +0.0100 nats/token [+0.0020, +0.0180], 16 shards. The model has "
+        "probably seen this file in this order: its scores on it, and on the tasks made from it, "
+        "may be memory rather than reasoning."
+    )
+    assert said[1].startswith("On `c` the canonical order is more likely than shuffles: p = .01")
+    assert said[2] == (
+        "No evidence of contamination on `b` (p = .4): the published order is no more likely "
+        "than shuffles (this does not show the files unseen)."
+    )
+    # .03 alone is flagged; beside three others at .5 its Holm p is .12: no evidence
+    assert findings.contamination(findings.Model("m", contamination=(file("a", 0.03),)))[
+        0
+    ].startswith("On `a`")
+    four = (file("a", 0.03), *(file(x, 0.5) for x in "bcd"))
+    assert findings.contamination(findings.Model("m", contamination=four))[0].startswith(
+        "No evidence of contamination on `a` (p = .03), `b`"
+    )
+    assert findings.contamination(findings.Model("m")) == []

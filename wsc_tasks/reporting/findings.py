@@ -28,6 +28,15 @@ The rules:
   consistency C (1 − C of the schemas change how many of their problems are right) and the largest
   drop in A (perturbed minus the same original schemas, paired), called lower or higher when its
   two-sided p is below 0.05 and not significant otherwise.
+- **Contamination** (the sharded exchangeability test of Oren et al. 2024 on each published file
+  the model was checked on, ``metrics.contamination``). The files checked form one family ("has
+  the model seen any of them?"), tested with Holm's step-down correction at 0.05: a file whose
+  Holm-adjusted p is below 0.05 gets *the canonical order is more likely than shuffles: p = …*
+  (the one-sided p of the sharded t-test and its Holm-adjusted value, the effect in nats per token
+  with its 95% interval): the model has probably seen that file in that order, and its scores on
+  the file and on every task made from it may be memory. Otherwise one sentence for all: *no
+  evidence of contamination* (their p-values) — which does not show the files unseen, only that
+  the published order is not detectably preferred.
 - **Reid250 and Winogrande.** a and A on `reid250` and on `winogrande_dev` against chance, a line
   each.
 - **Chance models** (random log-likelihoods) are the calibration check, not models: A on the
@@ -36,7 +45,8 @@ The rules:
   count on how many it does.
 - **In one sentence** (a leaderboard row, ``brief``): the headline; a, and whether it survives
   the schema score by the rule above; how many control baselines are above chance, and so
-  whether an artifact can explain part of the score.
+  whether an artifact can explain part of the score; where the contamination check ran, whether
+  a published file is flagged by the contamination rule above.
 - **Over all models.** How many models (chance models aside) are above chance on A of the ranking
   task, and which.
 """
@@ -83,6 +93,20 @@ class Perturbation:
 
 
 @dataclass(frozen=True)
+class Contamination:
+    """The contamination check on one published file: the sharded test's one-sided p and effect
+    (published minus mean shuffled log-likelihood, nats per token) with its 95% interval."""
+
+    task: str
+    dataset: str
+    p: float
+    effect: float
+    low: float
+    high: float
+    shards: int
+
+
+@dataclass(frozen=True)
 class Model:
     """Everything the findings of one model need (any part may be missing)."""
 
@@ -96,6 +120,7 @@ class Model:
     reid250: Accuracy | None = None
     winogrande: Accuracy | None = None
     tasks: Sequence[Accuracy] = ()  # every task: a chance model's calibration
+    contamination: Sequence[Contamination] = ()  # the contamination check, per published file
 
 
 # -- the pieces of a sentence ---------------------------------------------------------------------
@@ -291,6 +316,63 @@ def calibration(model: Model) -> list[str]:
     return out
 
 
+def holm(ps: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given (NaN stays NaN, tested last)."""
+    order = sorted(range(len(ps)), key=lambda i: (math.isnan(ps[i]), ps[i]))
+    m = sum(not math.isnan(p) for p in ps)
+    adjusted, running = [math.nan] * len(ps), 0.0
+    for rank, i in enumerate(order):
+        if math.isnan(ps[i]):
+            continue
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def contaminated(model: Model) -> list[tuple[Contamination, float]]:
+    """The files whose Holm-adjusted p is below ``ALPHA``, each with that adjusted p."""
+    checks = list(model.contamination)
+    adjusted = holm([c.p for c in checks])
+    return [(c, q) for c, q in zip(checks, adjusted, strict=True) if q < ALPHA]
+
+
+def _p(p: float) -> str:
+    """``p = .04``, ``p < .001``."""
+    text = format_p(p)
+    return f"p {text}" if text[0] in "<>" else f"p = {text}"
+
+
+def _effect(check: Contamination) -> str:
+    return f"{check.effect:+.4f} nats/token [{check.low:+.4f}, {check.high:+.4f}]"
+
+
+def contamination(model: Model) -> list[str]:
+    """The contamination rule of the module docstring: a sentence per file flagged, or one
+    saying there is no evidence."""
+    checks = list(model.contamination)
+    if not checks:
+        return []
+    flagged = contaminated(model)
+    family = f"Holm over the {len(checks)} files checked" if len(checks) > 1 else ""
+    out = []
+    for check, q in flagged:
+        adjusted = f" ({family}: {_p(q)})" if family else ""
+        out.append(
+            f"On `{check.dataset}` the canonical order is more likely than shuffles: "
+            f"{_p(check.p)}{adjusted}; {_effect(check)}, {check.shards} shards. The "
+            "model has probably seen this file in this order: its scores on it, and on the tasks "
+            "made from it, may be memory rather than reasoning."
+        )
+    rest = [c for c in checks if c not in {f for f, _ in flagged}]
+    if rest:
+        listed = _join([f"`{c.dataset}` ({_p(c.p)})" for c in rest])
+        out.append(
+            f"No evidence of contamination on {listed}: the published order is no more likely "
+            "than shuffles (this does not show the files unseen)."
+        )
+    return out
+
+
 def sentences(model: Model) -> list[str]:
     """The findings of one model, in the order of the rules."""
     out = []
@@ -306,6 +388,7 @@ def sentences(model: Model) -> list[str]:
         survival(model),
         *controls(model),
         perturbations(model),
+        *contamination(model),
         one_line("Reid250, adversarial schemas", model.reid250),
         one_line("Winogrande", model.winogrande),
     ]
@@ -319,7 +402,8 @@ def brief(model: Model) -> str:
     limit = f"(--limit {model.limit:g}) " if model.limit is not None else ""
     found = model.ranking
     if found is None or found.schema is None:
-        return f"{limit}no samples of the ranking task to say it from."
+        checked = f"; {contamination_brief(model)}" if model.contamination else ""
+        return f"{limit}no samples of the ranking task to say it from{checked}."
     parts = [against_chance("A", found.schema)]
     if model.chance_model:
         expected = "as expected" if verdict(found.schema) == AT else "expected about one run in ten"
@@ -344,7 +428,18 @@ def brief(model: Model) -> str:
             )
         else:
             parts.append(f"at or below chance on all {total} control baselines")
+    if model.contamination:
+        parts.append(contamination_brief(model))
     return limit + "; ".join(parts) + "."
+
+
+def contamination_brief(model: Model) -> str:
+    """The contamination rule in a clause, for ``brief``."""
+    flagged = contaminated(model)
+    if flagged:
+        files = _join([f"`{c.dataset}` ({_p(c.p)})" for c, _ in flagged])
+        return f"the canonical order is more likely than shuffles on {files}: likely contaminated"
+    return f"no evidence of contamination on {len(model.contamination)} published file(s)"
 
 
 def overview(models: Sequence[Model]) -> str:

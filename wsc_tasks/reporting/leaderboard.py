@@ -34,6 +34,7 @@ from wsc_tasks.paths import CHANCE_MODEL, SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS
 from wsc_tasks.reporting import findings, html_report
 from wsc_tasks.reporting.estimates import chance
 from wsc_tasks.reporting.runs import Run, RunError, load_run
+from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import (
     Delta,
     Interval,
@@ -172,6 +173,7 @@ class Board:
             limit=entry.run.limit,
             ranking=ranking if entry.A or entry.a else None,
             controls=tuple(controls),
+            contamination=contamination_check.checks(entry.run),
         )
 
 
@@ -284,10 +286,12 @@ class Tables:
     models: Table
     matrix: Table
     status: Table
+    contamination: Table = field(default_factory=lambda: contamination_table([]))
 
     def shown(self) -> list[Table]:
         """The tables with rows, in reading order (the matrix only for two or more models)."""
-        out = [self.ranking, self.chance_models, self.controls, self.consistency, self.models]
+        out = [self.ranking, self.chance_models, self.controls, self.consistency]
+        out += [self.contamination, self.models]
         out += [self.matrix] if len(self.matrix.rows) > 1 else []
         return [t for t in [*out, self.status] if t.rows]
 
@@ -372,7 +376,33 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
             *[None if other is entry else board.paired(entry.run, other.run) for other in everyone],
         ])  # fmt: skip
     status = Table("leaderboard_status", "Models without a result", ["model", "status"])
-    return Tables(ranking, chance_models, control_table, consistency_table, models, matrix, status)
+    return Tables(ranking, chance_models, control_table, consistency_table, models, matrix, status,
+                  contamination_table(everyone))  # fmt: skip
+
+
+def contamination_table(entries: Sequence[Entry]) -> Table:
+    """The contamination check of every model that ran it: one row per model and published file
+    (``sections.contamination``: the report's table, with the same figures)."""
+    found = contamination_check.table(
+        [row for entry in entries for row in contamination_check.rows(entry.run)]
+    )
+    found.name = "leaderboard_contamination"
+    return found
+
+
+def contamination_columns(entries: Sequence[Entry]) -> pd.DataFrame:
+    """The contamination figures as numbers, one row per model, for the CSV."""
+    records = []
+    for entry in entries:
+        record: dict[str, Any] = {"model": entry.label}
+        for _, _, found, adjusted in contamination_check.rows(entry.run):
+            d = found.dataset
+            record |= {f"contamination p {d}": found.p, f"contamination Holm p {d}": adjusted,
+                       f"contamination effect {d}": found.effect,
+                       f"contamination effect {d} low": found.low,
+                       f"contamination effect {d} high": found.high}  # fmt: skip
+        records.append(record)
+    return pd.DataFrame.from_records(records)
 
 
 # -- the page --------------------------------------------------------------------------------------
@@ -489,6 +519,9 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
         if table.rows:
             extra = numeric(table).drop(columns=[COST], errors="ignore")
             frame = frame.merge(extra, on="model", how="left")
+    checked = contamination_columns(board.entries)
+    if len(checked.columns) > 1:
+        frame = frame.merge(checked, on="model", how="left")
     said = dict(board.findings)
     frame["finding"] = [said.get(str(m), "") for m in frame["model"]]
     notes = {e.label: "; ".join(e.run.notes()) for e in board.entries}
