@@ -95,7 +95,7 @@ def rows(run: Run) -> list[tuple[str, TaskRun, findings.Contamination, float]]:
 
 
 def build(context: Context) -> Section:
-    section = Section("Has the model seen the test? The contamination check")
+    section = Section("Has the model seen the test? The contamination check (Oren et al. 2024)")
     found = [row for run in context.runs for row in rows(run)]
     if not found:
         section.skipped = (
