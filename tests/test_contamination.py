@@ -19,7 +19,7 @@ import torch
 from wsc_tasks.cli import main as cli
 from wsc_tasks.data import canonical, catalog
 from wsc_tasks.harness.contamination import ContaminationTask
-from wsc_tasks.metrics import contamination, registry
+from wsc_tasks.metrics import contamination, multiple, registry
 from wsc_tasks.metrics.registry import Key, TaskKind
 from wsc_tasks.reporting import findings, leaderboard, report, runs
 from wsc_tasks.reporting.sections import contamination as contamination_section
@@ -266,30 +266,34 @@ def test_untouched_random_models_are_not_flagged(seed, tmp_path, texts, task_man
 
 
 def test_contamination_sentences_by_the_findings_rule():
-    def file(dataset: str, p: float) -> findings.Contamination:
-        return findings.Contamination(f"{dataset}_x", dataset, p, 0.01, 0.002, 0.018, 16)
+    def file(dataset: str, p: float, low: float = 0.002) -> findings.Contamination:
+        return findings.Contamination(f"{dataset}_x", dataset, p, 0.01, low, 0.018, 16)
 
-    # Holm over 3 files: .01 × 3 = .03 < .05 flagged; .02 × 2 = .04 flagged; .4 not
-    model = findings.Model("m", contamination=(file("a", 0.02), file("b", 0.4), file("c", 0.01)))
-    assert findings.holm([0.02, 0.4, 0.01]) == pytest.approx([0.04, 0.4, 0.03])
+    # one-sided .005, .2, .002 are two-sided .01, .4, .004; Holm over 3: .02, .4, .012
+    model = findings.Model("m", contamination=(file("a", 0.005), file("b", 0.2), file("c", 0.002)))
+    assert multiple.holm([c.two_sided for c in model.contamination]) == pytest.approx(
+        [0.02, 0.4, 0.012]
+    )
     said = findings.contamination(model)
     assert said[0] == (
-        "On `a` the canonical order is more likely than shuffles: p = .02 (Holm over the 3 files "
-        "checked: p = .04); +0.0100 nats/token [+0.0020, +0.0180], 16 shards. The model has "
+        "On `a` the canonical order is more likely than shuffles: p = .01 (Holm over the 3 files "
+        "checked: p = .02); +0.0100 nats/token [+0.0020, +0.0180], 16 shards. The model has "
         "probably seen this file in this order: its scores on it, and on the tasks made from it, "
         "may be memory rather than reasoning."
     )
-    assert said[1].startswith("On `c` the canonical order is more likely than shuffles: p = .01")
+    assert said[1].startswith("On `c` the canonical order is more likely than shuffles: p = .004")
     assert said[2] == (
-        "No evidence of contamination on `b` (p = .4): the published order is no more likely "
-        "than shuffles (this does not show the files unseen)."
+        "No evidence of contamination on `b` (p = .4): the published order is not "
+        "distinguishable from shuffles (this does not show the files unseen)."
     )
-    # .03 alone is flagged; beside three others at .5 its Holm p is .12: no evidence
-    assert findings.contamination(findings.Model("m", contamination=(file("a", 0.03),)))[
-        0
-    ].startswith("On `a`")
-    four = (file("a", 0.03), *(file(x, 0.5) for x in "bcd"))
+    alone = findings.Model("m", contamination=(file("a", 0.01),))  # two-sided .02
+    assert findings.contamination(alone)[0].startswith("On `a`")
+    # beside three others at .5 its Holm p is .08: no evidence
+    four = (file("a", 0.01), *(file(x, 0.5) for x in "bcd"))
     assert findings.contamination(findings.Model("m", contamination=four))[0].startswith(
-        "No evidence of contamination on `a` (p = .03), `b`"
+        "No evidence of contamination on `a` (p = .02), `b`"
     )
+    # the interval must lie above 0 too (the findings' rule)
+    crossing = findings.Model("m", contamination=(file("a", 0.01, low=-0.001),))
+    assert findings.contamination(crossing)[0].startswith("No evidence")
     assert findings.contamination(findings.Model("m")) == []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from wsc_tasks.data import canonical
-from wsc_tasks.metrics import contamination, registry
+from wsc_tasks.metrics import contamination, multiple, registry
 from wsc_tasks.metrics.registry import TaskKind
 from wsc_tasks.metrics.stats import format_p
 from wsc_tasks.reporting import findings
@@ -20,8 +20,8 @@ from wsc_tasks.reporting.sections import Context, Section
 from wsc_tasks.reporting.tables import Table
 
 ORDER = 75
-COLUMNS = ["model", "dataset", "shards", "shuffles", "p", "Holm p", "effect (nats/token)",
-           "95% interval", "positions"]  # fmt: skip
+COLUMNS = ["model", "dataset", "shards", "shuffles", "p one-sided", "p two-sided, Holm",
+           "effect (nats/token)", "95% interval", "positions"]  # fmt: skip
 
 
 def _row_value(task: TaskRun, name: str) -> float:
@@ -70,8 +70,9 @@ def table(rows: list[tuple[str, TaskRun, findings.Contamination, float]]) -> Tab
     out = Table(
         "contamination",
         "Contamination check (Oren et al. 2024): is the published order of each file more likely "
-        "than shuffles of its schemas? One-sided p of the sharded t-test, Holm-adjusted over a "
-        "model's files; effect: published minus mean shuffled log-likelihood per token",
+        "than shuffles of its schemas? p of the sharded t-test: one-sided (the task's), and "
+        "two-sided Holm-adjusted over a model's files (the findings' rule); effect: published "
+        "minus mean shuffled log-likelihood per token",
         COLUMNS,
     )
     for label, task, found, adjusted in rows:
@@ -90,7 +91,7 @@ def rows(run: Run) -> list[tuple[str, TaskRun, findings.Contamination, float]]:
     """(label, task, check, Holm-adjusted p) of every contamination check of a run."""
     found = [(t, check(t)) for t in tasks(run)]
     kept = [(t, c) for t, c in found if c is not None]
-    adjusted = findings.holm([c.p for _, c in kept])
+    adjusted = multiple.holm([c.two_sided for _, c in kept])
     return [(run.label, t, c, q) for (t, c), q in zip(kept, adjusted, strict=True)]
 
 
@@ -109,7 +110,7 @@ def build(context: Context) -> Section:
         "trained on the published copy finds the published order more likely. Each file is cut "
         "into shards of consecutive schemas, each shard scored in its published order and in "
         "seeded shuffles (`loglikelihood_rolling`), and the shards' per-token differences are "
-        "tested with a one-sided t-test (Oren et al., ICLR 2024). The sentences in the findings "
+        "tested with a t-test (Oren et al., ICLR 2024). The sentences in the findings "
         "follow the contamination rule of `wsc_tasks/reporting/findings.py`. A p above 0.05 is no "
         "evidence either way: the check detects a model that memorised the order, not one that "
         "saw the schemas in another order or form."
