@@ -17,11 +17,12 @@ import tiny_models
 import torch
 
 from wsc_tasks.cli import main as cli
+from wsc_tasks.cli import report
 from wsc_tasks.data import canonical, catalog
 from wsc_tasks.harness.contamination import ContaminationTask
 from wsc_tasks.metrics import contamination, multiple, registry
 from wsc_tasks.metrics.registry import Key, TaskKind
-from wsc_tasks.reporting import findings, leaderboard, report, runs
+from wsc_tasks.reporting import findings, leaderboard, runs
 from wsc_tasks.reporting.sections import contamination as contamination_section
 
 # the CI check: the first LIMIT shards of WSC273 cut in SHARDS, PERMUTATIONS shuffles each
