@@ -31,7 +31,7 @@ from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ratios, stats
 from wsc_tasks.metrics.registry import TaskKind
 from wsc_tasks.paths import CHANCE_MODEL, SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS, read_done
-from wsc_tasks.reporting import findings, html_report
+from wsc_tasks.reporting import findings, html_report, markup
 from wsc_tasks.reporting.estimates import chance
 from wsc_tasks.reporting.runs import Run, RunError, load_run
 from wsc_tasks.reporting.tables import (
@@ -264,10 +264,12 @@ def _files(entry: Entry, out: Path) -> Links:
         found.append(("log", _relative(entry.folder / "log.txt", out)))
     if (out / REPORT).is_file():
         found.append(("report", REPORT.as_posix()))
-    return Links(tuple(found))
+    return Links(tuple((name, href) for name, href in found if markup.safe_href(href)))
 
 
 def _relative(path: Path, out: Path) -> str:
+    """The path relative to the leaderboard's folder; outside it (a link that resolves
+    elsewhere) the absolute path, which is not linked (``markup.safe_href``)."""
     try:
         return path.resolve().relative_to(out.resolve()).as_posix()
     except ValueError:
@@ -420,7 +422,7 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
     if failed:
         notes.append(
             f"{len(failed)} model(s) failed and are not in the ranking: {', '.join(failed)} "
-            "(their errors: the last table; `--retry-failed` runs them again)"
+            "(their errors: the last table; --retry-failed runs them again)"
         )
     return Leaderboard(
         intro=HOW_TO_READ.format(iters=iters, seed=seed),
@@ -446,9 +448,12 @@ def _cost(*tables: Table) -> str:
 
 def markdown_text(board: Leaderboard) -> str:
     lines = ["# Leaderboard", "", "## Findings", ""]
-    lines += [board.overview, ""] if board.overview else []
-    lines += [f"- **{label}**: {said}" for label, said in board.findings]
-    lines += ["", *(f"**Note:** {note}." for note in board.notes)]
+    lines += [markup.markdown(board.overview), ""] if board.overview else []
+    lines += [
+        f"- **{markup.escape_markdown(label)}**: {markup.markdown(said)}"
+        for label, said in board.findings
+    ]
+    lines += ["", *(f"**Note:** {markup.escape_markdown(note)}." for note in board.notes)]
     lines += ["", board.intro, ""]
     for table in board.tables.shown():
         lines += [markdown(table)]
@@ -489,7 +494,7 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
         if table.rows:
             extra = numeric(table).drop(columns=[COST], errors="ignore")
             frame = frame.merge(extra, on="model", how="left")
-    said = dict(board.findings)
+    said = {label: markup.plain(text) for label, text in board.findings}
     frame["finding"] = [said.get(str(m), "") for m in frame["model"]]
     notes = {e.label: "; ".join(e.run.notes()) for e in board.entries}
     frame["notes"] = [notes.get(str(m), "") for m in frame["model"]]
@@ -519,10 +524,13 @@ def write(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
 
 def printed(board: Leaderboard) -> list[str]:
     """What a sweep prints at its end: the findings and the notes, as the leaderboard opens."""
-    lines = [board.overview] if board.overview else []
-    lines += [f"- {label}: {said}" for label, said in board.findings]
-    lines += [f"Note: {note}." for note in board.notes]
-    return [line.replace("`", "") for line in lines]
+    def shown(text: str) -> str:  # this package's backticks dropped, names as they are
+        return markup.plain(text, lambda own: own.replace("`", ""))
+
+    lines = [shown(board.overview)] if board.overview else []
+    lines += [f"- {markup.visible(label)}: {shown(said)}" for label, said in board.findings]
+    lines += [f"Note: {markup.visible(note)}." for note in board.notes]
+    return lines
 
 
 def model_folders(out: Path) -> list[str]:

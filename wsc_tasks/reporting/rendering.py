@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wsc_tasks.paths import CHANCE_MODEL
-from wsc_tasks.reporting import examples, figures, html_report
+from wsc_tasks.reporting import examples, figures, html_report, markup
 from wsc_tasks.reporting.progress import progress
 from wsc_tasks.reporting.runs import Run
 from wsc_tasks.reporting.sections import Section
@@ -69,11 +69,12 @@ def write_markdown(runs: Sequence[Run], sections: Sequence[Section], out: Path, 
     for section in sections:
         lines += ["", f"## {section.title}", ""]
         if section.skipped:
-            lines += [f"Skipped: {section.skipped}.", ""]
+            lines += [f"Skipped: {markup.markdown(section.skipped)}.", ""]
         elif text(section):
-            lines += [text(section), ""]
+            lines += [markup.markdown(text(section)), ""]
         if section.notes:
-            lines += ["### Notes", "", *(f"- **Note:** {note}." for note in section.notes), ""]
+            notes = [f"- **Note:** {markup.escape_markdown(note)}." for note in section.notes]
+            lines += ["### Notes", "", *notes, ""]
         if section.skipped:
             continue
         for table in section.tables:
