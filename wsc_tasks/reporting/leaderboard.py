@@ -524,6 +524,7 @@ def write(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
 
 def printed(board: Leaderboard) -> list[str]:
     """What a sweep prints at its end: the findings and the notes, as the leaderboard opens."""
+
     def shown(text: str) -> str:  # this package's backticks dropped, names as they are
         return markup.plain(text, lambda own: own.replace("`", ""))
 
