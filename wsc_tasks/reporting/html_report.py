@@ -72,6 +72,10 @@ details.columns { display: inline-block; margin: 0 0 .3em 1em; font-size: 13px; 
 details.columns label { display: inline-block; margin-right: .8em; white-space: nowrap; }
 h2 + ul.findings, ul.findings { padding-left: 1.2em; } ul.findings li { margin: .25em 0; }
 /* -- report: findings, notes, contents, tooltips, narrow screens (end) -- */
+nav.toc ol { margin: .3em 0; padding-left: 1.6em; } nav.toc li { margin: .1em 0; }
+figure { margin: 1em 0 1.5em; } figure figcaption { font-weight: bold; margin-bottom: .3em; }
+.scroll.figure svg.figure { margin: 0; }
+details.table { margin: .6em 0 1em; } details.table > summary { margin: 0 0 .3em; }
 """
 
 SCRIPT = """
@@ -208,8 +212,12 @@ def _toggle(ident: str, headers: Sequence[str]) -> str:
     return f'<details class="columns"><summary>Columns</summary>{boxes}</details>\n'
 
 
+FOLD = 12  # rows: a longer table is folded under its caption (a click opens it)
+
+
 def table_html(table: Table) -> str:
-    """A caption, a filter box and the sortable table, with the Markdown table's cell texts."""
+    """A caption, a filter box and the sortable table, with the Markdown table's cell texts; a
+    table of more than ``FOLD`` rows folded under its caption and row count."""
     shown = display(table)
     if isinstance(shown, tuple):  # (headers, rows), as main's tables.display now returns
         headers, cells = shown
@@ -220,13 +228,19 @@ def table_html(table: Table) -> str:
     rows = "".join("<tr>" + "".join(map(_cell, row)) + "</tr>\n" for row in cells)
     note = f"<p>{inline(table.note)}</p>" if table.note else ""
     toggle = _toggle(ident, [str(h) for h in headers]) if len(headers) >= TOGGLE else ""
-    return (
-        f'<p class="caption">{inline(table.title)}</p>\n'
+    inner = (
         f'<input class="filter" type="search" placeholder="filter rows" data-table="{ident}">\n'
         f"{toggle}"
         f'<div class="scroll"><table class="sortable" id="{ident}"><thead><tr>{head}</tr></thead>\n'
         f"<tbody>\n{rows}</tbody></table></div>{note}\n"
     )
+    if len(table.rows) > FOLD:
+        return (
+            f'<details class="table"><summary class="caption">{inline(table.title)} '
+            f'<span class="muted">({len(table.rows)} rows: click to show)</span></summary>\n'
+            f"{inner}</details>\n"
+        )
+    return f'<p class="caption">{inline(table.title)}</p>\n{inner}'
 
 
 def policy(script: str = SCRIPT) -> str:
@@ -250,9 +264,14 @@ def page(title: str, body: str) -> str:
 
 
 def figure_html(svg: Path, caption: str) -> str:
+    """The figure inline, in a box of its own that scrolls sideways on a narrow screen: it is
+    never shrunk below ``figures.READABLE`` of its size, where its smallest text is 9.5 px."""
     if not svg.is_file():
         return ""
-    return f"<figure>{inline_svg(svg, svg.stem)}<figcaption>{inline(caption)}</figcaption></figure>"
+    return (
+        f'<figure id="f-{esc(svg.stem)}"><figcaption>{inline(caption)}</figcaption>'
+        f'<div class="scroll figure">{inline_svg(svg, svg.stem)}</div></figure>'
+    )
 
 
 # -- examples ----------------------------------------------------------------------------------
