@@ -11,7 +11,7 @@ from __future__ import annotations
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics.registry import TaskKind
 from wsc_tasks.paths import CHANCE_MODEL
-from wsc_tasks.reporting import findings
+from wsc_tasks.reporting import findings, markup
 from wsc_tasks.reporting.estimates import form, outcomes
 from wsc_tasks.reporting.runs import Run
 from wsc_tasks.reporting.sections import ACCURACIES, Context, Section
@@ -107,7 +107,7 @@ def text(models: list[tuple[findings.Model, str]]) -> str:
     order += [(m, kind) for m, kind in models if m.chance_model]
     for found, kind in order:
         said = findings.sentences(found)
-        lines += [f"**{found.label}** (`{kind}`)", ""]
+        lines += [f"**{markup.name(found.label)}** ({markup.code(kind)})", ""]
         lines += [f"- {s}" for s in said] if said else ["- No task with samples to say it from."]
         lines.append("")
     return "\n".join([*lines, HOW_TO_READ])
