@@ -192,7 +192,7 @@ def test_leaderboard_markdown_has_no_markup_from_a_name(sweep):
     text = (sweep / "leaderboard.md").read_text(encoding="utf-8")
     _check_markdown(text, HOSTILE)
     assert "<img" not in text and "<script>" not in text and "\u202e" not in text
-    assert "- **&lt;img src=x onerror=alert(1)&gt;**: " in text
+    assert "- **&lt;img src=x onerror=alert(1)>**: " in text
     assert "- **\\*\\*bold\\*\\* \\_x\\_**: " in text
     assert "- **line1\\\\nline2**: " in text  # one bullet, the newline shown as \n
     assert "\\[click\\](javascript:alert\\`document.domain\\`)" in text
@@ -252,7 +252,7 @@ def test_a_table_of_hostile_cells_in_markdown_html_and_latex():
     table.rows = [[name, name] for name in HOSTILE]
     text = markdown(table)
     _check_markdown(text, HOSTILE)
-    assert text.startswith("**Models on &lt;b&gt;x&lt;/b&gt;**")
+    assert text.startswith("**Models on &lt;b>x&lt;/b>**")
     parsed = Parsed(html_report.table_html(table))
     assert {tag for tag, _ in parsed.tags} <= PAGE_TAGS
     assert "<i>h</i>" in "".join(parsed.texts)
@@ -264,7 +264,7 @@ def test_a_table_of_hostile_cells_in_markdown_html_and_latex():
 def test_markup_escapes_and_code_spans():
     assert markup.escape_markdown("wsc266_switched_consistency") == "wsc266_switched_consistency"
     assert markup.escape_markdown("_x_ *y* `z` [a](b) <i> & ~~s~~") == (
-        "\\_x\\_ \\*y\\* \\`z\\` \\[a\\](b) &lt;i&gt; &amp; \\~\\~s\\~\\~"
+        "\\_x\\_ \\*y\\* \\`z\\` \\[a\\](b) &lt;i> &amp; \\~\\~s\\~\\~"
     )
     assert markup.code_span("a`b") == "``a`b``" and markup.code_span("`a") == "`` `a ``"
     assert markup.visible("a\nb\tc\x00d\x1b[31m\u202ee") == "a\\nb\\tc\\x00d\\x1b[31m\\u202ee"

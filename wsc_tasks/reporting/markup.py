@@ -95,12 +95,11 @@ def render(
 
 # -- Markdown --------------------------------------------------------------------------------------
 _MARKDOWN = {"\\": "\\\\", "`": "\\`", "*": "\\*", "[": "\\[", "]": "\\]", "~": "\\~"}
-_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+_ENTITIES = {"<": "&lt;", "&": "&amp;"}  # ">" alone opens no tag: left as it is, readable
 
 
 def escape_markdown(text: object) -> str:
-    """Plain text that every Markdown renderer shows as itself: ``<``, ``>`` and ``&`` as
-    entities (a renderer that passes raw HTML through cannot see a tag; Python-Markdown, unlike
+    """Plain text that every Markdown renderer shows as itself: ``<`` and ``&`` as entities (a renderer that passes raw HTML through cannot see a tag; Python-Markdown, unlike
     CommonMark, does not honour ``\\<``), the characters of emphasis, code and links
     backslash-escaped (``_`` only where it could start or end emphasis: ``wsc266_switched`` stays
     as it is). ``|`` is left to the table that holds the text (``tables.markdown_grid``)."""
