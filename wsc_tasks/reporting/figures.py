@@ -139,9 +139,10 @@ def _forest(
     header, footer = 0.75 + 0.25 * math.ceil(entries / columns), 0.6
     height = header + footer + row_height * max(len(rows), 1)
     figure, axes = plt.subplots(1, max(len(panels), 1), figsize=(width, height), squeeze=False)
+    alone = all(len({b.series for b in bars if b.x == row}) <= 1 for row in data_rows)
     offsets = (
-        [0.0]
-        if len(series) == 1
+        [0.0] * len(series)
+        if len(series) == 1 or alone  # one model a row (the findings' figure): centred
         else [-0.35 + 0.7 * i / (len(series) - 1) for i in range(len(series))]
     )
     for axis, panel in zip(axes.flat, panels, strict=True):

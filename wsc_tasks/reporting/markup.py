@@ -99,10 +99,11 @@ _ENTITIES = {"<": "&lt;", "&": "&amp;"}  # ">" alone opens no tag: left as it is
 
 
 def escape_markdown(text: object) -> str:
-    """Plain text that every Markdown renderer shows as itself: ``<`` and ``&`` as entities (a renderer that passes raw HTML through cannot see a tag; Python-Markdown, unlike
-    CommonMark, does not honour ``\\<``), the characters of emphasis, code and links
-    backslash-escaped (``_`` only where it could start or end emphasis: ``wsc266_switched`` stays
-    as it is). ``|`` is left to the table that holds the text (``tables.markdown_grid``)."""
+    """Plain text that every Markdown renderer shows as itself: ``<`` and ``&`` as entities (a
+    renderer that passes raw HTML through cannot see a tag; Python-Markdown, unlike CommonMark,
+    does not honour ``\\<``), the characters of emphasis, code and links backslash-escaped
+    (``_`` only where it could start or end emphasis: ``wsc266_switched`` stays as it is).
+    ``|`` is left to the table that holds the text (``tables.markdown_grid``)."""
     text = visible(_clean(text))
     out = []
     for i, char in enumerate(text):

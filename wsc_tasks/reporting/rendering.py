@@ -95,20 +95,22 @@ def write_html(
     runs: Sequence[Run], sections: Sequence[Section], out: Path, head: str, quiet: bool = False
 ) -> Path:
     """``report.html``: report.md's sections as one self-contained page, plus examples. The
-    contents first (each section, and its figures, a link); in each section its text, its
-    figures, then its tables, those longer than ``html_report.FOLD`` rows folded (a click opens
-    them), so the figures come within the first screens, not after a table of 190 rows."""
+    contents first (each section, and its figures, a link); in each section its notes, its
+    figures (the findings' headline figure first of all), its text, then its tables, those
+    longer than ``html_report.FOLD`` rows folded (a click opens them), so the figures come
+    within the first screens, not after a table of 190 rows."""
     titles = [s.title for s in sections] + ["Examples"]
     entries = []
     for i, title in enumerate(titles):
         shown = sections[i].figures if i < len(sections) and not sections[i].skipped else []
-        figures_here = [
-            f'<a href="#f-{figure.stem}">{html_report.esc(figure.caption)}</a>' for figure in shown
+        marks = [
+            f'<a href="#f-{figure.stem}" title="{html_report.esc(figure.caption)}">'
+            f"{'figure' if len(shown) == 1 else f'figure {n}'}</a>"
+            for n, figure in enumerate(shown, 1)
         ]
-        more = f' <span class="muted">(figure: {", ".join(figures_here)})</span>' if shown else ""
-        entries.append(
-            f'<li><a href="#s{i}">{html_report.esc(title.split(" (thesis")[0])}</a>{more}</li>'
-        )
+        more = f" · {' · '.join(marks)}" if marks else ""
+        name = html_report.esc(title.split(" (thesis")[0])
+        entries.append(f'<li><a href="#s{i}">{name}</a>{more}</li>')
     body = [
         f"<h1>{TITLE}</h1>",
         f"<p>{html_report.inline(head)}</p>",
@@ -116,17 +118,16 @@ def write_html(
     ]
     for i, section in enumerate(sections):
         body.append(f'<h2 id="s{i}">{html_report.esc(section.title)}</h2>')
-        if section.skipped:
-            body.append(f"<p>Skipped: {html_report.inline(section.skipped)}.</p>")
-        elif text(section):
-            body.append(html_report.prose(text(section)))
         if section.notes:
             body.append(html_report.notes_html(section.notes))
         if section.skipped:
+            body.append(f"<p>Skipped: {html_report.inline(section.skipped)}.</p>")
             continue
         for figure in section.figures:
             svg = out / "figures" / f"{figure.stem}.svg"
             body.append(html_report.figure_html(svg, figure.caption))
+        if text(section):
+            body.append(html_report.prose(text(section)))
         body += [html_report.table_html(table) for table in section.tables]
     body.append(f'<h2 id="s{len(sections)}">Examples</h2>')
     body.append(html_report.examples_html(all_examples(runs, quiet)))
