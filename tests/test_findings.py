@@ -9,8 +9,32 @@ import pytest
 
 from wsc_tasks.metrics import multiple
 from wsc_tasks.metrics.stats import Estimate
-from wsc_tasks.reporting import findings
+from wsc_tasks.reporting import findings as rules
+from wsc_tasks.reporting import markup
 from wsc_tasks.reporting.findings import Accuracy, Control, Model, Perturbation
+
+
+def _markdown(said):
+    """A sentence (or the sentences of a list or tuple) as report.md shows it: each task name
+    in a code span, each label escaped (the sentences mark them: ``markup``)."""
+    if isinstance(said, str):
+        return markup.markdown(said)
+    if isinstance(said, list | tuple):
+        return type(said)(_markdown(item) for item in said)
+    return said
+
+
+class _AsMarkdown:
+    """``reporting.findings`` whose functions return their sentences as Markdown."""
+
+    def __getattr__(self, attribute):
+        found = getattr(rules, attribute)
+        if not callable(found) or isinstance(found, type):
+            return found
+        return lambda *args, **kwargs: _markdown(found(*args, **kwargs))
+
+
+findings = _AsMarkdown()
 
 
 def est(value, low, high, null=None, p=None, above=None, below=None, stderr=0.01) -> Estimate:
@@ -257,8 +281,8 @@ def test_the_models_above_chance_are_one_family():
 
 
 def test_every_label_and_task_goes_through_one_helper(monkeypatch):
-    monkeypatch.setattr(findings, "code", lambda text: f"<{text}>")
-    monkeypatch.setattr(findings, "name", lambda text: f"«{text}»")
+    monkeypatch.setattr(rules, "code", lambda text: f"<{text}>")
+    monkeypatch.setattr(rules, "name", lambda text: f"«{text}»")
     models = [
         Model("m", ranking=Accuracy("wsc266", a_ABOVE, A_ABOVE),
               controls=[control("c", "wsc266", a_UNCLEAR, a_ABOVE)],

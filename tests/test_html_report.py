@@ -290,6 +290,76 @@ def _at_400_px(driver, page: Path, shot: Path) -> None:
     assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
 
 
+FIGURES_JS = """
+const figures = Array.from(document.querySelectorAll('svg.figure'));
+let smallest = Infinity, texts = 0;
+for (const svg of figures) {
+  for (const text of svg.querySelectorAll('text')) {
+    if (!text.textContent.trim()) continue;
+    texts += 1;
+    const size = parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a;
+    smallest = Math.min(smallest, size);
+  }
+}
+const first = figures.length ? figures[0].getBoundingClientRect().top + window.scrollY : null;
+return [document.documentElement.scrollHeight, first, smallest, texts, figures.length];
+"""
+
+
+def _figures(driver) -> dict[str, float]:
+    """The page's height, the y of its first figure and the smallest text of any figure, in CSS
+    pixels as drawn (a figure's text is SVG text: its size is its font size times its scale)."""
+    height, first, smallest, texts, count = driver.execute_script(FIGURES_JS)
+    assert count > 0 and texts > 10 * count  # the figures' labels are text, not paths
+    return {"height": height, "first_figure_y": first, "smallest_figure_text_px": smallest}
+
+
+def test_report_html_figures_come_first_and_stay_readable_on_a_phone(built):
+    """The contents, then the findings and their figure: the first figure on the first screen at
+    1,400 px, within two at 400 px (before: after a table of 190 rows, 7 screens down at 1,400 px
+    and 11 at 400 px, in the committed report); every figure's text at least
+    9 px at both widths (before: about 3.6 px at 400 px, the figures shrunk to the screen's
+    width). A figure scrolls sideways in its own box on a narrow screen; long tables fold."""
+    from selenium.webdriver.common.by import By
+
+    driver, profile = _browser()
+    shots = Path(os.environ.get("WSC_TASKS_SCREENSHOT_DIR", built))
+    shots.mkdir(parents=True, exist_ok=True)
+    measured = {}
+    try:
+        for width, screen, screens in ((1400, 1000, 1), (400, 900, 2)):
+            driver.set_window_size(width, screen)
+            driver.get((built / "report.html").as_uri())
+            found = _figures(driver)
+            measured[width] = found
+            assert found["first_figure_y"] < screens * screen, (width, found)
+            assert found["smallest_figure_text_px"] >= 9, (width, found)
+            toc = driver.find_element(By.CSS_SELECTOR, "nav.toc")
+            assert toc.is_displayed() and toc.location["y"] < screen  # on the first screen
+            links = [a.get_attribute("href") for a in toc.find_elements(By.TAG_NAME, "a")]
+            assert any(link.endswith("#f-overview") for link in links)
+            first = driver.find_element(By.CSS_SELECTOR, "figure")
+            assert first.get_attribute("id") == "f-findings"  # the headline figure leads
+            page_width, visible, _ = _page_width(driver)
+            assert page_width <= visible  # a wide figure scrolls in its box, not the page
+        (shots / "report_html_measures.json").write_text(json.dumps(measured, indent=1))
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_long_tables_fold_below_their_caption(tmp_path):
+    from wsc_tasks.reporting import html_report
+    from wsc_tasks.reporting.tables import Table
+
+    short = Table("short", "Short", ["model"], [[f"m{i}"] for i in range(html_report.FOLD)])
+    long = Table("long", "Long", ["model"], [[f"m{i}"] for i in range(html_report.FOLD + 1)])
+    assert "<details" not in html_report.table_html(short)
+    folded = html_report.table_html(long)
+    assert folded.startswith('<details class="table"><summary class="caption">Long ')
+    assert f"({html_report.FOLD + 1} rows: click to show)" in folded
+
+
 def test_report_html_in_chromium(built):
     from selenium.webdriver.common.by import By
 

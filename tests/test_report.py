@@ -236,7 +236,10 @@ def test_reports_name_a_local_model_by_its_folder_unless_keep_paths(folders, tmp
     for out, extra in (("hidden", []), ("kept", ["--keep-paths"])):
         argv = [str(copy), "--iters", "20", "--quiet", "--out", str(tmp_path / out), *extra]
         assert report.main(argv) == 0
-    for name, shown in (("report.md", "tokenizer=<tok>"), ("report.html", "tokenizer=&lt;tok&gt;")):
+    for name, shown in (
+        ("report.md", "tokenizer=&lt;tok&gt;"),
+        ("report.html", "tokenizer=&lt;tok&gt;"),
+    ):
         hidden = (tmp_path / "hidden" / name).read_text()
         assert "/home/someone" not in hidden and shown in hidden, name
         assert "/home/someone/models/tok" in (tmp_path / "kept" / name).read_text(), name

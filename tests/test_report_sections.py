@@ -11,7 +11,7 @@ import pytest
 
 from wsc_tasks.metrics import stats
 from wsc_tasks.metrics.registry import TaskKind
-from wsc_tasks.reporting import rendering, report, sections
+from wsc_tasks.reporting import markup, rendering, report, sections
 from wsc_tasks.reporting.estimates import Estimates, Pending
 from wsc_tasks.reporting.runs import load_run
 from wsc_tasks.reporting.sections import Context, Section
@@ -129,7 +129,7 @@ def test_the_findings_quote_the_tables_estimates_and_come_first(smollm2, chance)
     first = built[0]
     assert first.title == TITLES[0] and callable(first.text)
     context.estimates.compute(quiet=True)
-    said = rendering.text(first)
+    said = markup.markdown(rendering.text(first))  # its names marked: as report.md shows them
     for sentence in (
         "No model is above chance in schema accuracy A on `wsc266` (two-sided p < 0.05): "
         "smollm2-135m (rules out A > 0.",
@@ -170,13 +170,15 @@ def test_a_symbol_in_a_column_header_has_its_meaning():
 
 
 def test_a_p_against_chance_says_on_which_side_the_value_lies():
+    from wsc_tasks.reporting.markup import plain
     from wsc_tasks.reporting.tables import Table, display, signed_p
 
     below = stats.Estimate(0.1, 0.0, 0.2, 0.05, 0.007, 0.25, 40, 100, 0.99, 0.004)
     above = stats.Estimate(0.72, 0.6, 0.8, 0.05, 0.0004, 0.25, 40, 100, 0.0002, 1.0)
     assert signed_p(below) == ".007 (below)" and signed_p(above) == "< .001 (above)"
     table = Table("t", "t", ["model", "A"], [["x", Interval(below, True)], ["y", Interval(above)]])
-    assert display(table) == (
+    headers, rows = display(table)  # a header and a text cell as user text: marked
+    assert ([plain(h) for h in headers], [[plain(c) for c in row] for row in rows]) == (
         ["model", "A", "p (A)"],
         [["x", "0.100 [0.000, 0.200]", ".007 (below)"], ["y", "0.720 [0.600, 0.800]", "–"]],
     )

@@ -1,10 +1,16 @@
 """Forest plots with 95% bootstrap intervals (thesis Figures 4.1–4.12), saved reproducibly.
 
 One row per task (or method, perturbation…), one marker per model, slightly offset so the models'
-intervals do not overlap, a dashed line at chance. The width is fixed (never wider than a page);
-the height grows with the rows. Each model keeps its colour and marker in every figure
-(``palette``). Matplotlib's Agg backend; PNG without the software tag, SVG with a fixed hash salt
-and no date, so the same data give byte-identical files on the same matplotlib version.
+intervals do not overlap, a dashed line at chance. Rows may be grouped (a task's role): each group
+opens with its name in bold, after a rule. A chance model's markers are hollow, its whiskers
+dashed, so that it is told apart from a model it overlaps. A panel without a chance line (a share
+such as consistency) is scaled to its data when they all lie below 0.6, instead of filling a tenth
+of a 0–1 axis. The width is fixed (never wider than a page); the height grows with the rows. Each
+model keeps its colour and marker in every figure (``palette``). Labels are text: no math
+(``$``) is parsed in them and their hidden characters are shown escaped (``markup.visible``).
+Matplotlib's Agg backend; PNG without the software tag, SVG with its text as text (a page can
+measure and search it; it stays sharp when zoomed), a fixed hash salt and no date, so the same
+data give byte-identical files on the same matplotlib version.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from wsc_tasks.metrics.stats import Estimate  # noqa: E402
+from wsc_tasks.reporting.markup import visible  # noqa: E402
 
 if TYPE_CHECKING:
     from matplotlib.typing import ColorType
@@ -49,12 +56,14 @@ class Bar:
     x: str  # row label (task, method, …), top to bottom in first-seen order
     series: str  # one colour and marker per series (the model)
     estimate: Estimate
+    group: str = ""  # rows of a group (a task's role) together, under its name
 
 
 @dataclass(frozen=True)
 class Style:
     colour: ColorType
     marker: str
+    hollow: bool = False  # a chance model: hollow marker, dashed whiskers
 
 
 def palette(labels: Sequence[str]) -> dict[str, Style]:
@@ -75,34 +84,79 @@ def forest(
     names: dict[str, str] | None = None,
 ) -> list[Path]:
     """Rows of point estimates with interval whiskers, one panel per ``Bar.panel``. PNG and SVG.
-    ``names``: a series' name in the legend, where it is not its label (a chance model's)."""
-    panels = list(dict.fromkeys(b.panel for b in bars))
+    ``names``: a series' name in the legend, where it is not its label (a chance model's: its
+    markers are hollow)."""
+    with plt.rc_context({"text.parse_math": False}):
+        return _forest(bars, title, path_stem, chance, xlabel, styles, names)
+
+
+def _layout(bars: Sequence[Bar]) -> tuple[list[str], list[str]]:
+    """The rows top to bottom, with a group's name (a row of its own, ``GROUP`` + name) before
+    its first row when the bars are grouped."""
     rows = list(dict.fromkeys(b.x for b in bars))
+    groups = {b.x: b.group for b in bars}
+    if not any(groups.values()):
+        return rows, rows
+    order = list(dict.fromkeys(groups[r] for r in rows))
+    laid: list[str] = []
+    for group in order:
+        laid += [GROUP + group, *[r for r in rows if groups[r] == group]]
+    return [r for r in laid if not r.startswith(GROUP)], laid
+
+
+GROUP = "\0"  # marks a group's name among the rows
+
+
+def _upper(values: list[float]) -> float:
+    """The right end of a share's axis: 1, or the data's maximum rounded up to a tenth (plus a
+    margin) when every value lies below 0.6."""
+    top = max(values, default=1.0)
+    return 1.0 if top >= 0.6 else math.ceil(top * 10 + 0.5) / 10
+
+
+def _forest(
+    bars: Sequence[Bar],
+    title: str,
+    path_stem: Path,
+    chance: dict[str, float] | None,
+    xlabel: str,
+    styles: dict[str, Style] | None,
+    names: dict[str, str] | None,
+) -> list[Path]:
+    panels = list(dict.fromkeys(b.panel for b in bars))
+    data_rows, laid = _layout(bars)
     series = list(dict.fromkeys(b.series for b in bars))
     styles = {**palette(series), **(styles or {})}
     found = {(b.panel, b.x, b.series): b.estimate for b in bars}
+    place = {row: i for i, row in enumerate(laid)}
+    rows = laid
     label_width = min(0.4 + 0.075 * max((len(r) for r in rows), default=4), 5.0)
     width = min(label_width + PANEL_WIDTH * max(len(panels), 1) + 0.3, MAX_WIDTH)
     row_height = 0.12 + 0.13 * len(series)
     entries = len(series) + (1 if chance and any(p in chance for p in panels) else 0)
-    shown = [(names or {}).get(s, s) for s in series]
+    shown = [visible((names or {}).get(s, s)) for s in series]
     columns = max(1, min(entries, int(width / (0.6 + 0.075 * max(map(len, shown), default=6)))))
     header, footer = 0.75 + 0.25 * math.ceil(entries / columns), 0.6
     height = header + footer + row_height * max(len(rows), 1)
     figure, axes = plt.subplots(1, max(len(panels), 1), figsize=(width, height), squeeze=False)
+    alone = all(len({b.series for b in bars if b.x == row}) <= 1 for row in data_rows)
     offsets = (
-        [0.0]
-        if len(series) == 1
+        [0.0] * len(series)
+        if len(series) == 1 or alone  # one model a row (the findings' figure): centred
         else [-0.35 + 0.7 * i / (len(series) - 1) for i in range(len(series))]
     )
     for axis, panel in zip(axes.flat, panels, strict=True):
-        for stripe in range(0, len(rows), 2):
+        for stripe in [place[r] for r in data_rows][::2]:
             axis.axhspan(stripe - 0.5, stripe + 0.5, color="0.94", zorder=0, linewidth=0)
+        for i, row in enumerate(rows):
+            if row.startswith(GROUP) and i:
+                axis.axhline(i - 0.5, color="0.45", linewidth=0.8, zorder=1)
         if chance and panel in chance:
             axis.axvline(chance[panel], color="0.35", linestyle="--", linewidth=1, zorder=1)
         for s_index, name in enumerate(series):
             ys, xs, lows, highs = [], [], [], []
-            for r_index, row in enumerate(rows):
+            for row in data_rows:
+                r_index = place[row]
                 e = found.get((panel, row, name))
                 if e is None or math.isnan(e.value):
                     continue
@@ -111,22 +165,48 @@ def forest(
                 lows.append(0 if math.isnan(e.low) else max(e.value - e.low, 0))
                 highs.append(0 if math.isnan(e.high) else max(e.high - e.value, 0))
             style = styles[name]
-            axis.errorbar(
+            _, _, whiskers = axis.errorbar(
                 xs, ys, xerr=[lows, highs], fmt=style.marker, color=style.colour,
                 markersize=4.5, elinewidth=1.3, capsize=0, zorder=2,
+                markerfacecolor="white" if style.hollow else style.colour,
             )  # fmt: skip
+            if style.hollow:
+                for line in whiskers:
+                    line.set_linestyle((0, (3, 1.5)))
         axis.set_ylim(len(rows) - 0.5, -0.5)
-        axis.set_xlim(-0.02, 1.02)
-        axis.set_xticks([0, 0.25, 0.5, 0.75, 1])
+        if chance and panel in chance:
+            upper = 1.0
+        else:
+            ends = [
+                e.value if math.isnan(e.high) else e.high for k, e in found.items() if k[0] == panel
+            ]
+            upper = _upper([v for v in ends if not math.isnan(v)])
+        axis.set_xlim(-0.02 * upper, 1.02 * upper)
+        step = 0.25 if upper == 1.0 else (0.1 if upper > 0.3 else 0.05)
+        axis.set_xticks([round(step * i, 2) for i in range(int(round(upper / step)) + 1)])
         axis.tick_params(labelsize=FONT)
         axis.grid(axis="x", color="0.85", linewidth=0.6, zorder=0)
         axis.set_axisbelow(True)
         axis.set_title(PANEL_TITLES.get(panel, panel), fontsize=FONT + 1)
         axis.set_xlabel(xlabel, fontsize=FONT)
         axis.set_yticks(range(len(rows)))
-        axis.set_yticklabels(rows if axis is axes.flat[0] else [], fontsize=FONT)
+        first = axis is axes.flat[0]
+        labels = [visible(r.removeprefix(GROUP)) for r in rows]
+        axis.set_yticklabels(labels if first else [], fontsize=FONT)
+        if first:
+            for tick, row in zip(axis.get_yticklabels(), rows, strict=True):
+                if row.startswith(GROUP):
+                    tick.set_fontweight("bold")
     handles = [
-        Line2D([], [], color=styles[s].colour, marker=styles[s].marker, linestyle="", label=name)
+        Line2D(
+            [],
+            [],
+            color=styles[s].colour,
+            marker=styles[s].marker,
+            linestyle="",
+            label=name,
+            markerfacecolor="white" if styles[s].hollow else styles[s].colour,
+        )  # fmt: skip
         for s, name in zip(series, shown, strict=True)
     ]
     if chance and any(p in chance for p in panels):
@@ -135,7 +215,7 @@ def forest(
         handles=handles, loc="upper center", ncol=columns, fontsize=FONT,
         frameon=False, bbox_to_anchor=(0.5, 1 - 0.45 / height),
     )  # fmt: skip
-    figure.suptitle(title, fontsize=FONT + 2, y=1 - 0.12 / height, va="top")
+    figure.suptitle(visible(title), fontsize=FONT + 2, y=1 - 0.12 / height, va="top")
     figure.subplots_adjust(
         left=label_width / width,
         right=1 - 0.25 / width,
@@ -150,7 +230,7 @@ def save(figure: plt.Figure, path_stem: Path) -> list[Path]:
     path_stem.parent.mkdir(parents=True, exist_ok=True)
     png, svg = path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")
     figure.savefig(png, dpi=DPI, metadata={"Software": None})
-    with plt.rc_context({"svg.hashsalt": "wsc-tasks"}):
+    with plt.rc_context({"svg.hashsalt": "wsc-tasks", "svg.fonttype": "none"}):
         figure.savefig(svg, metadata={"Date": None, "Creator": None})
     plt.close(figure)
     return [png, svg]
@@ -165,9 +245,14 @@ def inline_svg(path: Path, prefix: str) -> str:
     text = re.sub(r'\bid="', f'id="{prefix}-', text)
     text = re.sub(r"url\(#", f"url(#{prefix}-", text)
     text = re.sub(r'href="#', f'href="#{prefix}-', text)
-    return re.sub(
-        r'<svg([^>]*?) width="([^"]*)" height="[^"]*"',
-        r'<svg\1 class="figure" style="max-width: \2"',
-        text,
-        count=1,
-    )
+    match = re.search(r'<svg([^>]*?) width="([\d.]+)pt" height="[^"]*"', text)
+    if match is None:
+        return text
+    points = float(match[2])
+    style = f"max-width: {match[2]}pt; min-width: {round(points * READABLE)}px"
+    return text.replace(match[0], f'<svg{match[1]} class="figure" style="{style}"', 1)
+
+
+# the least a figure is scaled to on a page, in CSS pixels per point of its width: its smallest
+# text (FONT points) is then 9.5 px high, legible on a phone (the figure scrolls sideways there)
+READABLE = 9.5 / FONT

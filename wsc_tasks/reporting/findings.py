@@ -81,6 +81,7 @@ from dataclasses import dataclass
 
 from wsc_tasks.metrics import multiple
 from wsc_tasks.metrics.stats import Estimate, format_p
+from wsc_tasks.reporting import markup
 
 ALPHA = 0.05  # the familywise error rate of every kind of claim
 ABOVE, BELOW = "above chance", "below chance"
@@ -188,13 +189,16 @@ class Test:
 
 # -- the one place a user's string enters a sentence -----------------------------------------------
 def code(text: str) -> str:
-    """A task or dataset name in a sentence: a Markdown code span."""
-    return f"`{text}`"
+    """A task or dataset name in a sentence, shown as code: marked as user text
+    (``markup.code``), so that Markdown puts it in a code span that holds it whatever it
+    contains, HTML escapes it inside ``<code>``, the terminal prints it as it is."""
+    return markup.code(text)
 
 
 def name(label: str) -> str:
-    """A model's label in a sentence."""
-    return label
+    """A model's label in a sentence: marked as user text (``markup.name``), escaped by each
+    format, never read as Markdown."""
+    return markup.name(label)
 
 
 # -- the pieces of a sentence ---------------------------------------------------------------------

@@ -4,15 +4,24 @@ Tables are sortable (click a header; numbers sort as numbers, ``–`` last) and 
 box above each); figures are the report's SVG files, inlined; the examples of ``examples`` are
 laid out per task and model. Plain string building with ``html.escape``: the page has a dozen
 element kinds, a template engine would be more code.
+
+User text (a model's label, a task's name, a note, a cell) is HTML-escaped and never read as
+Markdown: only this package's own text is (``markup``); a link goes only to a relative path
+inside the output folder or to ``https:``. The page's Content-Security-Policy allows its own
+script (by its SHA-256) and style, inline SVG and nothing fetched: a script that came from a name
+would not run even if it reached the page.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from wsc_tasks.reporting import markup
 from wsc_tasks.reporting.examples import CATEGORIES, ProblemView, TaskExamples, fmt
 from wsc_tasks.reporting.figures import inline_svg
 from wsc_tasks.reporting.symbols import describe
@@ -63,6 +72,10 @@ details.columns { display: inline-block; margin: 0 0 .3em 1em; font-size: 13px; 
 details.columns label { display: inline-block; margin-right: .8em; white-space: nowrap; }
 h2 + ul.findings, ul.findings { padding-left: 1.2em; } ul.findings li { margin: .25em 0; }
 /* -- report: findings, notes, contents, tooltips, narrow screens (end) -- */
+nav.toc ol { margin: .3em 0; padding-left: 1.6em; } nav.toc li { margin: .1em 0; }
+figure { margin: 1em 0 1.5em; } figure figcaption { font-weight: bold; margin-bottom: .3em; }
+.scroll.figure svg.figure { margin: 0; }
+details.table { margin: .6em 0 1em; } details.table > summary { margin: 0 0 .3em; }
 """
 
 SCRIPT = """
@@ -116,18 +129,33 @@ document.querySelectorAll("input.filter").forEach(function (box) {
 
 
 def esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Text as HTML shows it: escaped, hidden characters (a newline, a right-to-left override)
+    written as their escapes (``markup.visible``)."""
+    return html.escape(markup.visible(text), quote=True)
+
+
+def _anchor(match: re.Match[str]) -> str:
+    href = html.unescape(match[2])
+    if not markup.safe_href(href):
+        return match[0]  # shown as the text it is, not followed
+    return f'<a href="{esc(href)}">{match[1]}</a>'
 
 
 def links(escaped: str) -> str:
-    """Markdown links ``[name](relative path)`` of escaped text as anchors."""
-    return LINK.sub(r'<a href="\2">\1</a>', escaped)
+    """Markdown links ``[name](relative path or https: address)`` of escaped text as anchors;
+    a link to anything else stays text."""
+    return LINK.sub(_anchor, escaped)
+
+
+def _markdown_html(text: str) -> str:
+    coded = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text, quote=True))
+    return links(re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", coded))
 
 
 def inline(text: str) -> str:
-    """Escaped text with Markdown's `code` spans, **bold** and links (the prose's only markup)."""
-    coded = re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
-    return links(re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", coded))
+    """This package's Markdown (`code` spans, **bold**, links: the prose's only markup) as HTML;
+    user text in it (``markup.name``, ``markup.code``) escaped, never read as Markdown."""
+    return markup.render(text, _markdown_html, esc, lambda shown: f"<code>{esc(shown)}</code>")
 
 
 def prose(text: str) -> str:
@@ -144,17 +172,19 @@ def prose(text: str) -> str:
 
 
 def notes_html(notes: Sequence[str]) -> str:
-    """The notes a reader must see before the tables, in a box of their own."""
-    items = "".join(f"<li><b>Note:</b> {inline(note)}.</li>" for note in notes)
+    """The notes a reader must see before the tables, in a box of their own. A note is text (it
+    names models, tasks and files), not Markdown."""
+    items = "".join(f"<li><b>Note:</b> {esc(note)}.</li>" for note in notes)
     return f'<div class="notes"><h3>Notes</h3><ul>{items}</ul></div>'
 
 
 def header_html(header: str) -> str:
     """A column header; a symbol's meaning as its tooltip (``symbols.describe``)."""
-    meaning = describe(header)
+    meaning = describe(markup.plain(header))
+    shown = inline(header)
     if meaning is None:
-        return f"<th>{esc(header)}</th>"
-    return f'<th><abbr title="{esc(meaning)}">{esc(header)}</abbr></th>'
+        return f"<th>{shown}</th>"
+    return f'<th><abbr title="{esc(meaning)}">{shown}</abbr></th>'
 
 
 LONG = 40  # characters: a cell longer than this (model arguments, a glossary entry) may wrap
@@ -163,8 +193,8 @@ LONG = 40  # characters: a cell longer than this (model arguments, a glossary en
 def _cell(value: object) -> str:
     """A table cell: on one line (an interval, a name, links), or wrapping if it is long text."""
     text = str(value)
-    shown = links(esc(text))
-    long = len(LINK.sub(r"\1", text)) > LONG
+    shown = markup.render(text, lambda body: links(html.escape(body, quote=True)), esc)
+    long = len(markup.plain(text, lambda body: LINK.sub(r"\1", body))) > LONG
     return f'<td class="long">{shown}</td>' if long else f"<td>{shown}</td>"
 
 
@@ -175,15 +205,19 @@ def _toggle(ident: str, headers: Sequence[str]) -> str:
     """Checkboxes that hide and show each column but the first (the model: sticky)."""
     boxes = "".join(
         f'<label><input type="checkbox" checked data-table="{ident}" data-column="{i}"> '
-        f"{esc(header)}</label>"
+        f"{inline(header)}</label>"
         for i, header in enumerate(headers)
         if i > 0
     )
     return f'<details class="columns"><summary>Columns</summary>{boxes}</details>\n'
 
 
+FOLD = 12  # rows: a longer table is folded under its caption (a click opens it)
+
+
 def table_html(table: Table) -> str:
-    """A caption, a filter box and the sortable table, with the Markdown table's cell texts."""
+    """A caption, a filter box and the sortable table, with the Markdown table's cell texts; a
+    table of more than ``FOLD`` rows folded under its caption and row count."""
     shown = display(table)
     if isinstance(shown, tuple):  # (headers, rows), as main's tables.display now returns
         headers, cells = shown
@@ -194,27 +228,50 @@ def table_html(table: Table) -> str:
     rows = "".join("<tr>" + "".join(map(_cell, row)) + "</tr>\n" for row in cells)
     note = f"<p>{inline(table.note)}</p>" if table.note else ""
     toggle = _toggle(ident, [str(h) for h in headers]) if len(headers) >= TOGGLE else ""
-    return (
-        f'<p class="caption">{inline(table.title)}</p>\n'
+    inner = (
         f'<input class="filter" type="search" placeholder="filter rows" data-table="{ident}">\n'
         f"{toggle}"
         f'<div class="scroll"><table class="sortable" id="{ident}"><thead><tr>{head}</tr></thead>\n'
         f"<tbody>\n{rows}</tbody></table></div>{note}\n"
+    )
+    if len(table.rows) > FOLD:
+        return (
+            f'<details class="table"><summary class="caption">{inline(table.title)} '
+            f'<span class="muted">({len(table.rows)} rows: click to show)</span></summary>\n'
+            f"{inner}</details>\n"
+        )
+    return f'<p class="caption">{inline(table.title)}</p>\n{inner}'
+
+
+def policy(script: str = SCRIPT) -> str:
+    """The page's Content-Security-Policy: its own script only (by its SHA-256), inline styles
+    (the figures' SVG has style attributes), nothing fetched, no form, no base URL."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (
+        f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
     )
 
 
 def page(title: str, body: str) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{policy()}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n"
         f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
     )
 
 
 def figure_html(svg: Path, caption: str) -> str:
+    """The figure inline, in a box of its own that scrolls sideways on a narrow screen: it is
+    never shrunk below ``figures.READABLE`` of its size, where its smallest text is 9.5 px."""
     if not svg.is_file():
         return ""
-    return f"<figure>{inline_svg(svg, svg.stem)}<figcaption>{inline(caption)}</figcaption></figure>"
+    return (
+        f'<figure id="f-{esc(svg.stem)}"><figcaption>{inline(caption)}</figcaption>'
+        f'<div class="scroll figure">{inline_svg(svg, svg.stem)}</div></figure>'
+    )
 
 
 # -- examples ----------------------------------------------------------------------------------

@@ -8,10 +8,11 @@ them, and the same as one self-contained HTML page with the schemas behind the n
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from wsc_tasks.paths import CHANCE_MODEL
-from wsc_tasks.reporting import examples, figures, html_report
+from wsc_tasks.reporting import examples, figures, html_report, markup
 from wsc_tasks.reporting.progress import progress
 from wsc_tasks.reporting.runs import Run
 from wsc_tasks.reporting.sections import Section
@@ -40,8 +41,11 @@ def text(section: Section) -> str:
 
 def draw(sections: Sequence[Section], runs: Sequence[Run], out: Path) -> None:
     """Every figure of every section, each model in its own colour and marker."""
-    styles = figures.palette([run.label for run in runs])
     names = {r.label: f"{r.label} (chance model)" for r in runs if r.model == CHANCE_MODEL}
+    styles = {
+        label: replace(style, hollow=label in names)
+        for label, style in figures.palette([run.label for run in runs]).items()
+    }
     for section in sections:
         for figure in section.figures:
             path = out / "figures" / figure.stem
@@ -69,11 +73,12 @@ def write_markdown(runs: Sequence[Run], sections: Sequence[Section], out: Path, 
     for section in sections:
         lines += ["", f"## {section.title}", ""]
         if section.skipped:
-            lines += [f"Skipped: {section.skipped}.", ""]
+            lines += [f"Skipped: {markup.markdown(section.skipped)}.", ""]
         elif text(section):
-            lines += [text(section), ""]
+            lines += [markup.markdown(text(section)), ""]
         if section.notes:
-            lines += ["### Notes", "", *(f"- **Note:** {note}." for note in section.notes), ""]
+            notes = [f"- **Note:** {markup.escape_markdown(note)}." for note in section.notes]
+            lines += ["### Notes", "", *notes, ""]
         if section.skipped:
             continue
         for table in section.tables:
@@ -89,31 +94,41 @@ def write_markdown(runs: Sequence[Run], sections: Sequence[Section], out: Path, 
 def write_html(
     runs: Sequence[Run], sections: Sequence[Section], out: Path, head: str, quiet: bool = False
 ) -> Path:
-    """``report.html``: report.md's sections as one self-contained page, plus examples."""
+    """``report.html``: report.md's sections as one self-contained page, plus examples. The
+    contents first (each section, and its figures, a link); in each section its notes, its
+    figures (the findings' headline figure first of all), its text, then its tables, those
+    longer than ``html_report.FOLD`` rows folded (a click opens them), so the figures come
+    within the first screens, not after a table of 190 rows."""
     titles = [s.title for s in sections] + ["Examples"]
-    toc = " · ".join(
-        f'<a href="#s{i}">{html_report.esc(t.split(" (thesis")[0])}</a>'
-        for i, t in enumerate(titles)
-    )
+    entries = []
+    for i, title in enumerate(titles):
+        shown = sections[i].figures if i < len(sections) and not sections[i].skipped else []
+        marks = [
+            f'<a href="#f-{figure.stem}" title="{html_report.esc(figure.caption)}">'
+            f"{'figure' if len(shown) == 1 else f'figure {n}'}</a>"
+            for n, figure in enumerate(shown, 1)
+        ]
+        more = f" · {' · '.join(marks)}" if marks else ""
+        name = html_report.esc(title.split(" (thesis")[0])
+        entries.append(f'<li><a href="#s{i}">{name}</a>{more}</li>')
     body = [
         f"<h1>{TITLE}</h1>",
         f"<p>{html_report.inline(head)}</p>",
-        f'<nav class="toc"><details><summary>Contents</summary>{toc}</details></nav>',
+        f'<nav class="toc"><b>Contents</b><ol>{"".join(entries)}</ol></nav>',
     ]
     for i, section in enumerate(sections):
         body.append(f'<h2 id="s{i}">{html_report.esc(section.title)}</h2>')
-        if section.skipped:
-            body.append(f"<p>Skipped: {html_report.inline(section.skipped)}.</p>")
-        elif text(section):
-            body.append(html_report.prose(text(section)))
         if section.notes:
             body.append(html_report.notes_html(section.notes))
         if section.skipped:
+            body.append(f"<p>Skipped: {html_report.inline(section.skipped)}.</p>")
             continue
-        body += [html_report.table_html(table) for table in section.tables]
         for figure in section.figures:
             svg = out / "figures" / f"{figure.stem}.svg"
             body.append(html_report.figure_html(svg, figure.caption))
+        if text(section):
+            body.append(html_report.prose(text(section)))
+        body += [html_report.table_html(table) for table in section.tables]
     body.append(f'<h2 id="s{len(sections)}">Examples</h2>')
     body.append(html_report.examples_html(all_examples(runs, quiet)))
     path = out / "report.html"

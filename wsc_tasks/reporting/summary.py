@@ -9,6 +9,7 @@ from typing import Any
 from wsc_tasks.metrics import associativity, registry
 from wsc_tasks.metrics.registry import BLANK_AT_END, EQUAL_LEN, Key, TaskKind
 from wsc_tasks.paths import hide_model_paths, portable
+from wsc_tasks.reporting.markup import code_span, escape_markdown
 from wsc_tasks.reporting.runs import (
     RunError,
     TaskRun,
@@ -56,7 +57,8 @@ def markdown(results_file: str | Path, keep_paths: bool = False) -> str:
     for name, row in results.items():
         if not any(c in row for c in COLUMNS):
             continue
-        label = f"**{name}** (group: unweighted mean of its tasks)" if name in groups else name
+        shown = _text(name)  # a task's name, from the results file: text, not Markdown
+        label = f"**{shown}** (group: unweighted mean of its tasks)" if name in groups else shown
         cells = [_cell(row.get(c)) for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     if unfilled:
@@ -69,9 +71,9 @@ def markdown(results_file: str | Path, keep_paths: bool = False) -> str:
     config = data.get("config", {})
     model = config.get("model_args") or config.get("model")
     head = [
-        f"Results of `{Path(results_file).name}`",
+        f"Results of {code_span(Path(results_file).name)}",
         "",
-        f"- model: `{config.get('model')}` with `{_portable(model, keep_paths)}`",
+        f"- model: {code_span(config.get('model'))} with {code_span(_portable(model, keep_paths))}",
         f"- lm-eval {data.get('lm_eval_version', '?')}, "
         f"batch size {config.get('batch_size')}, device {config.get('device')}",
         "",
@@ -161,7 +163,14 @@ def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[s
         "| task | " + " | ".join(columns) + " |",
         "|---|" + "---:|" * len(columns),
     ]
-    return lines + [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows.items()]
+    return lines + [
+        f"| {_text(name)} | " + " | ".join(cells) + " |" for name, cells in rows.items()
+    ]
+
+
+def _text(name: str) -> str:
+    """A task's name in a Markdown table: escaped (``markup``), its ``|`` too."""
+    return escape_markdown(name).replace("|", "\\|")
 
 
 _PAIR_COLUMNS = registry.in_summary("pairs")
@@ -205,7 +214,7 @@ def _consistency_tables(results: dict[str, Row], kinds: dict[str, TaskKind | Non
             continue  # its headline metrics only: the adjusted accuracies
         rows = {label: [_cell(row.get(k)) for k in keys] for label, keys in table.items()}
         title = (
-            f"Associativity (`{name}`): r, r_B after no-cands, r − r_B, "
+            f"Associativity ({code_span(name)}): r, r_B after no-cands, r − r_B, "
             "relative loss, relative gain:"
         )
         lines += _table(title, list(ASSOCIATIVITY_QUANTITIES), rows)

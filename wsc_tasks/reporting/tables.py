@@ -10,6 +10,11 @@ against chance is two-sided and says on which side of chance the value lies (``.
 so a model far below chance never reads like one far above it; a difference's side is its sign.
 The CSV file has every number in its own column at full precision (rounded to 6 places, so reruns
 are byte-identical), with the chance level each p was computed against.
+
+A text cell and a column header are data (a model's label, a task's name, lm-eval's arguments):
+each format escapes them (``markup``), so a label such as ``**x**`` or ``<img …>`` is shown as
+written; a title or a note is this package's Markdown, into which user text enters marked
+(``markup.name``). Links go only to relative paths inside the output folder or to ``https:``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from wsc_tasks.metrics.stats import Estimate, format_p
+from wsc_tasks.reporting import markup
 
 
 @dataclass(frozen=True)
@@ -48,8 +54,18 @@ class Links:
 
     items: tuple[tuple[str, str], ...]  # (name, relative path)
 
+    def __post_init__(self) -> None:
+        for _, href in self.items:
+            markup.check_href(href)  # a relative path inside the output folder, or https:
+
     def markdown(self) -> str:
-        return " · ".join(f"[{name}]({quote(href)})" for name, href in self.items) or "–"
+        return " · ".join(f"[{name}]({_quote(href)})" for name, href in self.items) or "–"
+
+
+def _quote(href: str) -> str:
+    """A link target as Markdown and HTML can carry it: spaces, parentheses and quotes
+    percent-encoded (an ``https:`` address keeps its ``:``)."""
+    return quote(href, safe="/:#?=&%~+,;@") if href.lower().startswith("https://") else quote(href)
 
 
 LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")  # a Markdown link in a cell's text
@@ -74,12 +90,13 @@ def _number(value: float | None, signed: bool = False) -> str:
 
 
 def display(table: Table) -> tuple[list[str], list[list[str]]]:
-    """Headers and text cells for Markdown and LaTeX."""
+    """Headers and text cells for Markdown, HTML and LaTeX: a header and a text cell as user text
+    (``markup.name``), the rest (numbers, intervals, links) this package's."""
     headers: list[str] = []
     for column, cell in zip(table.columns, _widest(table), strict=True):
-        headers.append(column)
+        headers.append(markup.name(column))
         if isinstance(cell, Delta) or (isinstance(cell, Interval) and cell.show_p):
-            headers.append(f"p ({column})")
+            headers.append(markup.name(f"p ({column})"))
     rows = []
     for row in table.rows:
         out: list[str] = []
@@ -117,6 +134,8 @@ def _show(cell: Cell, example: Cell) -> list[str]:
         return [cell.markdown(), "–"] if wide else [cell.markdown()]
     if isinstance(cell, float):
         text = _number(cell)
+    elif isinstance(cell, str):
+        text = markup.name(cell)
     else:
         text = "–" if cell is None else str(cell)
     return [text, "–"] if wide else [text]
@@ -173,18 +192,20 @@ def write(table: Table, folder: Path) -> dict[str, Path]:
 
 def markdown_grid(headers: list[str], rows: list[list[str]]) -> str:
     """A pipe table: one line per row, no padding (column widths would depend on how wide a
-    renderer thinks characters such as the combining tilde of ``C̃`` are)."""
+    renderer thinks characters such as the combining tilde of ``C̃`` are). User text, marked
+    (``display``), is escaped; ``|`` is escaped everywhere."""
 
     def line(cells: list[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(markup.markdown(c).replace("|", "\\|") for c in cells) + " |"
 
     rule = "|" + "|".join("---" for _ in headers) + "|"
     return "\n".join([line(headers), rule, *map(line, rows)])
 
 
 def markdown(table: Table) -> str:
-    note = f"\n\n{table.note}" if table.note else ""
-    return f"**{table.title}**\n\n{markdown_grid(*display(table))}{note}\n"
+    note = f"\n\n{markup.markdown(table.note)}" if table.note else ""
+    title = markup.markdown(table.title)
+    return f"**{title}**\n\n{markdown_grid(*display(table))}{note}\n"
 
 
 _LATEX_SPECIAL = {c: f"\\{c}" for c in "&%$#_{}"} | {
@@ -194,9 +215,15 @@ _LATEX_SPECIAL = {c: f"\\{c}" for c in "&%$#_{}"} | {
 }
 
 
+def _latex_text(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+
+
 def latex_escape(text: str) -> str:
-    """LaTeX-safe text; a Markdown link keeps its name only."""
-    return "".join(_LATEX_SPECIAL.get(c, c) for c in LINK.sub(r"\1", text))
+    """LaTeX-safe text; a Markdown link keeps its name only; user text (``markup.name``) is
+    escaped as it is, hidden characters as their escapes (``\\n``: a blank line would end the
+    table's paragraph)."""
+    return markup.render(text, lambda body: _latex_text(LINK.sub(r"\1", body)), _latex_text)
 
 
 def latex(table: Table) -> str:

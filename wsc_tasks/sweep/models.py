@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from wsc_tasks.paths import with_default_model
+from wsc_tasks.reporting.markup import has_hidden, visible
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 KEYS = ("name", "model", "model_args", "metadata")
@@ -67,6 +68,12 @@ def _spec(entry: Any, where: str) -> ModelSpec:
     if not isinstance(metadata, dict):
         raise ModelsFileError(f"{where}: metadata must be a mapping")
     spec = ModelSpec(str(entry["name"]), str(entry.get("model", "hf")), str(args), metadata)
+    hidden = has_hidden(spec.name)
+    if hidden:  # a newline would split a table row of the leaderboard, a line of its findings
+        raise ModelsFileError(
+            f"{where}: model name '{visible(spec.name)}' has a control character ({hidden}): "
+            "write the name on one line, without tabs or direction marks"
+        )
     if not NAME.match(spec.name):
         raise ModelsFileError(
             f"{where}: model name {spec.name!r} is used as a folder name: letters, digits, "

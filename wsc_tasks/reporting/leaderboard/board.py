@@ -72,7 +72,7 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
     if failed:
         notes.append(
             f"{len(failed)} model(s) failed and are not in the ranking: {', '.join(failed)} "
-            "(their errors: the last table; `--retry-failed` runs them again)"
+            "(their errors: the last table; --retry-failed runs them again)"
         )
     return Leaderboard(
         intro=HOW_TO_READ.format(iters=iters, seed=seed),

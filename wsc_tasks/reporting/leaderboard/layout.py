@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wsc_tasks.reporting import findings
+from wsc_tasks.reporting import findings, markup
 from wsc_tasks.reporting.leaderboard.entries import (
     CONTROLS,
     COST,
@@ -111,10 +111,12 @@ def _files(entry: Entry, out: Path) -> Links:
         found.append(("log", _relative(entry.folder / "log.txt", out)))
     if (out / REPORT).is_file():
         found.append(("report", REPORT.as_posix()))
-    return Links(tuple(found))
+    return Links(tuple((name, href) for name, href in found if markup.safe_href(href)))
 
 
 def _relative(path: Path, out: Path) -> str:
+    """The path relative to the leaderboard's folder; outside it (a link that resolves
+    elsewhere) the absolute path, which is not linked (``markup.safe_href``)."""
     try:
         return path.resolve().relative_to(out.resolve()).as_posix()
     except ValueError:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wsc_tasks.reporting import html_report
+from wsc_tasks.reporting import html_report, markup
 from wsc_tasks.reporting.leaderboard.board import Leaderboard, build
 from wsc_tasks.reporting.leaderboard.entries import COST, Entry
 from wsc_tasks.reporting.sections import contamination as contamination_check
@@ -17,9 +17,12 @@ from wsc_tasks.reporting.tables import markdown, numeric
 
 def markdown_text(board: Leaderboard) -> str:
     lines = ["# Leaderboard", "", "## Findings", ""]
-    lines += [board.overview, ""] if board.overview else []
-    lines += [f"- **{label}**: {said}" for label, said in board.findings]
-    lines += ["", *(f"**Note:** {note}." for note in board.notes)]
+    lines += [markup.markdown(board.overview), ""] if board.overview else []
+    lines += [
+        f"- **{markup.escape_markdown(label)}**: {markup.markdown(said)}"
+        for label, said in board.findings
+    ]
+    lines += ["", *(f"**Note:** {markup.escape_markdown(note)}." for note in board.notes)]
     lines += ["", board.intro, ""]
     for table in board.tables.shown():
         lines += [markdown(table)]
@@ -78,7 +81,7 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
     checked = contamination_columns(board.entries)
     if len(checked.columns) > 1:
         frame = frame.merge(checked, on="model", how="left")
-    said = dict(board.findings)
+    said = {label: markup.plain(text) for label, text in board.findings}
     frame["finding"] = [said.get(str(m), "") for m in frame["model"]]
     notes = {e.label: "; ".join(e.run.notes()) for e in board.entries}
     frame["notes"] = [notes.get(str(m), "") for m in frame["model"]]
@@ -108,7 +111,11 @@ def write(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
 
 def printed(board: Leaderboard) -> list[str]:
     """What a sweep prints at its end: the findings and the notes, as the leaderboard opens."""
-    lines = [board.overview] if board.overview else []
-    lines += [f"- {label}: {said}" for label, said in board.findings]
-    lines += [f"Note: {note}." for note in board.notes]
-    return [line.replace("`", "") for line in lines]
+
+    def shown(text: str) -> str:  # this package's backticks dropped, names as they are
+        return markup.plain(text, lambda own: own.replace("`", ""))
+
+    lines = [shown(board.overview)] if board.overview else []
+    lines += [f"- {markup.visible(label)}: {shown(said)}" for label, said in board.findings]
+    lines += [f"Note: {markup.visible(note)}." for note in board.notes]
+    return lines

@@ -48,7 +48,8 @@ def build(context: Context) -> Section:
                 for metric in SHOWN:
                     cell = s_cells[SCHEMA.index(metric)]
                     if cell is not None:
-                        bars.append(Bar(SYMBOLS[metric], label, run.label, cell.estimate))
+                        group = "perturbations" if pair is None else "scoring-method changes"
+                        bars.append(Bar(SYMBOLS[metric], label, run.label, cell.estimate, group))
     section.tables = [t for t in (problem, schema) if t.rows]
     if not section.tables:
         section.skipped = "needs a *_consistency task, or several scoring methods"

@@ -13,8 +13,9 @@ from wsc_tasks.metrics.registry import TaskKind
 from wsc_tasks.paths import CHANCE_MODEL
 from wsc_tasks.reporting import findings
 from wsc_tasks.reporting.estimates import form, outcomes
+from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.runs import Run
-from wsc_tasks.reporting.sections import ACCURACIES, Context, Section
+from wsc_tasks.reporting.sections import ACCURACIES, Context, Figure, Section
 from wsc_tasks.reporting.sections.contamination import checks
 from wsc_tasks.reporting.sections.perturbations import pair
 from wsc_tasks.reporting.sections.reid250 import REID250
@@ -161,6 +162,7 @@ def build(context: Context) -> Section:
         ["model", "kind", "A", "a", "A′"],
     )
     models = []
+    bars: list[Bar] = []
     for run in context.runs:
         found, half = model(context, run)
         models.append((found, run.model))
@@ -172,6 +174,20 @@ def build(context: Context) -> Section:
                 kind = "chance model" if found.chance_model else "model"
                 shown = [Interval(c.estimate) if c else None for c in (big_a, a, half)]
                 table.rows.append([run.label, kind, *shown])
+                group = "chance models" if found.chance_model else "models"
+                for panel, cell in (("A", big_a), ("a", a)):
+                    if cell is not None:
+                        bars.append(Bar(panel, run.label, run.label, cell.estimate, group))
+    if bars:  # the headline figure: the models first, then the chance models
+        bars.sort(key=lambda bar: bar.group == "chance models")
+        section.figures.append(
+            Figure(
+                "findings",
+                bars,
+                f"Schema accuracy A and problem accuracy a on {catalog.RANKING}, per model",
+                f"The ranking task, {catalog.RANKING}: A and a of each model (95% intervals)",
+            )
+        )
     if not any(m.ranking or m.tasks or m.contamination for m, _ in models):
         section.skipped = f"needs {catalog.RANKING} (or a chance model's tasks) with samples"
         return section

@@ -55,7 +55,7 @@ def build(context: Context) -> Section:
             table.rows.append([run.label, name, role(task), documents, *cells])
             for panel, cell in zip(("a", "A"), cells, strict=True):
                 if cell is not None:
-                    bars.append(Bar(panel, name, run.label, cell.estimate))
+                    bars.append(Bar(panel, name, run.label, cell.estimate, role(task)))
     section = Section("Accuracy of every task, by role", tables=[table] if table.rows else [])
     if not table.rows:
         section.skipped = "needs a task with its samples file (lm-eval's --log_samples)"
