@@ -81,4 +81,8 @@ def builders() -> list[Builder]:
     for module in pkgutil.iter_modules(__path__):
         section = importlib.import_module(f"{__name__}.{module.name}")
         found.append((section.ORDER, module.name, section.build))
+    orders = [order for order, _, _ in found]
+    if len(set(orders)) != len(orders):
+        taken = sorted((order, name) for order, name, _ in found)
+        raise ValueError(f"two report sections share an ORDER: {taken}; give each its own place")
     return [build for _, _, build in sorted(found)]
