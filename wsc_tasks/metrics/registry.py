@@ -55,6 +55,10 @@ SUBSETS = (EQUAL_LEN, BLANK_AT_END)
 CATEGORY_STEMS = {"n_problems": "n"}  # problems per knowledge category: n_cat_<category>
 
 
+# the two accuracy records every report and leaderboard asks for by name (no other module spells
+# them): a, the share of problems, and A, the share of schemas
+ACC, SCHEMA_ACC = "acc", "schema_acc"
+
 MetricKind = Literal["accuracy", "count", "consistency", "associativity", "plausibility"]
 
 
