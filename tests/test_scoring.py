@@ -102,19 +102,19 @@ HAND: dict[CausalFormula, Callable[[dict[str, float]], tuple[float, float]]] = {
     CausalFormula.ALL_BUT_FIRST: lambda h: (h["all_but_first"], h["n"] - 1),
     CausalFormula.FULL: lambda h: (h["full"], h["n"]),
     CausalFormula.FULL_NORM: lambda h: (h["full"] - h["answer"], h["n"] - h["n_answer"]),
+    # full when at most ``limit`` tokens follow the blank, else partial
+    CausalFormula.SMART: lambda h: HAND[
+        CausalFormula.FULL if h["n_after"] <= h["limit"] else CausalFormula.PARTIAL
+    ](h),
 }
 
 
 def by_hand(h: dict[str, float], limit: int) -> dict[str, float]:
-    """Every registered causal method's score of one option from its hand primitives ``h``;
-    smart is full when at most ``limit`` tokens follow the blank, else partial."""
+    """Every registered causal method's score of one option from its hand primitives ``h``
+    (``limit``: smart's)."""
     out = {}
     for name, method in causal.METHODS.items():
-        formula = method.formula
-        if formula is CausalFormula.SMART:
-            short = h["n_after"] <= limit
-            formula = CausalFormula.FULL if short else CausalFormula.PARTIAL
-        value, count = HAND[formula](h)
+        value, count = HAND[method.formula]({**h, "limit": limit})
         out[name] = value / count if method.mean else value
     return out
 
