@@ -12,7 +12,8 @@ import pytest
 import regenerate
 
 from wsc_tasks.cli import main as cli
-from wsc_tasks.reporting import report, runs
+from wsc_tasks.cli import report
+from wsc_tasks.reporting import runs
 
 pytestmark = pytest.mark.slow
 

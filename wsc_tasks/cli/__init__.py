@@ -143,7 +143,7 @@ def _main(argv: list[str]) -> int:
     if argv[:1] == ["run"]:
         return run_lm_eval(argv[1:])
     if argv[:1] == ["report"]:
-        from wsc_tasks.reporting.report import main as report
+        from wsc_tasks.cli.report import main as report
 
         return report(argv[1:])
     if argv[:1] == ["sweep"]:
@@ -151,7 +151,7 @@ def _main(argv: list[str]) -> int:
 
         return sweep(argv[1:])
     if argv[:1] == ["leaderboard"]:
-        from wsc_tasks.reporting.leaderboard import main as board
+        from wsc_tasks.cli.leaderboard import main as board
 
         return board(argv[1:])
     if argv[:1] == ["bench"]:
