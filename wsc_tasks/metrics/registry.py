@@ -151,7 +151,7 @@ def _both(before: Any, after: Any) -> bool:
 
 
 # an oracle of a consistency record: over every matched (before, after) problem or schema group
-Oracle = Callable[[Sequence[tuple[Any, Any]]], float]
+Oracle = Callable[[Sequence[tuple[consistency.Flags, consistency.Flags]]], float]
 
 
 def _share(hits: int, total: int) -> float:
@@ -310,12 +310,14 @@ def _plausibility(name: str, symbol: str, level: str, description: str, **more: 
     )
 
 
-def _groups(outcomes: Sequence[Any]) -> list[tuple[int, int]]:
+def _groups(outcomes: Sequence[accuracy.SchemaOutcome]) -> list[tuple[int, int]]:
     """(right, size) of every schema-metric group of a list of ``SchemaOutcome``s (an oracle's)."""
     return [(sum(o["correct"][i] for i in g), len(g)) for o in outcomes for g in o["groups"]]
 
 
-def _of_schemas(test: Callable[[int, int], bool]) -> Callable[[Sequence[Any]], float]:
+def _of_schemas(
+    test: Callable[[int, int], bool],
+) -> Callable[[Sequence[accuracy.SchemaOutcome]], float]:
     """An oracle: the share of schema groups whose (right, size) passes ``test``."""
     return lambda docs: _share(sum(test(*g) for g in _groups(docs)), len(_groups(docs)))
 
