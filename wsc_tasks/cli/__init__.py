@@ -135,6 +135,11 @@ def _main(argv: list[str]) -> int:
         "tokens, model, results, aggregation, printing)",
     )
     sub.add_parser("bench-mlm", add_help=False, help="masked-LM scoring throughput benchmark")
+    sub.add_parser(
+        "bench-findings",
+        add_help=False,
+        help="the findings' false-claim rates and power, by simulation",
+    )
     sub.add_parser("report", add_help=False, help="thesis-style tables, figures and p-values")
     sub.add_parser("sweep", add_help=False, help="run many models, write a leaderboard")
     sub.add_parser(
@@ -158,6 +163,10 @@ def _main(argv: list[str]) -> int:
         from wsc_tasks.cli.bench import bench_run
 
         return bench_run(argv[1:])
+    if argv[:1] == ["bench-findings"]:
+        from wsc_tasks.reporting.calibration import main as calibrate
+
+        return calibrate(argv[1:])
     if argv[:1] == ["bench-mlm"]:
         from wsc_tasks.cli.bench import main as bench
 
