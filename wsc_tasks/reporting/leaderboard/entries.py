@@ -116,7 +116,7 @@ class Board:
             if values:
                 found.controls[control] = self.estimate(values, ratios.PROBLEM_ACCURACY, True)
                 of = catalog.role_of(control).of
-                original = _outcomes(run, of, "acc") if of else None
+                original = _outcomes(run, of, ACC) if of else None
                 if of and original and of not in found.originals:
                     found.originals[of] = self.estimate(original, ratios.PROBLEM_ACCURACY, True)
         for name, task in run.tasks.items():
