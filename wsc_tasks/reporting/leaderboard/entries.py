@@ -20,6 +20,7 @@ from wsc_tasks.paths import CHANCE_MODEL, SWEEP_DONE, SWEEP_ERROR
 from wsc_tasks.reporting import findings
 from wsc_tasks.reporting.estimates import chance
 from wsc_tasks.reporting.runs import Run
+from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import Delta, Interval
 
 DEFAULT_TASK = "wsc266"
@@ -155,6 +156,7 @@ class Board:
             limit=entry.run.limit,
             ranking=ranking if entry.A or entry.a else None,
             controls=tuple(controls),
+            contamination=contamination_check.checks(entry.run),
         )
 
 
