@@ -2,8 +2,9 @@
 
 The speed work (vectorised bootstraps, deduplicated requests, a shorter printed table)
 must leave every figure unchanged for the same seed. ``tests/fixtures/reference_metrics.json`` was
-written by this script on the code before that work (``python tests/reference_metrics.py``);
-``test_reference_metrics.py`` reruns the same evaluation and compares value by value.
+written by this script on the code before that work (``python tests/reference_metrics.py``, or
+``python tests/regenerate.py`` with every other committed output); ``test_reference_metrics.py``
+reruns the same evaluation, with the same ``METADATA``, and compares value by value.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ TASKS = [
 LIMIT = 40
 SEED = 1
 FIXTURE = Path(__file__).with_name("fixtures") / "reference_metrics.json"
+METADATA = ["--metadata", '{"metrics": "all"}']  # every metric, not only each task's headline
 
 
 def evaluate(tokenizer_dir: Path, out: Path, extra: list[str] | None = None) -> dict:
@@ -56,17 +58,22 @@ def figures(results: dict) -> dict[str, dict[str, object]]:
     return out
 
 
-def main() -> int:
+def write(fixture: Path = FIXTURE) -> int:
+    """Evaluate as ``test_reference_metrics.py`` does and write ``fixture``; its figure count."""
     import conftest  # noqa: F401  the data directory and offline settings, as in the tests
     from tiny_models import gpt2_tokenizer
 
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer_dir = Path(tmp) / "gpt2"
         gpt2_tokenizer().save_pretrained(tokenizer_dir)
-        results = evaluate(tokenizer_dir, Path(tmp) / "out")
-    FIXTURE.parent.mkdir(exist_ok=True)
-    FIXTURE.write_text(json.dumps(figures(results), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {FIXTURE}: {sum(len(r) for r in figures(results).values())} figures")
+        found = figures(evaluate(tokenizer_dir, Path(tmp) / "out", METADATA))
+    fixture.parent.mkdir(parents=True, exist_ok=True)
+    fixture.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+    return sum(len(row) for row in found.values())
+
+
+def main() -> int:
+    print(f"wrote {FIXTURE}: {write()} figures")
     return 0
 
 

@@ -9,6 +9,7 @@ without one they are skipped, unless ``WSC_TASKS_REQUIRE_SLURM=1`` (CI) makes th
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import os
 import shutil
@@ -22,10 +23,20 @@ from pathlib import Path
 
 import pytest
 import tiny_models
+import yaml
 from test_sweep import _wait_for
 
 from wsc_tasks.cli import sweep
-from wsc_tasks.sweep.launchers import LAUNCHERS, Launcher, LauncherError, RunState, Setting
+from wsc_tasks.sweep import launchers
+from wsc_tasks.sweep.launchers import (
+    DEFAULT,
+    LAUNCHERS,
+    Launcher,
+    LauncherError,
+    RunState,
+    Setting,
+    register,
+)
 from wsc_tasks.sweep.launchers.local import LocalLauncher
 from wsc_tasks.sweep.launchers.slurm import SlurmLauncher
 from wsc_tasks.sweep.models import ModelSpec, read_models_file
@@ -68,14 +79,55 @@ def _cost(out: Path, name: str) -> dict:
 # the registry and settings
 
 
-def test_the_command_line_offers_every_registered_launcher_and_its_settings():
-    assert set(LAUNCHERS) == {"local", "slurm", "ray"}
+# the contract every registered launcher meets: adding one needs no edit of this file
+
+
+def test_every_launcher_module_registers_its_launcher():
+    package = Path(launchers.__file__).parent
+    modules = {p.stem for p in package.glob("[!_]*.py")} - {"base"}
+    assert {cls.__module__.rsplit(".", 1)[-1] for cls in LAUNCHERS.values()} == modules
+    assert DEFAULT in LAUNCHERS
+
+
+@pytest.mark.parametrize("name", sorted(LAUNCHERS))
+def test_the_command_line_offers_the_launcher_and_its_settings(name):
+    cls = LAUNCHERS[name]
+    assert cls.name == name and cls.help and not inspect.isabstract(cls)
     text = sweep.parser().format_help()
-    assert "{local,ray,slurm}" in text
-    for cls in LAUNCHERS.values():
-        assert f"--launcher {cls.name}" in text
-        for setting in cls.settings:
-            assert setting.flag in text and setting.help
+    assert "{" + ",".join(sorted(LAUNCHERS)) + "}" in text
+    assert f"--launcher {name}" in text
+    for setting in cls.settings:
+        assert setting.flag in text and setting.help
+        for other in LAUNCHERS.values():  # a flag two launchers share means the same to both
+            same = [s for s in other.settings if s.name == setting.name]
+            assert all(s.kind == setting.kind for s in same), (other.name, setting.name)
+
+
+@pytest.mark.parametrize("name", sorted(LAUNCHERS))
+def test_the_launchers_models_file_section_takes_its_settings(name, tmp_path):
+    """Every setting a models file may give, given there as the defaults; a misspelt key is named
+    with its file, line and launcher."""
+    cls = LAUNCHERS[name]
+    given = [s for s in cls.settings if not s.command_line_only and s.kind != "lines"]
+    section = {s.name: s.default for s in given if s.default is not None}
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump({"models": [{"name": "a"}], name: section or {}}))
+    args, _ = sweep.parser().parse_known_args([str(path), "--launcher", name])
+    launcher = sweep.launcher_from(args, read_models_file(path), SweepOptions(tmp_path, TASK))
+    assert isinstance(launcher, cls)
+    assert {k: launcher.values[k] for k in section} == section
+    assert set(launcher.values) == {s.name for s in cls.settings}
+    with pytest.raises(LauncherError, match=rf"{path}:\d+: {name}: unknown setting 'no-such'"):
+        cls.resolve({"no-such": 1}, str(path) + ":3", {})
+
+
+def test_a_second_launcher_of_the_same_name_is_refused():
+    class Twin(LAUNCHERS[DEFAULT]):  # type: ignore[misc,valid-type]
+        pass
+
+    with pytest.raises(TypeError, match=f"two launchers are named '{DEFAULT}'"):
+        register(Twin)
+    assert LAUNCHERS[DEFAULT] is not Twin
 
 
 def test_settings_come_from_the_models_file_then_the_command_line(tmp_path):

@@ -88,7 +88,7 @@ def test_deduplicated_batch_tokenized_requests_score_as_lm_eval(tiny_gpt2_dir):
 def _gone(name: str) -> str:
     return (
         f"lm-eval {patches.installed_lm_eval()} no longer behaves as section {name} of "
-        "wsc_tasks/harness/patches.py says: check whether the patch is still needed, and delete it "
+        "wsc_tasks/harness/patches/ says: check whether the patch is still needed, and delete it "
         "(with this test) if not"
     )
 
@@ -106,7 +106,7 @@ def test_a_version_outside_the_range_names_each_patch():
         lines = patches.version_warnings(version)
         assert len(lines) == len(patches.PATCHES)
         assert all(f"lm-eval {version} is installed" in line for line in lines)
-        assert "slice_cache_hits" in lines[0] and "wsc_tasks/harness/patches.py" in lines[0]
+        assert "slice_cache_hits" in lines[0] and "wsc_tasks/harness/patches/" in lines[0]
 
 
 def test_an_lm_eval_outside_the_ranges_warns(monkeypatch):
@@ -366,7 +366,7 @@ def test_lm_eval_still_has_no_method_for_our_request_types():
     for request_type in sorted(ours):
         method = getattr(LM, request_type)
         assert getattr(method, patches._MARK, False), (
-            f"lm-eval's LM defines {request_type} itself now: section 9 of patches.py can go"
+            f"lm-eval's LM defines {request_type} itself now: patch p09 can go"
         )
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from reference_metrics import FIXTURE, evaluate, figures
+from reference_metrics import FIXTURE, METADATA, evaluate, figures
 
 pytestmark = pytest.mark.slow
 
 
 def test_every_metric_equals_the_reference(tiny_gpt2_dir, data_dir, tmp_path):
     expected = json.loads(FIXTURE.read_text())
-    found = figures(evaluate(tiny_gpt2_dir, tmp_path, ["--metadata", '{"metrics": "all"}']))
+    found = figures(evaluate(tiny_gpt2_dir, tmp_path, METADATA))
     assert found.keys() == expected.keys()
     for task, row in expected.items():
         assert found[task] == row, task

@@ -8,7 +8,7 @@ import lm_eval
 import pytest
 import tiny_models
 from test_mlm import _hand
-from test_scoring import _sum_lp, _t5_hand
+from test_scoring import _sum_lp, _t5_hand, by_hand
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema, count
@@ -140,17 +140,10 @@ def _causal_hand(model, tok, problem, option: int) -> dict[str, float]:
         p_answer += _sum_lp(model, ids, 1) if len(ids) > 1 else 0.0
         n_answer += len(ids)
     partial = _sum_lp(model, sigma, len(head))
-    norm = full - p_answer
-    scores = {
-        "partial": partial, "partial_mean": partial / n_after,
-        "all_but_first": abf, "loss": abf / (n - 1),
-        "full": full, "full_mean": full / n,
-        "full_norm": norm, "full_norm_mean": norm / (n - n_answer),
-    }  # fmt: skip
-    use_full = n_after <= 1
-    scores["smart"] = scores["full"] if use_full else scores["partial"]
-    scores["smart_mean"] = scores["full_mean"] if use_full else scores["partial_mean"]
-    return scores
+    return by_hand(
+        {"partial": partial, "n_after": n_after, "all_but_first": abf, "full": full,
+         "answer": p_answer, "n_answer": n_answer, "n": n}, 1
+    )  # fmt: skip
 
 
 def test_two_blanks_causal_by_hand(tiny_gpt2_dir, data_dir, task_manager):

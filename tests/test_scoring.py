@@ -9,6 +9,8 @@ sequences the model saw against the minimum the methods need.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import lm_eval
 import pytest
 import tiny_models
@@ -18,6 +20,7 @@ from lm_eval.models.huggingface import HFLM
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema
 from wsc_tasks.scoring import causal, families
+from wsc_tasks.scoring.causal import CausalFormula
 from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter
 
@@ -84,18 +87,36 @@ def _hand_scores(model, tok, bos: int | None, problem, option: int, limit: int =
         full = _sum_lp(model, [bos, *sigma], 1)
         p_answer = _sum_lp(model, [bos, *answer], 1)
     partial = _sum_lp(model, sigma, len(head))
-    norm = full - p_answer
-    n = len(sigma)
-    scores = {
-        "partial": partial, "partial_mean": partial / n_after,
-        "all_but_first": abf, "loss": abf / (n - 1),
-        "full": full, "full_mean": full / n,
-        "full_norm": norm, "full_norm_mean": norm / (n - len(answer)),
-    }  # fmt: skip
-    use_full = n_after <= limit
-    scores["smart"] = scores["full"] if use_full else scores["partial"]
-    scores["smart_mean"] = scores["full_mean"] if use_full else scores["partial_mean"]
-    return scores
+    return by_hand(
+        {"partial": partial, "n_after": n_after, "all_but_first": abf, "full": full,
+         "answer": p_answer, "n_answer": len(answer), "n": len(sigma)}, limit
+    )  # fmt: skip
+
+
+# Each formula of ``causal.CausalFormula`` by hand (thesis eq. 3.2–3.15): (its value, the tokens
+# it predicts) from one option's hand-computed log-probabilities and counts. Every registered
+# method is checked through it (``by_hand``): a new method of these formulas needs nothing here,
+# a new formula its line.
+HAND: dict[CausalFormula, Callable[[dict[str, float]], tuple[float, float]]] = {
+    CausalFormula.PARTIAL: lambda h: (h["partial"], h["n_after"]),
+    CausalFormula.ALL_BUT_FIRST: lambda h: (h["all_but_first"], h["n"] - 1),
+    CausalFormula.FULL: lambda h: (h["full"], h["n"]),
+    CausalFormula.FULL_NORM: lambda h: (h["full"] - h["answer"], h["n"] - h["n_answer"]),
+    # full when at most ``limit`` tokens follow the blank, else partial
+    CausalFormula.SMART: lambda h: HAND[
+        CausalFormula.FULL if h["n_after"] <= h["limit"] else CausalFormula.PARTIAL
+    ](h),
+}
+
+
+def by_hand(h: dict[str, float], limit: int) -> dict[str, float]:
+    """Every registered causal method's score of one option from its hand primitives ``h``
+    (``limit``: smart's)."""
+    out = {}
+    for name, method in causal.METHODS.items():
+        value, count = HAND[method.formula]({**h, "limit": limit})
+        out[name] = value / count if method.mean else value
+    return out
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])

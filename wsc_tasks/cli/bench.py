@@ -265,7 +265,7 @@ class PhaseTimer:
                 if timer._stack:
                     timer._stack[-1][1] += elapsed
 
-        functools.update_wrapper(timed, original)  # keeps the marks of patches.py's sections
+        functools.update_wrapper(timed, original)  # keeps the marks of the patches' wrappers
         timed._wsc_tasks_phase = phase  # type: ignore[attr-defined]
         setattr(owner, name, timed)
 

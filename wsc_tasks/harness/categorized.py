@@ -17,7 +17,7 @@ from wsc_tasks.data.knowledge import CATEGORIES, knowledge_count, wsc273_categor
 from wsc_tasks.data.problems import Problem, Schema
 from wsc_tasks.harness.task import SchemaTask
 from wsc_tasks.metrics.accuracy import SchemaOutcome, restrict
-from wsc_tasks.metrics.registry import Key, bind
+from wsc_tasks.metrics.registry import ACC, Key, bind
 
 GROUPS = (*CATEGORIES, "single", "multiple")
 
@@ -39,10 +39,10 @@ class CategorizedSchemaTask(SchemaTask):
         values = super().process_results(doc, results)
         schema = Schema.from_doc(doc)
         memberships = [problem_groups(p, self.config.task) for p in schema.problems]
-        headline = values[Key("acc").name]
+        headline = values[Key(ACC).name]
         for name in GROUPS:
             subset = restrict(headline, [name in m for m in memberships])
-            values[Key("acc", category=name).name] = subset
+            values[Key(ACC, category=name).name] = subset
             values[Key("n_problems", category=name).name] = subset
         return values
 
@@ -55,6 +55,6 @@ class CategorizedSchemaTask(SchemaTask):
     def all_aggregations(self) -> dict[str, Any]:
         functions = super().all_aggregations()
         for name in GROUPS:
-            for key in (Key("acc", category=name), Key("n_problems", category=name)):
+            for key in (Key(ACC, category=name), Key("n_problems", category=name)):
                 functions[key.name] = bind(key)
         return functions

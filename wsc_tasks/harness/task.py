@@ -34,7 +34,7 @@ from wsc_tasks.harness.base import RequestTask
 from wsc_tasks.metrics import associativity, registry
 from wsc_tasks.metrics.accuracy import SchemaOutcome, outcome, restrict
 from wsc_tasks.metrics.consistency import pair_outcome
-from wsc_tasks.metrics.registry import BLANK_AT_END, EQUAL_LEN, Key, TaskKind, bind
+from wsc_tasks.metrics.registry import ACC, BLANK_AT_END, EQUAL_LEN, SCHEMA_ACC, Key, TaskKind, bind
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.causal import shifted_splits
 from wsc_tasks.scoring.families import ModelFacts
@@ -42,15 +42,15 @@ from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setu
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-PER_METHOD = ("acc", "schema_acc")  # reported per scoring method, ``Key(<record>, method=…)``
+PER_METHOD = (ACC, SCHEMA_ACC)  # reported per scoring method, ``Key(<record>, method=…)``
 BASE_METRICS = tuple(Key(m.name) for m in registry.select(value=registry.OUTCOME, reported=True))
 # the headline method on the problems with equal-length answers, and the token facts' shares
 TOKEN_METRICS = (
-    *(Key(record, subset=EQUAL_LEN) for record in ("acc", "schema_acc", "share")),
+    *(Key(record, subset=EQUAL_LEN) for record in (ACC, SCHEMA_ACC, "share")),
     Key("share", subset=BLANK_AT_END),
 )
 # restricted to the problems whose two answers have the same number of tokens
-EQUAL_LENGTH = frozenset(Key(record, subset=EQUAL_LEN).name for record in ("acc", "schema_acc"))
+EQUAL_LENGTH = frozenset(Key(record, subset=EQUAL_LEN).name for record in (ACC, SCHEMA_ACC))
 
 
 def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
@@ -220,7 +220,7 @@ class SchemaTask(RequestTask):
         if self.setup.tokens is not None:
             equal, at_end = self._token_facts(schema)
             equal_outcome = restrict(headline, equal)
-            for name in ("acc", "schema_acc"):
+            for name in (ACC, SCHEMA_ACC):
                 values[Key(name, subset=EQUAL_LEN).name] = equal_outcome
             values[Key("share", subset=EQUAL_LEN).name] = outcome(equal, [])
             values[Key("share", subset=BLANK_AT_END).name] = outcome(at_end, [])

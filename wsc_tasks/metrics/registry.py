@@ -8,7 +8,8 @@ schema, document pair, reason, question), what per-document value it needs, whic
 it by default (``headline``) and how its name may be extended (``variants``). lm-eval's
 aggregations (``bind``), the schema-bootstrap stderr (``record_of``), the fast bootstrap
 (``form``), the samples reader (``by_name``), the report and the summary all read ``REGISTRY``.
-Adding a consistency metric is one ``_consistency(...)`` line below: its level, hit and base.
+Adding a consistency metric is one ``_consistency(...)`` entry below: its level, hit and base,
+and its oracle (the thesis's equation over lists) that the shared metric tester checks it against.
 
 A metric is reported under the name of a ``Key``: a record, extended by at most one variant — a
 scoring method (``acc_smart``), a pair of methods (``consistency_full_to_partial``), a subset of
@@ -56,6 +57,10 @@ SUBSETS = (EQUAL_LEN, BLANK_AT_END)
 CATEGORY_STEMS = {"n_problems": "n"}  # problems per knowledge category: n_cat_<category>
 
 
+# the two accuracy records every report and leaderboard asks for by name (no other module spells
+# them): a, the share of problems, and A, the share of schemas
+ACC, SCHEMA_ACC = "acc", "schema_acc"
+
 MetricKind = Literal[
     "accuracy", "count", "consistency", "associativity", "plausibility", "contamination"
 ]
@@ -83,6 +88,11 @@ class Metric:
     accuracy: str = ""  # associativity: the accuracy record (acc, schema_acc) it is a quantity of
     scope: str = ""  # associativity: the subset, or ``associativity.ALL``
     quantity: str = ""  # associativity: original, nocands, adjusted, rel_loss, rel_gain, assoc_gap…
+    # the same figure written the obvious way, from the thesis, over whole lists (not the ratio
+    # code): per-document values (OUTCOME) or matched (before, after) flags at the record's level
+    # (consistency, ``Oracle``); the one metric tester (tests/test_metric_contract.py) checks the
+    # form against it. Never used to report a figure.
+    oracle: Callable[[Sequence[Any]], float] | None = None
 
     def __post_init__(self) -> None:
         if self.aggregate is None and self.form is not None:
@@ -122,6 +132,7 @@ def _consistency(
     hit: consistency.Condition,
     base: consistency.Condition = lambda before, after: True,
     *,
+    oracle: Oracle,
     problem_matched: bool | None = None,
     summary: tuple[str, ...] = (),
     headline: bool = False,
@@ -133,7 +144,7 @@ def _consistency(
     return Metric(
         name, symbol, level, PAIR, description,
         form=consistency.ratio(name, level, hit, base, base_is),
-        kind="consistency", summary=summary, variants=frozenset({"pair"}),
+        kind="consistency", summary=summary, variants=frozenset({"pair"}), oracle=oracle,
         headline=frozenset({TaskKind.CONSISTENCY}) if headline else frozenset(),
         problem_matched=level == "problem" if problem_matched is None else problem_matched,
     )  # fmt: skip
@@ -143,6 +154,14 @@ def _both(before: Any, after: Any) -> bool:
     return all(before) and all(after)
 
 
+# an oracle of a consistency record: over every matched (before, after) problem or schema group
+Oracle = Callable[[Sequence[tuple[consistency.Flags, consistency.Flags]]], float]
+
+
+def _share(hits: int, total: int) -> float:
+    return hits / total if total else float("nan")
+
+
 _BEFORE, _AFTER = "solved before the transformation", "solved after the transformation"
 
 
@@ -150,35 +169,47 @@ _BEFORE, _AFTER = "solved before the transformation", "solved after the transfor
 CONSISTENCY = (
     _consistency("consistency", "c", "problem",
                  "share of problems right before and after the change, or wrong both (eq. 3.81)",
-                 lambda b, a: b == a, summary=("pairs", "methods"), headline=True),
+                 lambda b, a: b == a, summary=("pairs", "methods"), headline=True,
+                 oracle=lambda u: _share(sum(b == a for b, a in u), len(u))),
     _consistency("consistent_acc", "c_a", "problem",
                  "share of problems right both before and after the change (eq. 3.82)",
-                 lambda b, a: b and a, summary=("pairs",)),
+                 lambda b, a: b and a, summary=("pairs",),
+                 oracle=lambda u: _share(sum(b and a for b, a in u), len(u))),
     _consistency("preserved_acc", "c_p", "problem",
                  "of the problems right before the change, the share still right after (eq. 3.83)",
-                 lambda b, a: b and a, lambda b, a: b, base_is=_BEFORE),
+                 lambda b, a: b and a, lambda b, a: b, base_is=_BEFORE,
+                 oracle=lambda u: _share(sum(b and a for b, a in u), sum(b for b, _ in u))),
     _consistency("preserved_acc_rev", "ĉ_p", "problem",
                  "of the problems right after the change, the share also right before (eq. 3.84)",
-                 lambda b, a: b and a, lambda b, a: a, base_is=_AFTER),
+                 lambda b, a: b and a, lambda b, a: a, base_is=_AFTER,
+                 oracle=lambda u: _share(sum(b and a for b, a in u), sum(a for _, a in u))),
     _consistency("schema_consistency_weak", "C̃", "schema",
                  "share of schemas solved both before and after the change, or neither (eq. 3.87)",
-                 lambda b, a: all(b) == all(a), summary=("pairs",)),
+                 lambda b, a: all(b) == all(a), summary=("pairs",),
+                 oracle=lambda u: _share(sum(all(b) == all(a) for b, a in u), len(u))),
     _consistency("schema_consistency", "C", "schema",
                  "share of schemas with equally many problems right before and after (eq. 3.88)",
-                 lambda b, a: sum(b) == sum(a), summary=("pairs", "methods"), headline=True),
+                 lambda b, a: sum(b) == sum(a), summary=("pairs", "methods"), headline=True,
+                 oracle=lambda u: _share(sum(sum(b) == sum(a) for b, a in u), len(u))),
     _consistency("schema_consistency_strict", "C*", "schema",
                  "share of schemas with the same problems right before and after (eq. 3.89)",
                  lambda b, a: list(b) == list(a), problem_matched=True,
-                 summary=("pairs", "methods")),
+                 summary=("pairs", "methods"),
+                 oracle=lambda u: _share(sum(list(b) == list(a) for b, a in u), len(u))),
     _consistency("consistent_schema_acc", "C_a", "schema",
                  "share of schemas solved both before and after the change (eq. 3.90)",
-                 _both, summary=("pairs",)),
+                 _both, summary=("pairs",),
+                 oracle=lambda u: _share(sum(all(b) and all(a) for b, a in u), len(u))),
     _consistency("preserved_schema_acc", "C_p", "schema",
                  "of the schemas solved before the change, the share still solved after (eq. 3.91)",
-                 _both, lambda b, a: all(b), base_is=_BEFORE),
+                 _both, lambda b, a: all(b), base_is=_BEFORE,
+                 oracle=lambda u: _share(sum(all(b) and all(a) for b, a in u),
+                                         sum(all(b) for b, _ in u))),
     _consistency("preserved_schema_acc_rev", "Ĉ_p", "schema",
                  "of the schemas solved after the change, the share also solved before (eq. 3.92)",
-                 _both, lambda b, a: all(a), base_is=_AFTER),
+                 _both, lambda b, a: all(a), base_is=_AFTER,
+                 oracle=lambda u: _share(sum(all(b) and all(a) for b, a in u),
+                                         sum(all(a) for _, a in u))),
 )  # fmt: skip
 
 
@@ -283,6 +314,18 @@ def _plausibility(name: str, symbol: str, level: str, description: str, **more: 
     )
 
 
+def _groups(outcomes: Sequence[accuracy.SchemaOutcome]) -> list[tuple[int, int]]:
+    """(right, size) of every schema-metric group of a list of ``SchemaOutcome``s (an oracle's)."""
+    return [(sum(o["correct"][i] for i in g), len(g)) for o in outcomes for g in o["groups"]]
+
+
+def _of_schemas(
+    test: Callable[[int, int], bool],
+) -> Callable[[Sequence[accuracy.SchemaOutcome]], float]:
+    """An oracle: the share of schema groups whose (right, size) passes ``test``."""
+    return lambda docs: _share(sum(test(*g) for g in _groups(docs)), len(_groups(docs)))
+
+
 def _contamination(name: str, symbol: str, description: str, aggregate: Callable,
                    stderr: bool = False) -> Metric:  # fmt: skip
     return Metric(name, symbol, "shard", SHARDS, description, aggregate=aggregate,
@@ -297,16 +340,20 @@ REGISTRY: tuple[Metric, ...] = (
     # one schema: SchemaTask, CategorizedSchemaTask (thesis §3.7.1)
     Metric("acc", "a", "problem", OUTCOME, "share of problems answered correctly",
            form=ratios.PROBLEM_ACCURACY, summary=("schemas",), headline=SCHEMA,
-           variants=frozenset({"method", "subset", "category"})),
+           variants=frozenset({"method", "subset", "category"}),
+           oracle=lambda docs: _share(sum(sum(o["correct"]) for o in docs),
+                                      sum(len(o["correct"]) for o in docs))),
     Metric("schema_acc", "A", "schema", OUTCOME, "share of schemas with every problem right",
            form=ratios.SCHEMA_ACCURACY, summary=("schemas",), headline=SCHEMA,
-           variants=frozenset({"method", "subset"})),
+           variants=frozenset({"method", "subset"}), oracle=_of_schemas(lambda r, n: r == n)),
     Metric("half_solved", "A′", "schema", OUTCOME,
            "share of schemas with some but not all problems right (half-solved)",
-           form=ratios.HALF_SOLVED, higher_is_better=False, summary=("schemas",)),
+           form=ratios.HALF_SOLVED, higher_is_better=False, summary=("schemas",),
+           oracle=_of_schemas(lambda r, n: 0 < r < n)),
     Metric("anti_solved", "A″", "schema", OUTCOME,
            "share of schemas with no problem right (anti-solved)",
-           form=ratios.ANTI_SOLVED, higher_is_better=False, summary=("schemas",)),
+           form=ratios.ANTI_SOLVED, higher_is_better=False, summary=("schemas",),
+           oracle=_of_schemas(lambda r, n: r == 0)),
     _count("n_problems", "n", "problem", OUTCOME, "number of problems", accuracy.n_problems,
            ("schemas",), headline=SCHEMA, variants=frozenset({"category"})),
     _count("n_schemas", "N", "schema", OUTCOME, "number of schemas (schema-metric groups)",

@@ -119,7 +119,11 @@ def _identity(value: Any) -> Any:
 # -- what the sections estimate -------------------------------------------------------------------
 def outcomes(task: TaskRun, metric: str, equal: bool = False) -> list[SchemaOutcome] | None:
     """Per-document outcomes of ``metric`` (restricted to equal-length answers if asked), when
-    the samples reproduce lm-eval's figure (``task.forms``)."""
+    the samples reproduce lm-eval's figure (``task.forms``); None when they do not or the task
+    has no such metric. A name no metric record of ours has (a misspelling) raises ``KeyError``
+    rather than silently skipping what asked for it."""
+    if Key.parse(metric) is None:
+        raise KeyError(f"no metric named {metric!r}: write it as registry.Key(...).name")
     values = task.values.get(metric)
     if not values or metric not in task.forms:
         return None

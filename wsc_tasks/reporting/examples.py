@@ -19,7 +19,7 @@ from typing import Any
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema
 from wsc_tasks.metrics import registry
-from wsc_tasks.metrics.registry import Key, TaskKind
+from wsc_tasks.metrics.registry import ACC, Key, TaskKind
 from wsc_tasks.reporting.runs import TaskRun, _read_samples
 from wsc_tasks.scoring.causal import partial_request
 from wsc_tasks.scoring.methods import ScoringError
@@ -116,7 +116,7 @@ def _schema_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
     first_examples: dict[tuple[str, str], list] = {p: [] for p in pairs}
     n_problems = 0
     for row in rows:
-        outcome = row.get(Key("acc").name)
+        outcome = row.get(Key(ACC).name)
         if not isinstance(outcome, dict) or "correct" not in outcome:
             continue
         schema = Schema.from_doc(row["doc"])
@@ -132,7 +132,7 @@ def _schema_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
             if len(shown[kind]) < PER_KIND:
                 shown[kind].append([view(schema.problems[i], scores, chosen[i]) for i in group])
         n_problems += len(schema.problems)
-        per_method = {m: row[Key("acc", method=m).name]["correct"] for m in all_methods}
+        per_method = {m: row[Key(ACC, method=m).name]["correct"] for m in all_methods}
         for j, problem in enumerate(schema.problems):
             for a, b in pairs:
                 if per_method[a][j] != per_method[b][j]:

@@ -28,7 +28,7 @@ from wsc_tasks.data import catalog
 from wsc_tasks.data.pairing import PairingError, pair_schemas
 from wsc_tasks.data.problems import Schema
 from wsc_tasks.metrics import ratios, registry
-from wsc_tasks.metrics.registry import Key, TaskKind
+from wsc_tasks.metrics.registry import ACC, Key, TaskKind
 from wsc_tasks.paths import SWEEP_RESULTS, hide_model_paths, portable
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -100,7 +100,7 @@ class TaskRun:
         return [
             method
             for method in registry.methods(self.keys)
-            if self.forms.get(Key("acc", method=method).name) is ratios.PROBLEM_ACCURACY
+            if self.forms.get(Key(ACC, method=method).name) is ratios.PROBLEM_ACCURACY
         ]
 
     def schemas(self, side: str | None = None) -> list[Schema]:

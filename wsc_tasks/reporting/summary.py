@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from wsc_tasks.metrics import associativity, registry
-from wsc_tasks.metrics.registry import BLANK_AT_END, EQUAL_LEN, Key, TaskKind
+from wsc_tasks.metrics.registry import ACC, BLANK_AT_END, EQUAL_LEN, SCHEMA_ACC, Key, TaskKind
 from wsc_tasks.paths import hide_model_paths, portable
 from wsc_tasks.reporting.markup import code_span, escape_markdown
 from wsc_tasks.reporting.runs import (
@@ -21,7 +21,7 @@ from wsc_tasks.reporting.runs import (
 
 COLUMNS = tuple(Key(m.name) for m in registry.in_summary("schemas"))
 TOKEN_COLUMNS = (
-    *(Key(record, subset=EQUAL_LEN) for record in ("acc", "schema_acc", "share")),
+    *(Key(record, subset=EQUAL_LEN) for record in (ACC, SCHEMA_ACC, "share")),
     Key("share", subset=BLANK_AT_END),
 )
 
@@ -140,8 +140,8 @@ def _method_table(results: dict[str, Row], groups: set[str]) -> list[str]:
     if methods:
         rows = {
             name: [
-                f"{_cell(results[name].get(Key('acc', method=m)))} / "
-                f"{_cell(results[name].get(Key('schema_acc', method=m)))}"
+                f"{_cell(results[name].get(Key(ACC, method=m)))} / "
+                f"{_cell(results[name].get(Key(SCHEMA_ACC, method=m)))}"
                 for m in methods
             ]
             for name in tasks
@@ -184,7 +184,7 @@ METHOD_CONSISTENCY = tuple(m.name for m in registry.in_summary("methods"))
 ASSOCIATIVITY_QUANTITIES = associativity.QUANTITIES
 ASSOCIATIVITY_ROWS = tuple(  # (accuracy, scope): the subsets, then all of WSC266
     (accuracy, scope)
-    for accuracy in ("acc", "schema_acc")
+    for accuracy in (ACC, SCHEMA_ACC)
     for scope in (*associativity.SUBSETS, associativity.ALL)
 )
 

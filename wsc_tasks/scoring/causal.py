@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from wsc_tasks.data import sources
 from wsc_tasks.data.problems import Problem
@@ -243,23 +243,6 @@ def shifted_splits(problem: Problem, setup: Setup) -> int:
     return sum(pieces(problem, i, setup).shifted for i in range(len(problem.options)))
 
 
-@dataclass(frozen=True)
-class Partial(ScoringMethod):
-    """Partial scoring: the same requests as lm-eval's built-in ``winogrande`` and ``wsc273``."""
-
-    name: str = "partial"
-    needs_tokens: bool = False
-
-    def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
-        return [[partial_request(problem, i)] for i in range(len(problem.options))]
-
-    def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
-        return [
-            log_likelihood(results, partial_request(problem, i))
-            for i in range(len(problem.options))
-        ]
-
-
 class CausalFormula(str, Enum):
     """The score of a filled sentence a token-counting causal method computes (see the module
     docstring); ``Causal.mean`` divides it by the tokens it predicts."""
@@ -269,6 +252,25 @@ class CausalFormula(str, Enum):
     FULL = "full"
     FULL_NORM = "full_norm"
     SMART = "smart"
+
+
+@dataclass(frozen=True)
+class Partial(ScoringMethod):
+    """Partial scoring: the same requests as lm-eval's built-in ``winogrande`` and ``wsc273``."""
+
+    name: str = "partial"
+    needs_tokens: bool = False
+    formula: ClassVar[CausalFormula] = CausalFormula.PARTIAL  # as a ``Causal``'s, never its mean
+    mean: ClassVar[bool] = False
+
+    def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
+        return [[partial_request(problem, i)] for i in range(len(problem.options))]
+
+    def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
+        return [
+            log_likelihood(results, partial_request(problem, i))
+            for i in range(len(problem.options))
+        ]
 
 
 @dataclass(frozen=True)
@@ -346,7 +348,9 @@ class Causal(ScoringMethod):
         ]
 
 
-METHODS: dict[str, ScoringMethod] = {
+# every causal method by name: a new one is a line here (a new formula: a ``CausalFormula``, its
+# requests and its value above); tests/test_scoring.py checks each against its formula by hand
+METHODS: dict[str, Partial | Causal] = {
     m.name: m
     for m in (
         Partial(),

@@ -15,7 +15,7 @@ from typing import Any
 
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ratios, stats
-from wsc_tasks.metrics.registry import TaskKind
+from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC, TaskKind
 from wsc_tasks.paths import CHANCE_MODEL, SWEEP_DONE, SWEEP_ERROR
 from wsc_tasks.reporting import findings
 from wsc_tasks.reporting.estimates import chance
@@ -54,8 +54,8 @@ def rank(runs: Sequence[Run], task: str) -> list[Run]:
     """Schema accuracy, then problem accuracy, descending; then name."""
 
     def key(run: Run) -> tuple[float, float, str]:
-        big_a = _outcomes(run, task, "schema_acc")
-        a = _outcomes(run, task, "acc")
+        big_a = _outcomes(run, task, SCHEMA_ACC)
+        a = _outcomes(run, task, ACC)
         return (
             -ratios.SCHEMA_ACCURACY(big_a) if big_a else 1.0,
             -ratios.PROBLEM_ACCURACY(a) if a else 1.0,
@@ -97,7 +97,7 @@ class Board:
         return Interval(found, against_chance)
 
     def paired(self, first: Run, second: Run) -> Delta | None:
-        a, b = _keyed(first, self.task, "schema_acc"), _keyed(second, self.task, "schema_acc")
+        a, b = _keyed(first, self.task, SCHEMA_ACC), _keyed(second, self.task, SCHEMA_ACC)
         if not a or not b:
             return None
         x, y = stats.align(a, b)
@@ -108,16 +108,16 @@ class Board:
 
     def entry(self, run: Run, folder: Path, done: dict[str, Any]) -> Entry:
         found = Entry(run, folder, done)
-        big_a = _outcomes(run, self.task, "schema_acc")
-        a = _outcomes(run, self.task, "acc")
+        big_a = _outcomes(run, self.task, SCHEMA_ACC)
+        a = _outcomes(run, self.task, ACC)
         found.A = self.estimate(big_a, ratios.SCHEMA_ACCURACY, True) if big_a else None
         found.a = self.estimate(a, ratios.PROBLEM_ACCURACY, True) if a else None
         for control in CONTROLS:
-            values = _outcomes(run, control, "acc")
+            values = _outcomes(run, control, ACC)
             if values:
                 found.controls[control] = self.estimate(values, ratios.PROBLEM_ACCURACY, True)
                 of = catalog.role_of(control).of
-                original = _outcomes(run, of, "acc") if of else None
+                original = _outcomes(run, of, ACC) if of else None
                 if of and original and of not in found.originals:
                     found.originals[of] = self.estimate(original, ratios.PROBLEM_ACCURACY, True)
         for name, task in run.tasks.items():

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wsc_tasks.metrics import ratios
+from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC
 from wsc_tasks.reporting.estimates import Estimates, outcomes
 from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.runs import Run, TaskRun
@@ -64,12 +65,12 @@ class Context:
     def accuracy(self, task: TaskRun) -> tuple[Interval, Interval | None] | None:
         """A task's a and A with p against chance (one bootstrap each, however many sections
         ask); None when its samples give no problem accuracy."""
-        a = outcomes(task, "acc")
+        a = outcomes(task, ACC)
         if a is None:
             return None
         found = self.estimates.interval(a, ACCURACIES["a"], True)
         assert found is not None
-        return found, self.estimates.interval(outcomes(task, "schema_acc"), ACCURACIES["A"], True)
+        return found, self.estimates.interval(outcomes(task, SCHEMA_ACC), ACCURACIES["A"], True)
 
 
 Builder = Callable[[Context], Section]
@@ -81,4 +82,8 @@ def builders() -> list[Builder]:
     for module in pkgutil.iter_modules(__path__):
         section = importlib.import_module(f"{__name__}.{module.name}")
         found.append((section.ORDER, module.name, section.build))
+    orders = [order for order, _, _ in found]
+    if len(set(orders)) != len(orders):
+        taken = sorted((order, name) for order, name, _ in found)
+        raise ValueError(f"two report sections share an ORDER: {taken}; give each its own place")
     return [build for _, _, build in sorted(found)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from wsc_tasks.metrics import associativity, ratios
-from wsc_tasks.metrics.registry import TaskKind
+from wsc_tasks.metrics.registry import ACC, TaskKind
 from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.runs import Run, try_pair_documents
 from wsc_tasks.reporting.sections import ACCURACIES, Context, Figure, Section
@@ -120,11 +120,11 @@ def pairs(run: Run) -> list[dict[str, Any]]:
     for subset in associativity.SUBSETS:
         original_dataset, nocands_dataset = associativity.DATASETS[subset]
         original, nocands = run.task_on(original_dataset), run.task_on(nocands_dataset)
-        if original is None or nocands is None or "acc" not in original.forms:
+        if original is None or nocands is None or ACC not in original.forms:
             return []
-        if "acc" not in nocands.forms:
+        if ACC not in nocands.forms:
             return []
-        matched = try_pair_documents(original, nocands, "acc", True)
+        matched = try_pair_documents(original, nocands, ACC, True)
         if matched is None:
             return []
         out += [{"before": b, "after": a, "subset": subset} for b, a in zip(*matched, strict=True)]

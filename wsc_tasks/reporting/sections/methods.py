@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wsc_tasks.metrics.registry import Key
+from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC, Key
 from wsc_tasks.reporting.estimates import form, outcomes
 from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.sections import Context, Figure, Section
@@ -12,7 +12,7 @@ ORDER = 20
 # the datasets of thesis Tables 4.3, 4.7 and 4.11 (scoring methods compared)
 DATASETS = ("wsc266", "wsc273_schemas", "wsc266_inverted")
 # the columns of the tables: a and A, on all problems and on equal-length answers
-COLUMNS = (("acc", False), ("acc", True), ("schema_acc", False), ("schema_acc", True))
+COLUMNS = ((ACC, False), (ACC, True), (SCHEMA_ACC, False), (SCHEMA_ACC, True))
 
 
 def build(context: Context) -> Section:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC
 from wsc_tasks.reporting.estimates import form, outcomes
 from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.runs import Run, TaskRun
@@ -36,14 +37,14 @@ def build(context: Context) -> Section:
     bars = []
     for name, found in compared:
         for i, (run_a, task_a) in enumerate(found):
-            for metric, panel in (("acc", "a"), ("schema_acc", "A")):
+            for metric, panel in ((ACC, "a"), (SCHEMA_ACC, "A")):
                 cell = estimates.interval(outcomes(task_a, metric), form(metric))
                 if cell is not None:
                     bars.append(Bar(panel, name, run_a.label, cell.estimate))
             for run_b, task_b in found[i + 1 :]:
                 cells = [
                     estimates.compare(task_b, task_a, metric, equal)
-                    for metric in ("acc", "schema_acc")
+                    for metric in (ACC, SCHEMA_ACC)
                     for equal in (False, True)
                 ]
                 table.rows.append([name, f"{run_b.label} − {run_a.label}", *cells])

@@ -8,6 +8,7 @@ each task's models together so they read side by side.
 from __future__ import annotations
 
 from wsc_tasks.data import catalog
+from wsc_tasks.metrics.registry import ACC
 from wsc_tasks.reporting.estimates import outcomes
 from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.runs import TaskRun
@@ -51,7 +52,7 @@ def build(context: Context) -> Section:
             cells = context.accuracy(task) if task is not None else None
             if task is None or cells is None:
                 continue
-            documents = len(outcomes(task, "acc") or [])
+            documents = len(outcomes(task, ACC) or [])
             table.rows.append([run.label, name, role(task), documents, *cells])
             for panel, cell in zip(("a", "A"), cells, strict=True):
                 if cell is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from wsc_tasks.data import catalog
-from wsc_tasks.metrics.registry import TaskKind
+from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC, TaskKind
 from wsc_tasks.reporting.estimates import form, outcomes
 from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.runs import Run, TaskRun, try_pair_documents
@@ -62,10 +62,8 @@ def build(context: Context) -> Section:
             rows.append([run.label, LABELS[name], len(found["a"][0]), *cells])
             for panel, cell in (("a", cells[1]), ("A", cells[4])):
                 bars.append(Bar(panel, LABELS[name], run.label, cell.estimate))
-        if rows and original is not None and outcomes(original, "acc"):
-            head = [
-                estimates.interval(outcomes(original, m), form(m)) for m in ("acc", "schema_acc")
-            ]
+        if rows and original is not None and outcomes(original, ACC):
+            head = [estimates.interval(outcomes(original, m), form(m)) for m in (ACC, SCHEMA_ACC)]
             for panel, cell in zip(("a", "A"), head, strict=True):
                 if cell is not None:
                     bars.append(Bar(panel, WHOLE, run.label, cell.estimate))
@@ -107,11 +105,11 @@ def pair(run: Run, original: TaskRun | None, name: str) -> dict[str, tuple[list,
                 "A": ([i["before"] for i in items], [i["after"] for i in items]),
             }
     perturbed = run.task_on(name)
-    if original is None or perturbed is None or "acc" not in perturbed.forms:
+    if original is None or perturbed is None or ACC not in perturbed.forms:
         return None
-    if "acc" not in original.forms:
+    if ACC not in original.forms:
         return None
-    matched = try_pair_documents(original, perturbed, "acc", name not in SCHEMA_TRANSFORMATIONS)
+    matched = try_pair_documents(original, perturbed, ACC, name not in SCHEMA_TRANSFORMATIONS)
     if matched is None:
         return None
     return {"a": matched, "A": matched}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC
 from wsc_tasks.reporting.estimates import outcomes
 from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.runs import Run
@@ -44,14 +45,14 @@ def build(context: Context) -> Section:
         base, wsc = run.task_on(REID250), run.task_on(WSC266)
         for name in names:
             task = run.tasks.get(name)
-            if task is None or outcomes(task, "acc") is None:
+            if task is None or outcomes(task, ACC) is None:
                 continue
             cells: list[Interval | Delta | None] = [
-                estimates.interval(outcomes(task, "acc"), ACCURACIES["a"], True),
-                estimates.interval(outcomes(task, "schema_acc"), ACCURACIES["A"], True),
+                estimates.interval(outcomes(task, ACC), ACCURACIES["a"], True),
+                estimates.interval(outcomes(task, SCHEMA_ACC), ACCURACIES["A"], True),
             ]
             for other in (wsc, base):
-                for metric in ("acc", "schema_acc"):
+                for metric in (ACC, SCHEMA_ACC):
                     if other is None or other is task:
                         cells.append(None)
                     else:

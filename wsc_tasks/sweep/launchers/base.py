@@ -12,7 +12,7 @@ import difflib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from wsc_tasks.sweep.models import ModelSpec
 from wsc_tasks.sweep.options import SweepOptions
@@ -164,3 +164,24 @@ class Launcher(ABC):
 
     def close(self) -> None:  # noqa: B027 - most launchers hold nothing
         """Release what the launcher holds once the sweep is over."""
+
+
+# every launcher by name, filled by ``register`` as the modules of this package are imported
+LAUNCHERS: dict[str, type[Launcher]] = {}
+
+
+L = TypeVar("L", bound=type[Launcher])
+
+
+def register(cls: L) -> L:
+    """Class decorator: make ``cls`` a launcher of ``wsc-tasks sweep --launcher <cls.name>``."""
+    name = getattr(cls, "name", "")
+    if not name or not getattr(cls, "help", ""):
+        raise TypeError(f"launcher {cls.__qualname__}: give it a name and a help line")
+    if LAUNCHERS.get(name, cls) is not cls:
+        raise TypeError(f"two launchers are named {name!r}: {LAUNCHERS[name]} and {cls}")
+    flags = [setting.name for setting in cls.settings]
+    if len(set(flags)) != len(flags):
+        raise TypeError(f"launcher {name}: a setting is declared twice: {flags}")
+    LAUNCHERS[name] = cls
+    return cls

@@ -21,6 +21,7 @@ from wsc_tasks.sweep.launchers.base import (
     Setting,
     flag_setting,
     positive_int,
+    register,
 )
 from wsc_tasks.sweep.models import ModelSpec
 from wsc_tasks.sweep.options import Placement
@@ -42,6 +43,7 @@ def cuda_devices() -> int:
         return 0
 
 
+@register
 class LocalLauncher(Launcher):
     name = "local"
     help = "subprocesses on this machine (the default)"

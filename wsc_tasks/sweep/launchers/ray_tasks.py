@@ -21,6 +21,7 @@ from wsc_tasks.sweep.launchers.base import (
     Setting,
     count,
     fraction,
+    register,
 )
 from wsc_tasks.sweep.lock import STALE_S
 from wsc_tasks.sweep.models import ModelSpec
@@ -40,6 +41,7 @@ def _run_task(spec: ModelSpec, options: SweepOptions, gpus: float) -> str:
     return run_one(spec, options, placement)
 
 
+@register
 class RayLauncher(Launcher):
     name = "ray"
     help = "one Ray task per model (pip install 'wsc-tasks[ray]')"

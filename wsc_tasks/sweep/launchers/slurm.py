@@ -37,6 +37,7 @@ from wsc_tasks.sweep.launchers.base import (
     flag_setting,
     fraction,
     positive_int,
+    register,
 )
 from wsc_tasks.sweep.lock import JOB_ENV
 from wsc_tasks.sweep.models import ModelSpec
@@ -58,6 +59,7 @@ def _log_tail(path: Path, lines: int = 20) -> str:
         return ""
 
 
+@register
 class SlurmLauncher(Launcher):
     name = "slurm"
     help = "one Slurm job array (sbatch --array), one task per model"

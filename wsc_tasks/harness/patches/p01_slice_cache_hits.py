@@ -1,0 +1,48 @@
+"""lm-eval patch 1, ``slice_cache_hits``: what it changes and why, then the change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from wsc_tasks.harness.patches.base import (
+    GITHUB,
+    TESTED,
+    Patch,
+    _replace,
+    log,
+)
+
+PATCH = Patch(
+    "slice_cache_hits",
+    "lm_eval.models.utils.Collator.get_cache",
+    TESTED,
+    (f"{GITHUB}/issues/2984", f"{GITHUB}/pull/2987"),
+)
+
+
+# lm-eval's HFLM (``logits_cache=True``, its default) computes one forward pass for all requests
+# whose ``context + continuation[:-1]`` tokens are equal, and the ``Collator`` hands each of them
+# the logits of the longest continuation (the representative since PR #2987, which fixed the crash
+# of issue #2984 and trims the greedy check to each continuation, ``greedy_tokens[:, -n:]``). The
+# log-likelihood itself is still gathered from the *first* positions of those logits, so a shorter
+# continuation gets a wrong value. The same sentence split at two places is exactly what partial
+# scoring of a problem and of its inversion send (``wsc266`` and ``wsc266_inverted`` fill the same
+# sentence): without the fix, scores in a run depend on which other tasks share it. The fix trims
+# each cache hit's logits to its own continuation, a no-op for every request already scored right.
+# Upstream, the one-line fix is the same trailing slice on the gather in
+# ``HFLM._loglikelihood_tokens``.
+def _slice_cache_hits() -> bool:
+    from lm_eval.models.utils import Collator
+
+    get_cache_original = Collator.get_cache
+
+    def get_cache(self: Any, *args: Any, **kwargs: Any) -> Iterator[tuple[Any, Any, Any]]:
+        for request_str, cont_toks, logits in get_cache_original(self, *args, **kwargs):
+            # logits: [1, positions of the longest continuation, vocab]; keep this request's own
+            yield request_str, cont_toks, logits[:, -len(cont_toks) :, :]
+
+    patched = _replace(Collator, "get_cache", get_cache)
+    if patched:
+        log.debug("wsc_tasks: lm-eval Collator.get_cache now slices each cache hit to its own")
+    return patched

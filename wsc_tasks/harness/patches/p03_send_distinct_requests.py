@@ -1,0 +1,81 @@
+"""lm-eval patch 3, ``send_distinct_requests``: what it changes and why, then the change."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from wsc_tasks.harness.patches.base import (
+    _MARK,
+    TESTED,
+    Patch,
+    _replace,
+    log,
+)
+from wsc_tasks.harness.patches.p04_remember_tokens import _encode_in_one_batch, _remember_tokens
+from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import warn_unkeyed_request_cache
+from wsc_tasks.harness.patches.p13_tasks_meet_the_model import meet_the_model
+
+PATCH = Patch("send_distinct_requests", "lm_eval.evaluator.evaluate", TESTED)
+
+
+# lm-eval passes the loglikelihood requests of all tasks to the model in one call, duplicates
+# included; overlapping tasks (``wsc266`` and its subsets, every consistency task's original side,
+# Reid250's rows) send the same (context, continuation) many times, and ``TemplateLM`` tokenizes
+# every request on its own. The model gets each distinct request once and the results are fanned
+# back out (a deterministic model's result depends on the request's arguments only). No upstream
+# issue found; upstream this belongs in ``TemplateLM.loglikelihood``, before
+# ``_loglikelihood_tokens``.
+def distinct(requests: Sequence[Any]) -> tuple[list[Any], list[int]]:
+    """The requests with distinct arguments, in first-seen order, and where each request went."""
+    first: dict[Any, int] = {}
+    unique: list[Any] = []
+    where: list[int] = []
+    for request in requests:
+        index = first.setdefault(request.args, len(unique))
+        if index == len(unique):
+            unique.append(request)
+        where.append(index)
+    return unique, where
+
+
+def deduplicated(method: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+    """``lm.loglikelihood`` that sends each distinct request once."""
+
+    def loglikelihood(requests: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        unique, where = distinct(requests)
+        log.info(
+            f"wsc_tasks: {len(requests)} loglikelihood requests, {len(unique)} distinct sent to "
+            "the model"
+        )
+        _encode_in_one_batch(getattr(method, "__self__", None), unique)
+        results = method(unique, *args, **kwargs)
+        return [results[i] for i in where]
+
+    setattr(loglikelihood, _MARK, True)
+    return loglikelihood
+
+
+def _send_distinct_requests() -> None:
+    from lm_eval import evaluator
+
+    evaluate_original = evaluator.evaluate
+    if getattr(evaluate_original, _MARK, False):
+        return
+    _remember_tokens()
+
+    @functools.wraps(evaluate_original)
+    def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
+        meet_the_model(lm, kwargs["task_dict"] if "task_dict" in kwargs else args[0])  # 13
+        method = getattr(lm, "loglikelihood", None)
+        if method is None or getattr(method, _MARK, False):
+            return evaluate_original(lm, *args, **kwargs)
+        warn_unkeyed_request_cache(lm, kwargs.get("task_dict", args[0] if args else {}))
+        lm.loglikelihood = deduplicated(method)
+        try:
+            return evaluate_original(lm, *args, **kwargs)
+        finally:
+            del lm.loglikelihood
+
+    _replace(evaluator, "evaluate", evaluate)

@@ -1,0 +1,77 @@
+"""lm-eval patch 4, ``remember_tokens``: what it changes and why, then the change."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from wsc_tasks.harness.patches.base import (
+    TESTED,
+    Patch,
+    _replace,
+)
+
+PATCH = Patch("remember_tokens", "lm_eval.models.huggingface.HFLM.tok_encode", TESTED)
+
+
+# ``TemplateLM._encode_pair`` makes two tokenizer calls per request, one text at a time. An HF
+# causal model's ``tok_encode`` now remembers its texts, and section 3 fills that memo with one
+# batched tokenizer call per model call (same tokenizer arguments as ``HFLM.tok_encode``). No
+# upstream issue found; upstream, ``TemplateLM.loglikelihood`` could encode the pairs with one
+# ``tokenizer(list)`` call.
+def _encode_in_one_batch(lm: Any, requests: Sequence[Any]) -> None:
+    """Fill an HF causal model's text → tokens memo with one batched call for the texts that
+    ``TemplateLM._encode_pair`` will encode."""
+    from lm_eval.models.huggingface import HFLM
+
+    if not isinstance(lm, HFLM) or getattr(lm, "backend", None) != "causal":
+        return
+    from lm_eval.models.utils import _add_special_kwargs
+
+    texts: set[str] = set()
+    for request in requests:
+        context, continuation = request.args[:2]
+        if not context:
+            continue
+        spaces = len(context) - len(context.rstrip())
+        if spaces:
+            context, continuation = context[:-spaces], context[-spaces:] + continuation
+        texts.update((context, context + continuation))
+    memo = _memo(lm)
+    bos = lm.tokenizer.decode(lm.prefix_token_id)
+    plain = sorted(t for t in texts if (t, None) not in memo and not t.startswith(bos))
+    if plain:
+        kwargs = _add_special_kwargs(None, lm.add_bos_token)
+        for text, ids in zip(plain, lm.tokenizer(plain, **kwargs)["input_ids"], strict=True):
+            memo[(text, None)] = list(ids)
+
+
+def _memo(lm: Any) -> dict[tuple[str, bool | None], list[int]]:
+    if "_wsc_tasks_token_memo" not in vars(lm):
+        lm._wsc_tasks_token_memo = {}
+    return lm._wsc_tasks_token_memo
+
+
+def _remember_tokens() -> None:
+    from lm_eval.models.huggingface import HFLM
+
+    tok_encode_original = HFLM.tok_encode
+
+    def tok_encode(
+        self: Any,
+        string: str,
+        add_special_tokens: bool | None = None,
+        left_truncate_len: int | None = None,
+        **kwargs: Any,
+    ) -> list[int]:
+        if left_truncate_len or kwargs:
+            return tok_encode_original(
+                self, string, add_special_tokens, left_truncate_len, **kwargs
+            )
+        memo = _memo(self)
+        key = (string, add_special_tokens)
+        if key not in memo:
+            memo[key] = tok_encode_original(self, string, add_special_tokens)
+        return list(memo[key])
+
+    _replace(HFLM, "tok_encode", tok_encode)

@@ -1,0 +1,32 @@
+"""lm-eval patch 7, ``accept_several_include_paths``: what it changes and why, then the change."""
+
+from __future__ import annotations
+
+from wsc_tasks.harness.patches.base import (
+    TESTED,
+    Patch,
+    _replace,
+)
+
+PATCH = Patch("accept_several_include_paths", "lm_eval.tasks.manager.TaskManager.__init__", TESTED)
+
+
+# lm-eval's ``TaskManager`` takes a list of folders but its ``run --include_path`` passes one string
+# (its own ``ls`` help shows ``"/path/to/tasks1:/path/to/tasks2"``, which ``run`` then reads as one
+# folder). In ``wsc-tasks run`` the string is split on the path separator so the user's folder and
+# this package's can be combined. No upstream issue found; upstream, ``run`` could split it as
+# ``ls`` documents.
+def accept_several_include_paths() -> bool:
+    """Let ``--include_path a:b`` name several folders; True if patched now."""
+    import os
+
+    from lm_eval.tasks import manager
+
+    init_original = manager.TaskManager.__init__
+
+    def init(self: object, *args: object, include_path: object = None, **kwargs: object) -> None:
+        if isinstance(include_path, str) and os.pathsep in include_path:
+            include_path = [p for p in include_path.split(os.pathsep) if p]
+        init_original(self, *args, include_path=include_path, **kwargs)
+
+    return _replace(manager.TaskManager, "__init__", init)

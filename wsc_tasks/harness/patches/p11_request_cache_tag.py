@@ -1,0 +1,43 @@
+"""lm-eval patch 11, ``request_cache_tag``: what it changes and why, then the change."""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import Any
+
+from wsc_tasks.harness.patches.base import (
+    TESTED,
+    Patch,
+)
+
+PATCH = Patch(
+    "request_cache_tag", "lm_eval.api.task.Task.build_all_requests(tokenizer_name=)", TESTED
+)
+
+
+# lm-eval's ``--cache_requests`` saves each task's built requests in a file named by the task,
+# few-shot count, rank, world size, chat template, system prompt and the model's tokenizer name
+# (``Task.build_all_requests``), not by the task's metadata. This package's requests depend on it
+# (``scoring``, ``headline``, the tokenizer named by ``pretrained=``/``tokenizer=``): a run with
+# other ``--metadata`` read the requests of the first, sent them all to the model, then failed in
+# ``zip()`` (fewer requests than its methods need), or scored the wrong ones. This package's tasks
+# pass ``tokenizer_name`` with a tag of their metadata, the files it names and this package's
+# version (``tokenizer_name`` is used for that file name only), so each setup has its own file.
+# No upstream issue found; upstream, the cache name could include the task config's metadata.
+def request_cache_tag(task_metadata: dict[str, Any] | None) -> str:
+    """16 hex digits that change with the metadata, the model files it names, and the package."""
+    import hashlib
+    import json
+
+    from wsc_tasks.harness.fingerprint import model_fingerprint
+    from wsc_tasks.paths import MODEL_FILE_ARGS
+
+    meta = dict(task_metadata or {})
+    named = ",".join(f"{key}={meta[key]}" for key in MODEL_FILE_ARGS if meta.get(key))
+    try:
+        package = metadata.version("wsc-tasks")
+    except metadata.PackageNotFoundError:  # a source checkout on sys.path
+        package = "source"
+    identity = {"metadata": meta, "files": model_fingerprint(named), "wsc_tasks": package}
+    text = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,80 @@
+"""lm-eval patch 13, ``tasks_meet_the_model``: what it changes and why, then the change."""
+
+from __future__ import annotations
+
+import sys
+from types import FrameType
+from typing import Any
+
+from wsc_tasks.harness.patches.base import (
+    TESTED,
+    Patch,
+    is_our_task,
+    original,
+)
+from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import _tasks_of
+from wsc_tasks.scoring.methods import ScoringError
+
+PATCH = Patch(
+    "tasks_meet_the_model", "lm_eval.evaluator.evaluate (simple_evaluate's model_args read)", TESTED
+)
+
+
+# Not a bug of lm-eval: an ordering it has no hook for. lm-eval builds the tasks before it hands
+# them a model, and its CLI (and ``simple_evaluate`` without a ``TaskManager``) merges the model
+# arguments into every task's metadata, while ``simple_evaluate(..., task_manager=...)`` and
+# ``evaluate(lm, task_dict)`` do not: a task would see the tokenizer from one entry point and not
+# from another. Before any request is built, ``evaluate`` now hands each of our tasks the model
+# (``TaskConventions.meet_model``: the plan settled from the model when the metadata names no
+# tokenizer, see ``model_facts``) and the keys that came from the run's model arguments, read from
+# ``simple_evaluate``'s own ``model_args`` while it runs (the only record of which metadata keys
+# are model arguments, so that a misspelt key can be told from one). Its ``metadata`` argument,
+# which lm-eval ignores when a ``task_manager`` is given, is checked against the tasks' metadata.
+def simple_evaluate_arguments() -> dict[str, Any] | None:
+    """``model_args``, ``metadata`` and ``task_manager`` of the running ``simple_evaluate``;
+    None outside it (``evaluate`` called directly)."""
+    import inspect
+
+    from lm_eval import evaluator
+
+    code = inspect.unwrap(original(evaluator, "simple_evaluate")).__code__
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code is not code:
+        frame = frame.f_back
+    if frame is None:
+        return None
+    names = ("model_args", "metadata", "task_manager")
+    return {name: frame.f_locals.get(name) for name in names}
+
+
+def model_argument_keys(model_args: Any) -> frozenset[str]:
+    """The keys of ``simple_evaluate``'s ``model_args`` (a ``k=v,…`` string or a mapping)."""
+    if isinstance(model_args, str):
+        from lm_eval.utils import simple_parse_args_string
+
+        return frozenset(simple_parse_args_string(model_args))
+    return frozenset(model_args) if isinstance(model_args, dict) else frozenset()
+
+
+def meet_the_model(lm: Any, task_dict: Any) -> None:
+    """Hand each of our tasks in ``task_dict`` the model and the run's model-argument keys."""
+    from lm_eval.api.task import Task
+
+    run = simple_evaluate_arguments() or {}
+    keys = model_argument_keys(run.get("model_args"))
+    every = [t for t in _tasks_of(task_dict) if isinstance(t, Task)]
+    tasks = [t for t in every if is_our_task(t) and hasattr(t, "meet_model")]
+    shared = len(tasks) < len(every)  # other packages' tasks read the same metadata
+    given = run.get("metadata") or {}
+    if run.get("task_manager") is not None and isinstance(given, dict):
+        for task in tasks:
+            requested = task._requested
+            ignored = sorted(k for k, v in given.items() if k not in requested or requested[k] != v)
+            if ignored:
+                raise ScoringError(
+                    f"task {task.config.task}: simple_evaluate(metadata=...) is not used by "
+                    f"lm-eval when a task_manager is given ({', '.join(ignored)}); pass it as "
+                    "TaskManager(include_path=..., metadata=...)"
+                )
+    for task in tasks:
+        task.meet_model(lm, keys, shared)

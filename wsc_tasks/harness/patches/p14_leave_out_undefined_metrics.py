@@ -1,0 +1,41 @@
+"""lm-eval patch 14, ``leave_out_undefined_metrics``: what it changes and why, then the change."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from wsc_tasks.harness.patches.base import (
+    TESTED,
+    Patch,
+)
+
+PATCH = Patch(
+    "leave_out_undefined_metrics", "lm_eval.evaluator_utils._compute_task_aggregations", TESTED
+)
+
+
+# lm-eval stores and prints whatever an aggregation returns, NaN included ("NaN ± nan"), and then
+# ``simple_evaluate`` and ``evaluate`` on the same documents no longer compare equal (NaN != NaN).
+# A metric of ours with no value on the documents evaluated (a share with nothing to count, e.g.
+# the non-associative schemas among the first 5 documents) is left out of the results instead,
+# with a note naming it and why (``TaskConventions.why_undefined``; ``notes``). Part of section 2's
+# replacement. No upstream issue found; upstream, an aggregation could return "undefined" with a
+# reason.
+def leave_out_undefined(task: Any, aggregated: dict[str, Any], raw_metrics: dict) -> None:
+    from wsc_tasks.harness import notes
+
+    why: dict[str, list[str]] = {}
+    for (metric, filter_key), items in raw_metrics.items():
+        value = aggregated.get(f"{metric},{filter_key}")
+        if not (isinstance(value, float) and math.isnan(value)):
+            continue
+        del aggregated[f"{metric},{filter_key}"]
+        aggregated.pop(f"{metric}_stderr,{filter_key}", None)
+        reason = task.why_undefined(metric, items) if hasattr(task, "why_undefined") else ""
+        where = task.documents_evaluated(len(items)) if hasattr(task, "why_undefined") else ""
+        why.setdefault(f"{reason or 'undefined'} in {where or 'these documents'}", []).append(
+            metric
+        )
+    for reason, metrics in why.items():
+        notes.add(task, f"{', '.join(metrics)} not reported: {reason}")

@@ -1,0 +1,59 @@
+"""lm-eval patch 16, ``print_counts_as_integers``: what it changes and why, then the change."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from wsc_tasks.harness.patches.base import (
+    TESTED,
+    Patch,
+    _replace,
+)
+
+PATCH = Patch("print_counts_as_integers", "lm_eval.utils.make_table", TESTED)
+
+
+# lm-eval's printed table writes every value of the Value column with the column's precision, so a
+# count of ours reads "266.0000" (and "± N/A", an error it does not have) beside the accuracies.
+# The table lm-eval prints is rewritten, for the rows of this package's count metrics with a whole
+# value: the number as an integer, right-aligned in its cell, no ± and no stderr. Only the text is
+# changed; the results files keep lm-eval's values. No upstream issue found; upstream, a metric
+# could carry its number format.
+def is_count_row(metric: str) -> bool:
+    """A row of lm-eval's table whose metric is one of this package's counts."""
+    from wsc_tasks.metrics import registry
+
+    key = registry.Key.parse(metric)
+    return key is not None and key.metric.kind == "count"
+
+
+def integer_counts(table: str) -> str:
+    """``table`` (lm-eval's Markdown) with the whole values of count rows written as integers."""
+    lines = table.split("\n")
+    for i, line in enumerate(lines):
+        cells = line.split("|")
+        if len(cells) != 11 or not is_count_row(cells[5].strip()):
+            continue
+        value = cells[7].strip()
+        if not re.fullmatch(r"\d+(\.0*)?", value):  # 80.0000, or 5 (an int count)
+            continue
+        cells[7] = value.split(".")[0].rjust(len(cells[7]))
+        if cells[9].strip() == "N/A":
+            cells[8], cells[9] = " " * len(cells[8]), " " * len(cells[9])
+        lines[i] = "|".join(cells)
+    return "\n".join(lines)
+
+
+def print_counts_as_integers() -> bool:
+    """Section 16, once per process; True if ``make_table`` was wrapped now."""
+    from lm_eval import utils
+
+    make_table_original = utils.make_table
+
+    @functools.wraps(make_table_original)
+    def make_table(*args: Any, **kwargs: Any) -> str:
+        return integer_counts(make_table_original(*args, **kwargs))
+
+    return _replace(utils, "make_table", make_table)
