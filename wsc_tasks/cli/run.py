@@ -233,6 +233,17 @@ def our_task_names() -> set[str]:
     return names
 
 
+def check_task_names(argv: list[str]) -> None:
+    """Every ``--tasks`` name must be this package's, in the user's ``--include_path`` or
+    lm-eval's: an unknown one is an error naming the closest names, found in about a second
+    (``task_names``), not after lm-eval's full task index (a minute on a loaded machine)."""
+    from wsc_tasks.cli import task_names
+
+    given = _value(argv, "--include_path", "--include-path")
+    user = [Path(p) for p in given[1].split(os.pathsep) if p] if given else []
+    task_names.check(argv, include_path(), [p for p in user if p.is_dir()])
+
+
 def _only_our_tasks(argv: list[str]) -> bool:
     """Whether every task ``--tasks`` asks for is this package's (so lm-eval's own index of its
     thousands of task YAMLs, about 14 s of CPU, is not needed)."""
@@ -245,6 +256,7 @@ def _only_our_tasks(argv: list[str]) -> bool:
 def run_lm_eval(passthrough: list[str]) -> int:
     """``lm_eval run`` with this package's tasks and defaults; lm-eval's files under the model's
     label, checked, with no path of this machine in them unless ``--keep-paths``."""
+    check_task_names(passthrough)  # in about a second, before lm-eval, models and datasets load
     from lm_eval.__main__ import cli_evaluate
 
     from wsc_tasks.harness import (  # noqa: F401  register --model hf-mlm and wsc-chance
