@@ -271,6 +271,7 @@ def run_lm_eval(passthrough: list[str]) -> int:
     patches.accept_several_include_paths()
     patches.explain_chat_template_advice()
     patches.print_counts_as_integers()
+    patches.quiet_git_lookup()
     argv, target = labelled_output(lm_eval_argv(passthrough))
     notes.clear()
     cache = _value(argv, "--use_cache", "--use-cache", "-c")

@@ -19,7 +19,8 @@ When they apply (as before this module existed):
 - ``tasks_meet_the_model`` (13) — inside section 3's ``evaluate``, before any request is built;
 - ``explain_chat_template_advice()`` (15) and ``print_counts_as_integers()`` (16) — also by
   ``wsc-tasks run`` before lm-eval's CLI starts (``apply()`` comes too late for a plain ``lm_eval``
-  run, whose advice comes first and whose CLI takes ``make_table`` before the tasks load).
+  run, whose advice comes first and whose CLI takes ``make_table`` before the tasks load);
+- ``quiet_git_lookup()`` (17) — first in ``apply()``, and by ``wsc-tasks run``.
 
 Every patch is idempotent: the replacement carries ``_MARK`` and is never wrapped twice.
 """
@@ -88,6 +89,7 @@ PATCHES: tuple[Patch, ...] = (
           TESTED),
     Patch("explain_chat_template_advice", "logger lm_eval.evaluator", TESTED),
     Patch("print_counts_as_integers", "lm_eval.utils.make_table", TESTED),
+    Patch("quiet_git_lookup", "lm_eval.evaluator.get_git_commit_hash", TESTED),
 )  # fmt: skip
 
 
@@ -147,6 +149,7 @@ def original(owner: Any, name: str) -> Any:
 def apply() -> bool:
     """Sections 1–6, 9, 12, 15 and 16, once per process (13 and 14 are parts of 3 and 2); True if
     the logits cache was patched now."""
+    quiet_git_lookup()  # section 17
     explain_chat_template_advice()
     print_counts_as_integers()
     refuse_unserved_requests()
@@ -718,9 +721,10 @@ def leave_out_undefined(task: Any, aggregated: dict[str, Any], raw_metrics: dict
 # SmolLM2-135M-Instruct among them) that the chat template is not applied and recommends
 # ``--apply_chat_template``, which these tasks refuse (``flags``): they score each option's
 # sentence by log-likelihood with no prompt, so there is nothing to put in a chat turn. The advice
-# is replaced by that explanation, in the same WARNING record (a logging filter, not a code patch:
-# if lm-eval rewords its advice, the original shows again and tests/test_patches.py fails). No
-# upstream issue found; upstream, a task could declare that it takes no chat template.
+# is replaced by that explanation, in the same record lowered to INFO, since nothing is wrong (a
+# logging filter, not a code patch: if lm-eval rewords its advice, the original shows again and
+# tests/test_patches.py fails). No upstream issue found; upstream, a task could declare that it
+# takes no chat template.
 EVALUATOR_LOGGER = "lm_eval.evaluator"
 CHAT_ADVICE = "appears to be an instruct or chat variant but chat template is not applied"
 CHAT_EXPLANATION = (
@@ -736,6 +740,7 @@ class ChatTemplateAdvice(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if CHAT_ADVICE in record.getMessage():
             record.msg, record.args = CHAT_EXPLANATION, ()
+            record.levelno, record.levelname = logging.INFO, "INFO"  # advice, not a warning
         return True
 
 
@@ -791,6 +796,35 @@ def print_counts_as_integers() -> bool:
         return integer_counts(make_table_original(*args, **kwargs))
 
     return _replace(utils, "make_table", make_table)
+
+
+# -- 17. quiet_git_lookup --------------------------------------------------------------------------
+# ``simple_evaluate`` records ``git_hash`` by running ``git describe --always`` in the working
+# directory with git's stderr on the terminal: outside a git checkout every run prints ``fatal: not
+# a git repository (or any of the parent directories): .git``, which reads as an error of the run.
+# The same lookup runs with git's stderr discarded; the value recorded is unchanged (the hash, or
+# lm-eval's fallback, ``get_commit_from_path``). lm-eval binds the name in two modules, so both
+# are replaced. No upstream issue found; upstream, the call could pass ``stderr=DEVNULL``.
+def quiet_git_lookup() -> bool:
+    """Section 17, once per process; True if the lookup was replaced now."""
+    import os
+    import subprocess
+
+    from lm_eval import evaluator
+    from lm_eval.loggers import utils as logger_utils
+
+    def get_git_commit_hash() -> str | None:
+        try:
+            found = subprocess.check_output(
+                ["git", "describe", "--always"], stderr=subprocess.DEVNULL
+            )
+        except (subprocess.CalledProcessError, FileNotFoundError):
+            return logger_utils.get_commit_from_path(os.getcwd())
+        return found.strip().decode()
+
+    patched = _replace(evaluator, "get_git_commit_hash", get_git_commit_hash)
+    _replace(logger_utils, "get_git_commit_hash", evaluator.get_git_commit_hash)
+    return patched
 
 
 check_lm_eval_version()
