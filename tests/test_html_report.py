@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from wsc_tasks.cli import report
 from wsc_tasks.data.problems import Problem
 from wsc_tasks.paths import SWEEP_DONE
-from wsc_tasks.reporting import examples, leaderboard, report
+from wsc_tasks.reporting import examples, leaderboard
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 MODELS = ("smollm2-135m", "chance")

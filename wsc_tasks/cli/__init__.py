@@ -1,7 +1,7 @@
 """``wsc-tasks``: one command for the include path, the data, lm-eval runs, reports and sweeps.
 
 Each subcommand is an entry of ``COMMANDS``, a function taking its part of the command line
-(``run``, ``sweep``, ``bench`` here; ``report`` and ``leaderboard`` in ``wsc_tasks.reporting``);
+(the modules ``run``, ``sweep``, ``bench``, ``report`` and ``leaderboard`` of this package);
 this module dispatches to it and turns errors into one line.
 """
 
@@ -169,12 +169,12 @@ COMMANDS: dict[str, Command] = {
     ),
     "report": Command(
         "findings, tables, figures and p-values from runs with --log_samples",
-        "wsc_tasks.reporting.report:main",
+        "wsc_tasks.cli.report:main",
     ),
     "sweep": Command("run many models, then write their leaderboard", "wsc_tasks.cli.sweep:main"),
     "leaderboard": Command(
         "write a sweep folder's leaderboard again, running nothing",
-        "wsc_tasks.reporting.leaderboard:main",
+        "wsc_tasks.cli.leaderboard:main",
     ),
     "summary": Command(
         "print a Markdown table of the newest lm-eval results under a folder",
