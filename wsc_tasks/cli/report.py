@@ -10,7 +10,7 @@ from pathlib import Path
 
 from wsc_tasks.metrics import stats
 from wsc_tasks.paths import KEEP_PATHS
-from wsc_tasks.reporting.report import write
+from wsc_tasks.reporting.report import build, nothing_to_show, write
 from wsc_tasks.reporting.runs import RunError, load_run, parse_folder_argument
 
 
@@ -37,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         KEEP_PATHS, action="store_true", help="local model paths as given (default: <last part>)"
     )
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="write a report with no figure (default: nothing written, exit 2 naming why)",
+    )
     args = parser.parse_args(argv)
     runs = []
     for number, text in enumerate(args.folders, 1):
@@ -51,7 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     if len(set(labels)) != len(labels):
         raise RunError(f"two folders have the same label ({labels}); name them with LABEL=DIR")
     say("building the sections, then their bootstraps, figures and the HTML page", args.quiet)
-    path = write(runs, Path(args.out), args.iters, args.seed, quiet=args.quiet)
+    built = build(runs, args.iters, args.seed, args.quiet)
+    empty = nothing_to_show(built)
+    if empty and not args.allow_empty:
+        print(
+            f"wsc-tasks report: error: {empty}; nothing written to {args.out} (run with "
+            "--log_samples; --allow-empty writes it anyway)",
+            file=sys.stderr,
+        )
+        return 2
+    path = write(runs, Path(args.out), args.iters, args.seed, quiet=args.quiet, built=built)
     print(path)
     print(path.with_name("report.html"))
     return 0

@@ -28,11 +28,31 @@ def build(
     return built
 
 
-def write(runs: Sequence[Run], out: Path, iters: int, seed: int, quiet: bool = False) -> Path:
-    """The report of ``runs`` under ``out``; the path of ``report.md``."""
-    built = build(runs, iters, seed, quiet)
+def write(
+    runs: Sequence[Run],
+    out: Path,
+    iters: int,
+    seed: int,
+    quiet: bool = False,
+    built: list[sections.Section] | None = None,
+) -> Path:
+    """The report of ``runs`` under ``out`` (its sections ``built`` already, or built here); the
+    path of ``report.md``."""
+    built = build(runs, iters, seed, quiet) if built is None else built
     rendering.draw(built, runs, out)
     head = rendering.intro(iters, seed)
     path = rendering.write_markdown(runs, built, out, head)
     rendering.write_html(runs, built, out, head, quiet)
     return path
+
+
+def nothing_to_show(built: Sequence[sections.Section]) -> str | None:
+    """Why a report of these sections would show no figure (every section skipped, or only
+    tables), in one sentence; None when some section has a figure."""
+    if any(section.figures for section in built):
+        return None
+    skipped = [f"{s.title}: {s.skipped}" for s in built if s.skipped]
+    shown = [s.title for s in built if not s.skipped]
+    why = "; ".join(dict.fromkeys(skipped)) or "no section was built"
+    tables = f" (tables only: {', '.join(shown)})" if shown else ""
+    return f"no section of the report has a figure{tables}; skipped: {why}"
