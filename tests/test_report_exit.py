@@ -27,8 +27,10 @@ def test_a_report_without_figures_exits_2_naming_why(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
-    assert err[0].startswith("wsc-tasks report: error: no section of the report has a figure")
-    assert "--log_samples" in err[0] and "--allow-empty" in err[0]
+    assert err[0] == (
+        "wsc-tasks report: error: none of the 47 tasks read has a samples file (run with "
+        f"--log_samples); nothing written to {out} (--allow-empty writes it anyway)"
+    )
     assert not out.exists()
 
 
@@ -43,11 +45,11 @@ def test_allow_empty_writes_it_anyway(tmp_path, capsys):
 def test_nothing_to_show_names_the_skipped_sections():
     skipped = [Section("Overview", skipped="needs samples"), Section("Models", skipped="needs two")]
     assert nothing_to_show(skipped) == (
-        "no section of the report has a figure; skipped: Overview: needs samples; Models: needs two"
+        "no section of the report has a figure (2 skipped: needs samples; needs two)"
     )
-    tables = [Section("Overview"), Section("Models", skipped="needs two")]
-    assert nothing_to_show(tables) == (
-        "no section of the report has a figure (tables only: Overview); skipped: Models: needs two"
+    many = [Section(str(i), skipped=f"needs {i}") for i in range(5)] + [Section("Glossary")]
+    assert nothing_to_show(many) == (
+        "no section of the report has a figure (5 skipped: needs 0; needs 1; needs 2; …)"
     )
     figure = Figure("f", [], "t", "c")
     assert nothing_to_show([Section("Overview", figures=[figure])]) is None

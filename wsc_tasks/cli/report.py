@@ -59,9 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     built = build(runs, args.iters, args.seed, args.quiet)
     empty = nothing_to_show(built)
     if empty and not args.allow_empty:
+        if not any(task.values for run in runs for task in run.tasks.values()):
+            count = sum(len(run.tasks) for run in runs)
+            empty = f"none of the {count} tasks read has a samples file (run with --log_samples)"
         print(
-            f"wsc-tasks report: error: {empty}; nothing written to {args.out} (run with "
-            "--log_samples; --allow-empty writes it anyway)",
+            f"wsc-tasks report: error: {empty}; nothing written to {args.out} (--allow-empty "
+            "writes it anyway)",
             file=sys.stderr,
         )
         return 2

@@ -47,12 +47,11 @@ def write(
 
 
 def nothing_to_show(built: Sequence[sections.Section]) -> str | None:
-    """Why a report of these sections would show no figure (every section skipped, or only
-    tables), in one sentence; None when some section has a figure."""
+    """Why a report of these sections would show no figure, in one sentence (the first reasons
+    its sections were skipped); None when some section has a figure."""
     if any(section.figures for section in built):
         return None
-    skipped = [f"{s.title}: {s.skipped}" for s in built if s.skipped]
-    shown = [s.title for s in built if not s.skipped]
-    why = "; ".join(dict.fromkeys(skipped)) or "no section was built"
-    tables = f" (tables only: {', '.join(shown)})" if shown else ""
-    return f"no section of the report has a figure{tables}; skipped: {why}"
+    reasons = list(dict.fromkeys(s.skipped for s in built if s.skipped))
+    listed = "; ".join(reasons[:3]) + ("; …" if len(reasons) > 3 else "")
+    skipped = sum(1 for s in built if s.skipped)
+    return f"no section of the report has a figure ({skipped} skipped: {listed or 'none'})"
