@@ -95,3 +95,14 @@ def test_the_command_prints_one_line_and_exits_2(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "unknown task wsc226 (did you mean wsc266" in lines[0], done.stderr
     print(f"refused in {took:.1f} s")  # the figure, not a limit (2 shared cores vary)
+
+
+def test_a_sweep_refuses_a_misspelt_task_before_any_model_runs(tmp_path, capsys):
+    from wsc_tasks.cli import main as cli
+
+    models = tmp_path / "models.txt"
+    models.write_text("chance wsc-chance seed=1\n")
+    out = tmp_path / "out"
+    assert cli(["sweep", str(models), "--out", str(out), "--tasks", "wsc226"]) == 2
+    assert "unknown task wsc226 (did you mean wsc266" in capsys.readouterr().err
+    assert not out.exists()

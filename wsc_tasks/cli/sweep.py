@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from wsc_tasks.cli.run import DEFAULT_TASKS
+from wsc_tasks.cli.run import DEFAULT_TASKS, check_task_names
 from wsc_tasks.metrics import stats
 from wsc_tasks.paths import KEEP_PATHS
 from wsc_tasks.reporting import leaderboard
@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = parser(_launcher_asked(argv))
     args, passthrough = command.parse_known_args(argv)
+    check_task_names(["--tasks", args.tasks, *passthrough])  # once, not in every model's run
     models = read_models_file(args.models_file)  # an error names the file and line: one line
     out = Path(args.out)
     options = SweepOptions(
