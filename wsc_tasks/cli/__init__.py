@@ -191,6 +191,10 @@ COMMANDS: dict[str, Command] = {
         "`run`, its wall time split into phases (tasks, requests, model, …)",
         "wsc_tasks.cli.bench:bench_run",
     ),
+    "bench-findings": Command(
+        "the findings' false-claim rates and power, by simulation",
+        "wsc_tasks.reporting.calibration:main",
+    ),
     "bench-mlm": Command(
         "masked-LM scoring throughput, three ways on the same sentences",
         "wsc_tasks.cli.bench:main",
