@@ -148,3 +148,10 @@ def test_every_package_is_installed():
     assert folders - listed == set(), (
         f"add to pyproject.toml's packages: {sorted(folders - listed)}"
     )
+
+
+def test_results_hold_outputs_only():
+    """Scripts that maintain the committed outputs live in tools/, not among the outputs."""
+    results = ROOT.parent / "results"
+    scripts = sorted(str(p.relative_to(results)) for p in results.rglob("*.py"))
+    assert scripts == [], f"move to tools/: {scripts}"

@@ -603,7 +603,7 @@ def test_lm_eval_still_advises_a_chat_template_for_instruct_models(monkeypatch):
     assert "`apply_chat_template`" in advice[0].getMessage()
     assert patches.ChatTemplateAdvice().filter(advice[0])  # kept, as the explanation
     assert advice[0].getMessage() == patches.CHAT_EXPLANATION
-    assert advice[0].levelno == logging.WARNING
+    assert advice[0].levelno == logging.INFO
 
 
 def test_the_chat_advice_is_explained_in_a_run(monkeypatch, capsys):
@@ -680,3 +680,40 @@ def test_a_count_lm_eval_prints_without_decimals_loses_its_stderr_column_too():
     cells = row.split("|")
     assert cells[7].strip() == "5" and not cells[8].strip() and not cells[9].strip()
     assert len(row) == len(line)
+
+
+# -- 17. quiet_git_lookup --------------------------------------------------------------------------
+GIT_LOOKUP = (
+    "import os, sys; os.chdir(sys.argv[1]); from lm_eval import evaluator{patch}; "
+    "print(evaluator.get_git_commit_hash())"
+)
+
+
+def _git_lookup_outside_a_checkout(tmp_path, patch: str):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)}
+    code = GIT_LOOKUP.format(patch=patch)
+    return subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env
+    )
+
+
+def test_lm_eval_still_lets_git_complain_outside_a_checkout(tmp_path):
+    done = _git_lookup_outside_a_checkout(tmp_path, "")
+    assert "not a git repository" in done.stderr, _gone("17. quiet_git_lookup (git is quiet)")
+
+
+def test_the_git_lookup_is_quiet_and_records_the_same_value(tmp_path):
+    plain = _git_lookup_outside_a_checkout(tmp_path, "")
+    patch = "; from wsc_tasks.harness import patches; patches.quiet_git_lookup()"
+    quiet = _git_lookup_outside_a_checkout(tmp_path, patch)
+    assert "not a git repository" not in quiet.stderr
+    assert "fatal" not in quiet.stderr
+    assert quiet.stdout == plain.stdout  # lm-eval's fallback value, unchanged
+    assert patches.quiet_git_lookup() in (True, False) and not patches.quiet_git_lookup()

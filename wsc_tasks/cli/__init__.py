@@ -1,21 +1,47 @@
 """``wsc-tasks``: one command for the include path, the data, lm-eval runs, reports and sweeps.
 
-Each subcommand lives in its own module (``run``, ``sweep``, ``bench``; ``report`` and ``summary``
-in ``wsc_tasks.reporting``); this one parses the command line and turns errors into one line.
+Each subcommand is an entry of ``COMMANDS``, a function taking its part of the command line
+(the modules ``run``, ``sweep``, ``bench``, ``report`` and ``leaderboard`` of this package);
+this module dispatches to it and turns errors into one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from wsc_tasks.cli.run import run_lm_eval
 from wsc_tasks.paths import KEEP_PATHS, include_path
 
 VERBOSE_ENV = "WSC_TASKS_VERBOSE"  # 1: errors with their traceback (same as --verbose)
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)
+
+
+DATA_ACTIONS = {
+    "fetch": "download the missing dataset files and verify every file's SHA-256",
+    "path": "print the data folder ($WSC_TASKS_DATA, default ~/.cache/wsc_tasks/data)",
+    "stats": "print the documents, problems and schemas of every task's dataset",
+    "audit": "check the control baselines: no candidate left, only mentions deleted",
+    "check": "parse your own files (thesis .txt, Winogrande .jsonl) and print their counts",
+}
+
+
+def data_command(argv: list[str]) -> int:
+    """``wsc-tasks data ACTION``: each action a subcommand with its own help."""
+    parser = argparse.ArgumentParser(
+        prog="wsc-tasks data",
+        description="The datasets: pinned public files, read from $WSC_TASKS_DATA.",
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, text in DATA_ACTIONS.items():
+        action = actions.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        if name == "check":
+            action.add_argument("files", nargs="+", metavar="FILE", help="a .txt or .jsonl file")
+    return _data(parser.parse_args(argv))
 
 
 def _data(args: argparse.Namespace) -> int:
@@ -96,91 +122,110 @@ def one_line(error: BaseException) -> str:
     return f"wsc-tasks: error: {text} (--verbose for the traceback)"
 
 
-def _main(argv: list[str]) -> int:
+def include_path_command(argv: list[str]) -> int:
+    argparse.ArgumentParser(
+        prog="wsc-tasks include-path",
+        description="Print the folder of this package's task YAMLs, for lm-eval's --include_path: "
+        "lm_eval run --include_path $(wsc-tasks include-path) --tasks wsc_group …",
+    ).parse_args(argv)
+    print(include_path())
+    return 0
+
+
+def summary_command(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="wsc-tasks",
-        description="Winograd-schema tasks for lm-evaluation-harness.",
-        epilog="`wsc-tasks run [lm_eval run flags…]` passes every flag through to lm-eval.",
+        prog="wsc-tasks summary",
+        description="Print a Markdown table of the newest lm-eval results file under a folder.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("include-path", help="print the --include_path that holds this package's tasks")
-    data_parser = sub.add_parser("data", help="download/verify the datasets ($WSC_TASKS_DATA)")
-    data_parser.add_argument(
-        "action",
-        choices=["fetch", "path", "stats", "audit", "check"],
-        help="fetch: download missing files and verify all; path: print the data directory; "
-        "stats: print the size of every task's dataset; audit: check the control baselines "
-        "(no candidate left, only mentions deleted, no cut inside an abbreviation); "
-        "check FILE…: parse your own files (thesis .txt format, Winogrande .jsonl) without the "
-        "pinned checksum",
-    )
-    data_parser.add_argument("files", nargs="*", help="for check: the files to parse")
-    summary_parser = sub.add_parser(
-        "summary", help="print a Markdown table of the newest lm-eval results file under a folder"
-    )
-    summary_parser.add_argument("path", help="an lm-eval --output_path folder or results_*.json")
-    summary_parser.add_argument(
+    parser.add_argument("path", help="an lm-eval --output_path folder or results_*.json")
+    parser.add_argument(
         KEEP_PATHS, action="store_true", help="local model paths as given (default: <last part>)"
     )
-    parser.add_argument("--verbose", action="store_true", help="errors with their traceback")
-    sub.add_parser(
-        "run",
-        add_help=False,
-        help="run lm-eval with these tasks (default: wsc_group on the embedded SmolLM2-135M)",
-    )
-    sub.add_parser(
-        "bench",
-        add_help=False,
-        help="`run` with the same flags, its wall time split into phases (tasks, requests, "
-        "tokens, model, results, aggregation, printing)",
-    )
-    sub.add_parser("bench-mlm", add_help=False, help="masked-LM scoring throughput benchmark")
-    sub.add_parser(
-        "bench-findings",
-        add_help=False,
-        help="the findings' false-claim rates and power, by simulation",
-    )
-    sub.add_parser("report", add_help=False, help="thesis-style tables, figures and p-values")
-    sub.add_parser("sweep", add_help=False, help="run many models, write a leaderboard")
-    sub.add_parser(
-        "leaderboard", add_help=False, help="write a sweep folder's leaderboard, running nothing"
-    )
-    if argv[:1] == ["run"]:
-        return run_lm_eval(argv[1:])
-    if argv[:1] == ["report"]:
-        from wsc_tasks.cli.report import main as report
-
-        return report(argv[1:])
-    if argv[:1] == ["sweep"]:
-        from wsc_tasks.cli.sweep import main as sweep
-
-        return sweep(argv[1:])
-    if argv[:1] == ["leaderboard"]:
-        from wsc_tasks.cli.leaderboard import main as board
-
-        return board(argv[1:])
-    if argv[:1] == ["bench"]:
-        from wsc_tasks.cli.bench import bench_run
-
-        return bench_run(argv[1:])
-    if argv[:1] == ["bench-findings"]:
-        from wsc_tasks.reporting.calibration import main as calibrate
-
-        return calibrate(argv[1:])
-    if argv[:1] == ["bench-mlm"]:
-        from wsc_tasks.cli.bench import main as bench
-
-        return bench(argv[1:])
     args = parser.parse_args(argv)
-    if args.command == "include-path":
-        print(include_path())
-        return 0
-    if args.command == "summary":
-        from wsc_tasks.reporting.summary import markdown, newest_results
+    from wsc_tasks.reporting.summary import markdown, newest_results
 
-        print(markdown(newest_results(args.path), args.keep_paths), end="")
-        return 0
-    return _data(args)
+    print(markdown(newest_results(args.path), args.keep_paths), end="")
+    return 0
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its line in ``wsc-tasks --help`` and ``module:function``, which takes the
+    rest of the command line (its own ``--help`` included) and is imported only when run."""
+
+    help: str
+    target: str
+
+    def __call__(self, argv: list[str]) -> int:
+        module, function = self.target.split(":")
+        found: Callable[[list[str]], int] = getattr(importlib.import_module(module), function)
+        return found(argv)
+
+
+COMMANDS: dict[str, Command] = {
+    "run": Command(
+        "run lm-eval with these tasks (default: wsc_group on the embedded SmolLM2-135M)",
+        "wsc_tasks.cli.run:run_lm_eval",
+    ),
+    "report": Command(
+        "findings, tables, figures and p-values from runs with --log_samples",
+        "wsc_tasks.cli.report:main",
+    ),
+    "sweep": Command("run many models, then write their leaderboard", "wsc_tasks.cli.sweep:main"),
+    "leaderboard": Command(
+        "write a sweep folder's leaderboard again, running nothing",
+        "wsc_tasks.cli.leaderboard:main",
+    ),
+    "summary": Command(
+        "print a Markdown table of the newest lm-eval results under a folder",
+        "wsc_tasks.cli:summary_command",
+    ),
+    "data": Command(
+        "fetch, locate, count, audit or check the datasets", "wsc_tasks.cli:data_command"
+    ),
+    "include-path": Command(
+        "print the folder of the task YAMLs, for lm_eval --include_path",
+        "wsc_tasks.cli:include_path_command",
+    ),
+    "bench": Command(
+        "`run`, its wall time split into phases (tasks, requests, model, …)",
+        "wsc_tasks.cli.bench:bench_run",
+    ),
+    "bench-findings": Command(
+        "the findings' false-claim rates and power, by simulation",
+        "wsc_tasks.reporting.calibration:main",
+    ),
+    "bench-mlm": Command(
+        "masked-LM scoring throughput, three ways on the same sentences",
+        "wsc_tasks.cli.bench:main",
+    ),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """``wsc-tasks --help``: the commands; each parses its own options."""
+    width = max(map(len, COMMANDS)) + 2
+    listed = "\n".join(f"  {name:{width}s}{command.help}" for name, command in COMMANDS.items())
+    found = argparse.ArgumentParser(
+        prog="wsc-tasks",
+        usage="wsc-tasks [--verbose] COMMAND [options]",
+        description="Winograd-schema tasks for lm-evaluation-harness: run them, report on the "
+        f"runs, sweep many models.\n\ncommands:\n{listed}",
+        epilog="`wsc-tasks COMMAND --help` shows a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    found.add_argument("--verbose", action="store_true", help="errors with their traceback")
+    sub = found.add_subparsers(dest="command", required=True, metavar="COMMAND", help="a command")
+    for name in COMMANDS:
+        sub.add_parser(name, add_help=False)
+    return found
+
+
+def _main(argv: list[str]) -> int:
+    if argv[:1] and argv[0] in COMMANDS:
+        return COMMANDS[argv[0]](argv[1:])
+    parser().parse_args(argv)  # --help, or an unknown command: argparse says so
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

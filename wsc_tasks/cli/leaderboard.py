@@ -22,8 +22,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("out", help="the sweep's --out folder")
     parser.add_argument("--rank-task", default=DEFAULT_TASK, help=f"default {DEFAULT_TASK}")
-    parser.add_argument("--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R")
-    parser.add_argument("--seed", type=int, default=stats.DEFAULT_SEED)
+    parser.add_argument(
+        "--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R (default %(default)s)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=stats.DEFAULT_SEED, help="bootstrap seed (default %(default)s)"
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     names = model_folders(out)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from wsc_tasks.metrics import stats
 from wsc_tasks.paths import KEEP_PATHS
-from wsc_tasks.reporting.report import write
+from wsc_tasks.reporting.report import build, nothing_to_show, write
 from wsc_tasks.reporting.runs import RunError, load_run, parse_folder_argument
 
 
@@ -31,8 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", default="report", help="folder for report.md, tables/, figures/ (default report)"
     )
-    parser.add_argument("--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R")
-    parser.add_argument("--seed", type=int, default=stats.DEFAULT_SEED)
+    parser.add_argument(
+        "--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R (default %(default)s)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=stats.DEFAULT_SEED, help="bootstrap seed (default %(default)s)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument(
         "--readme",
@@ -43,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         KEEP_PATHS, action="store_true", help="local model paths as given (default: <last part>)"
+    )
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="write a report with no figure (default: nothing written, exit 2 naming why)",
     )
     args = parser.parse_args(argv)
     runs = []
@@ -58,7 +67,19 @@ def main(argv: list[str] | None = None) -> int:
     if len(set(labels)) != len(labels):
         raise RunError(f"two folders have the same label ({labels}); name them with LABEL=DIR")
     say("building the sections, then their bootstraps, figures and the HTML page", args.quiet)
-    path = write(runs, Path(args.out), args.iters, args.seed, quiet=args.quiet)
+    built = build(runs, args.iters, args.seed, args.quiet)
+    empty = nothing_to_show(built)
+    if empty and not args.allow_empty:
+        if not any(task.values for run in runs for task in run.tasks.values()):
+            count = sum(len(run.tasks) for run in runs)
+            empty = f"none of the {count} tasks read has a samples file (run with --log_samples)"
+        print(
+            f"wsc-tasks report: error: {empty}; nothing written to {args.out} (--allow-empty "
+            "writes it anyway)",
+            file=sys.stderr,
+        )
+        return 2
+    path = write(runs, Path(args.out), args.iters, args.seed, quiet=args.quiet, built=built)
     print(path)
     print(path.with_name("report.html"))
     if args.readme is not None:

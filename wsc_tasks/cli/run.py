@@ -35,6 +35,36 @@ DEFAULT_TASKS = "wsc_group"
 DEFAULT_BATCH_SIZE = "32"  # lm-eval's default of 1 leaves a CPU idle between short sentences
 
 
+HELP = f"""\
+usage: wsc-tasks run [--tasks T1,T2] [--model M --model_args ARGS] [lm_eval run flags…]
+
+lm-eval's `lm_eval run` with this package's tasks: their --include_path added, the embedded
+SmolLM2-135M-Instruct when no --model_args are given, flags the tasks cannot honour refused before
+the model loads, and the files lm-eval writes checked after it returns.
+
+options of wsc-tasks run:
+  {KEEP_PATHS}          write local model paths as given (default: their last component)
+  --verbose             an error with its traceback (default: one line, exit 2)
+  -h, --help            this help
+
+lm-eval's options that matter here, with the defaults run uses:
+  --tasks T1,T2         tasks and groups (default {DEFAULT_TASKS}: all); see task_configs/README.md
+  --model M             hf (default), hf-mlm (masked LMs), wsc-chance, local-completions, …
+  --model_args ARGS     key=value,… (default: the embedded model; `default` names its files)
+  --batch_size N        default {DEFAULT_BATCH_SIZE} (lm_eval's is 1); auto on a GPU
+  --device D            default cpu without CUDA, else lm_eval's (cuda)
+  --output_path DIR     results (and samples) into DIR/<model label>/
+  --log_samples         every document's scores too: what `wsc-tasks report` reads
+  --limit N             the first N documents (schemas) of each task, or a share below 1
+  --metadata JSON       scoring, headline, smart_limit, tokenizer, metrics, … (default: none)
+  --predict_only        the samples with every score, no metric
+  --use_cache PATH      lm-eval's request cache, its path keyed here by the model's fingerprint
+  --include_path DIR    your own task folder, beside this package's
+Every other `lm_eval run` flag passes through unchanged (`lm_eval run --help`), except those
+these tasks refuse: they score sentences by log-likelihood, with no prompt and no generation.
+"""
+
+
 def _has(argv: list[str], *flags: str) -> bool:
     return any(a == f or a.startswith(f + "=") for a in argv for f in flags)
 
@@ -233,6 +263,17 @@ def our_task_names() -> set[str]:
     return names
 
 
+def check_task_names(argv: list[str]) -> None:
+    """Every ``--tasks`` name must be this package's, in the user's ``--include_path`` or
+    lm-eval's: an unknown one is an error naming the closest names, found in about a second
+    (``task_names``), not after lm-eval's full task index (a minute on a loaded machine)."""
+    from wsc_tasks.cli import task_names
+
+    given = _value(argv, "--include_path", "--include-path")
+    user = [Path(p) for p in given[1].split(os.pathsep) if p] if given else []
+    task_names.check(argv, include_path(), [p for p in user if p.is_dir()])
+
+
 def _only_our_tasks(argv: list[str]) -> bool:
     """Whether every task ``--tasks`` asks for is this package's (so lm-eval's own index of its
     thousands of task YAMLs, about 14 s of CPU, is not needed)."""
@@ -245,6 +286,10 @@ def _only_our_tasks(argv: list[str]) -> bool:
 def run_lm_eval(passthrough: list[str]) -> int:
     """``lm_eval run`` with this package's tasks and defaults; lm-eval's files under the model's
     label, checked, with no path of this machine in them unless ``--keep-paths``."""
+    if "-h" in passthrough or "--help" in passthrough:
+        print(HELP, end="")
+        return 0
+    check_task_names(passthrough)  # in about a second, before lm-eval, models and datasets load
     from lm_eval.__main__ import cli_evaluate
 
     from wsc_tasks.harness import (  # noqa: F401  register --model hf-mlm and wsc-chance
@@ -259,6 +304,7 @@ def run_lm_eval(passthrough: list[str]) -> int:
     patches.accept_several_include_paths()
     patches.explain_chat_template_advice()
     patches.print_counts_as_integers()
+    patches.quiet_git_lookup()
     argv, target = labelled_output(lm_eval_argv(passthrough))
     notes.clear()
     cache = _value(argv, "--use_cache", "--use-cache", "-c")

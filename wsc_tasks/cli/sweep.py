@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from wsc_tasks.cli.run import DEFAULT_TASKS
+from wsc_tasks.cli.run import DEFAULT_TASKS, check_task_names
 from wsc_tasks.metrics import stats
 from wsc_tasks.paths import KEEP_PATHS
 from wsc_tasks.reporting import leaderboard
@@ -30,23 +30,51 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(shown: str | None = None) -> argparse.ArgumentParser:
+    """The sweep's flags; ``--help`` lists the settings of launcher ``shown`` only (all if None)."""
+    others = sorted(name for name in LAUNCHERS if name != shown)
     found = argparse.ArgumentParser(
         prog="wsc-tasks sweep",
+        usage="wsc-tasks sweep MODELS_FILE [--out DIR] [--launcher L] [options] [lm_eval flags…]",
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30),
         description="Run lm-eval on every model of MODELS_FILE (resumable) and write "
         "<out>/leaderboard.md, .csv and .html. Unknown flags go to every lm-eval run.",
+        epilog=f"Settings of another launcher: wsc-tasks sweep --launcher {'|'.join(others)} "
+        "--help (README: Sweeps on a cluster).",
     )
-    found.add_argument("models_file", help="YAML or text list of models (see wsc_tasks.sweep)")
-    found.add_argument("--out", default="results", help="one folder per model under it")
-    found.add_argument("--tasks", default=DEFAULT_TASKS, help=f"default {DEFAULT_TASKS}")
+    found.add_argument("models_file", help="YAML or text list of models (README: sweeps)")
     found.add_argument(
-        "--rank-task", default=leaderboard.DEFAULT_TASK, help="task or group that ranks models"
+        "--out", default="results", metavar="DIR", help="one folder per model (default results)"
+    )
+    found.add_argument(
+        "--tasks",
+        default=DEFAULT_TASKS,
+        metavar="T1,T2",
+        help=f"tasks of every run (default {DEFAULT_TASKS})",
+    )
+    found.add_argument(
+        "--rank-task",
+        default=leaderboard.DEFAULT_TASK,
+        metavar="TASK",
+        help=f"task or group that ranks models (default {leaderboard.DEFAULT_TASK})",
     )
     found.add_argument("--retry-failed", action="store_true", help="run failed models again")
     found.add_argument("--no-cache", action="store_true", help="no lm-eval request cache")
-    found.add_argument("--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R")
-    found.add_argument("--seed", type=int, default=stats.DEFAULT_SEED)
-    found.add_argument("--quiet", action="store_true", help="no progress bar over the models")
+    found.add_argument(
+        "--iters",
+        type=int,
+        metavar="R",
+        default=stats.DEFAULT_ITERS,
+        help=f"bootstrap R (default {stats.DEFAULT_ITERS})",
+    )
+    found.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        default=stats.DEFAULT_SEED,
+        help=f"bootstrap seed (default {stats.DEFAULT_SEED})",
+    )
+    found.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
     found.add_argument(
         KEEP_PATHS,
         action="store_true",
@@ -56,19 +84,28 @@ def parser() -> argparse.ArgumentParser:
         "--launcher", choices=sorted(LAUNCHERS), default=DEFAULT, help=f"default {DEFAULT}"
     )
     added: set[str] = set()
-    for name, cls in sorted(LAUNCHERS.items()):
-        group = found.add_argument_group(f"--launcher {name}", cls.help)
+    # the shown launcher first, so that a setting it shares with another is listed under it
+    for name, cls in sorted(LAUNCHERS.items(), key=lambda item: (item[0] != shown, item[0])):
+        listed = shown is None or name == shown
+        group = found.add_argument_group(f"--launcher {name}", cls.help if listed else None)
         for setting in cls.settings:
             if setting.name in added:
                 continue  # a setting two launchers share (--max-parallel): one flag
             added.add(setting.name)
             common: dict[str, Any] = {"dest": setting.dest, "default": argparse.SUPPRESS}
-            if setting.kind == "flag":
-                group.add_argument(setting.flag, action="store_true", help=setting.help, **common)
+            if setting.kind not in ("flag", "lines"):
+                common["metavar"] = "N" if setting.parse in (int, float) else "V"
             elif setting.kind == "lines":
-                group.add_argument(setting.flag, action="append", help=setting.help, **common)
+                common["metavar"] = "LINE"
+            if not listed:
+                common["help"] = argparse.SUPPRESS
+            common.setdefault("help", setting.help)
+            if setting.kind == "flag":
+                group.add_argument(setting.flag, action="store_true", **common)
+            elif setting.kind == "lines":
+                group.add_argument(setting.flag, action="append", **common)
             else:
-                group.add_argument(setting.flag, help=setting.help, **common)
+                group.add_argument(setting.flag, **common)
     return found
 
 
@@ -96,9 +133,21 @@ def launcher_from(args: argparse.Namespace, models: ModelsFile, options: SweepOp
     return cls(values, options)
 
 
+def _launcher_asked(argv: list[str]) -> str:
+    """The ``--launcher`` of ``argv`` (the default if none), for ``--help``."""
+    for i, arg in enumerate(argv):
+        if arg == "--launcher" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--launcher="):
+            return arg.split("=", 1)[1]
+    return DEFAULT
+
+
 def main(argv: list[str] | None = None) -> int:
-    command = parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = parser(_launcher_asked(argv))
     args, passthrough = command.parse_known_args(argv)
+    check_task_names(["--tasks", args.tasks, *passthrough])  # once, not in every model's run
     models = read_models_file(args.models_file)  # an error names the file and line: one line
     out = Path(args.out)
     options = SweepOptions(

@@ -356,9 +356,20 @@ def sentence(rows: Sequence[Row]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``wsc-tasks bench-findings``: the calibration table of the findings' decision rule."""
-    parser = argparse.ArgumentParser(prog="wsc-tasks bench-findings", description=__doc__)
-    parser.add_argument("--sims", type=int, default=SIMS, help="simulated models per claim")
-    parser.add_argument("--iters", type=int, default=ITERS, help="bootstrap replicates")
+    parser = argparse.ArgumentParser(
+        prog="wsc-tasks bench-findings",
+        description="How often the findings' decision rule claims what is not there: simulated "
+        "models answer the real datasets at random (or with a known schema accuracy, for the "
+        "power), the report's bootstrap estimates them and the findings' own functions make "
+        "their claims. Prints, per kind of claim, the false-claim rate under the rule and under "
+        "the rule used before, and the power. No lm-eval run, no model.",
+    )
+    parser.add_argument(
+        "--sims", type=int, default=SIMS, help="simulated models per claim (default %(default)s)"
+    )
+    parser.add_argument(
+        "--iters", type=int, default=ITERS, help="bootstrap replicates (default %(default)s)"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     rows = simulate(args.sims, args.iters)

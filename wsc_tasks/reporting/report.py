@@ -28,11 +28,30 @@ def build(
     return built
 
 
-def write(runs: Sequence[Run], out: Path, iters: int, seed: int, quiet: bool = False) -> Path:
-    """The report of ``runs`` under ``out``; the path of ``report.md``."""
-    built = build(runs, iters, seed, quiet)
+def write(
+    runs: Sequence[Run],
+    out: Path,
+    iters: int,
+    seed: int,
+    quiet: bool = False,
+    built: list[sections.Section] | None = None,
+) -> Path:
+    """The report of ``runs`` under ``out`` (its sections ``built`` already, or built here); the
+    path of ``report.md``."""
+    built = build(runs, iters, seed, quiet) if built is None else built
     rendering.draw(built, runs, out)
     head = rendering.intro(iters, seed)
     path = rendering.write_markdown(runs, built, out, head)
     rendering.write_html(runs, built, out, head, quiet)
     return path
+
+
+def nothing_to_show(built: Sequence[sections.Section]) -> str | None:
+    """Why a report of these sections would show no figure, in one sentence (the first reasons
+    its sections were skipped); None when some section has a figure."""
+    if any(section.figures for section in built):
+        return None
+    reasons = list(dict.fromkeys(s.skipped for s in built if s.skipped))
+    listed = "; ".join(reasons[:3]) + ("; …" if len(reasons) > 3 else "")
+    skipped = sum(1 for s in built if s.skipped)
+    return f"no section of the report has a figure ({skipped} skipped: {listed or 'none'})"

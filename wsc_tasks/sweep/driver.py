@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from wsc_tasks.reporting.progress import progress
+from wsc_tasks.reporting.progress import ModelLines, progress
 from wsc_tasks.sweep import folder as protocol
 from wsc_tasks.sweep.launchers.base import Launcher, RunState
 from wsc_tasks.sweep.lock import FileLock, holder_alive
@@ -96,11 +96,15 @@ def _sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
         queued = {name: word for name in watched}
         return _in_order(specs, queued | _folder_states(specs, launcher, watched))
     bar = progress(len(watched), "sweep: models", "model", launcher.options.quiet)
+    lines = ModelLines(len(watched), launcher.options.quiet)  # where the bar is not shown
     ended_at: dict[str, float] = {}
     with bar:
         while len(final) < len(watched):
             for name, run in launcher.states().items():
-                if name not in watched or name in final or not run.ended:
+                if name not in watched or name in final or run.state == "queued":
+                    continue
+                lines.started(name)
+                if not run.ended:
                     continue
                 seen = ended_at.setdefault(name, time.monotonic())
                 if (
@@ -110,6 +114,7 @@ def _sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
                     continue  # a shared filesystem may show the run's files a little later
                 final[name] = _settle(watched[name], run, launcher)
                 bar.update()
+                lines.finished(name, final[name])
             running = [n for n in watched if n not in final]
             bar.set_postfix_str(", ".join(_running(launcher.options.out, n) for n in running))
             if len(final) < len(watched):

@@ -21,7 +21,8 @@ When they apply (as before this package existed; N: the module ``pNN_…``):
 - ``tasks_meet_the_model`` (13) — inside section 3's ``evaluate``, before any request is built;
 - ``explain_chat_template_advice()`` (15) and ``print_counts_as_integers()`` (16) — also by
   ``wsc-tasks run`` before lm-eval's CLI starts (``apply()`` comes too late for a plain ``lm_eval``
-  run, whose advice comes first and whose CLI takes ``make_table`` before the tasks load).
+  run, whose advice comes first and whose CLI takes ``make_table`` before the tasks load);
+- ``quiet_git_lookup()`` (17) — first in ``apply()``, and by ``wsc-tasks run``.
 
 Every patch is idempotent: the replacement carries ``_MARK`` and is never wrapped twice.
 """
@@ -106,6 +107,9 @@ from wsc_tasks.harness.patches.p16_print_counts_as_integers import (
     is_count_row,
     print_counts_as_integers,
 )
+from wsc_tasks.harness.patches.p17_quiet_git_lookup import (
+    quiet_git_lookup,
+)
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -166,6 +170,7 @@ __all__ = [
     "is_count_row",
     "integer_counts",
     "print_counts_as_integers",
+    "quiet_git_lookup",
 ]
 
 
@@ -204,6 +209,7 @@ def check_lm_eval_version() -> None:
 def apply() -> bool:
     """Sections 1–6, 9, 12, 15 and 16, once per process (13 and 14 are parts of 3 and 2); True if
     the logits cache was patched now."""
+    quiet_git_lookup()  # section 17
     explain_chat_template_advice()
     print_counts_as_integers()
     refuse_unserved_requests()

@@ -1,6 +1,6 @@
 """Fill lm-eval's request cache of a model from the samples of an earlier run of the same model.
 
-Usage: python results/prefill_cache.py CACHE_DB SAMPLES_DIR [SAMPLES_DIR ...]
+Usage: python tools/prefill_cache.py CACHE_DB SAMPLES_DIR [SAMPLES_DIR ...]
 
 Every logged sample holds its requests (``arguments``) and the model's answers (``resps``);
 lm-eval's ``--use_cache`` looks answers up by a hash of the request. Writing the logged answers
