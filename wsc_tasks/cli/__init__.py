@@ -135,6 +135,11 @@ def _main(argv: list[str]) -> int:
         "tokens, model, results, aggregation, printing)",
     )
     sub.add_parser("bench-mlm", add_help=False, help="masked-LM scoring throughput benchmark")
+    sub.add_parser(
+        "bench-board",
+        add_help=False,
+        help="time the leaderboard and the report over N copies of finished runs",
+    )
     sub.add_parser("report", add_help=False, help="thesis-style tables, figures and p-values")
     sub.add_parser("sweep", add_help=False, help="run many models, write a leaderboard")
     sub.add_parser(
@@ -158,6 +163,10 @@ def _main(argv: list[str]) -> int:
         from wsc_tasks.cli.bench import bench_run
 
         return bench_run(argv[1:])
+    if argv[:1] == ["bench-board"]:
+        from wsc_tasks.cli.bench_board import main as bench_board
+
+        return bench_board(argv[1:])
     if argv[:1] == ["bench-mlm"]:
         from wsc_tasks.cli.bench import main as bench
 
