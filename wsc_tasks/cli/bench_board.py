@@ -47,27 +47,32 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
-def copy_run(source: Path, target: Path) -> None:
-    """One model folder copied under another name: the run's own files, no summary or cache."""
+def copy_run(source: Path, target: Path, carry: bool = False) -> None:
+    """One model folder copied under another name: the run's own files, and with ``carry`` its
+    summary and leaderboard figures (as if the copy had been read once; their keys hold)."""
     target.mkdir(parents=True)
     for name in (SWEEP_DONE, "spec.json", "log.txt"):
         if (source / name).is_file():
             shutil.copy2(source / name, target / name)
+    if carry:
+        for path in source.glob("wsc_leaderboard_*.json"):
+            shutil.copy2(path, target / path.name)
     lm_eval = target / SWEEP_RESULTS
     lm_eval.mkdir()
+    kept = ("results_", "samples_", *(("wsc_summary_",) if carry else ()))
     for path in sorted((source / SWEEP_RESULTS).iterdir()):
-        if path.name.startswith(("results_", "samples_")):
+        if path.name.startswith(kept):
             _link_or_copy(str(path), str(lm_eval / path.name))
 
 
-def grow(folder: Path, runs: list[Path], count: int) -> list[str]:
+def grow(folder: Path, runs: list[Path], count: int, carry: bool = False) -> list[str]:
     """``folder`` holding ``count`` model folders (copies of ``runs`` in turn); their names."""
     names = []
     for index in range(count):
         source = runs[index % len(runs)]
         name = f"{source.name}-{index:04d}"
         if not (folder / name).exists():
-            copy_run(source, folder / name)
+            copy_run(source, folder / name, carry)
         names.append(name)
     return names
 
@@ -116,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
         default=3600.0,
         help="skip a size whose first leaderboard, extrapolated, would take longer",
     )
+    parser.add_argument(
+        "--with-summaries",
+        action="store_true",
+        help="copies carry their source's summary and figures (run the leaderboard on --runs "
+        "first): times the board once every run was read, without reading N runs first",
+    )
     args = parser.parse_args(argv)
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     report_sizes = sorted(int(s) for s in (args.report_sizes or args.sizes).split(",") if s.strip())
@@ -131,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         board = work / f"board-{size}"
         board.mkdir(parents=True, exist_ok=True)
-        grow(board, runs, size)
+        grow(board, runs, size, args.with_summaries)
         for what in ("leaderboard, first", "leaderboard, again"):
             wall, peak = timed(["leaderboard", str(board), *extra])
             rows.append((size, what, wall, peak))
@@ -146,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         board = work / f"report-{size}"
         board.mkdir(parents=True, exist_ok=True)
-        names = grow(board, runs, size)
+        names = grow(board, runs, size, args.with_summaries)
         folders = [f"{name}={board / name / SWEEP_RESULTS}" for name in names]
         out = work / f"report-{size}-out"
         wall, peak = timed(["report", *folders, "--quiet", "--out", str(out), *extra])
