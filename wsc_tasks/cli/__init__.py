@@ -140,6 +140,11 @@ def _main(argv: list[str]) -> int:
         add_help=False,
         help="time the leaderboard and the report over N copies of finished runs",
     )
+    sub.add_parser(
+        "bench-findings",
+        add_help=False,
+        help="the findings' false-claim rates and power, by simulation",
+    )
     sub.add_parser("report", add_help=False, help="thesis-style tables, figures and p-values")
     sub.add_parser("sweep", add_help=False, help="run many models, write a leaderboard")
     sub.add_parser(
@@ -167,6 +172,10 @@ def _main(argv: list[str]) -> int:
         from wsc_tasks.cli.bench_board import main as bench_board
 
         return bench_board(argv[1:])
+    if argv[:1] == ["bench-findings"]:
+        from wsc_tasks.reporting.calibration import main as calibrate
+
+        return calibrate(argv[1:])
     if argv[:1] == ["bench-mlm"]:
         from wsc_tasks.cli.bench import main as bench
 

@@ -35,6 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=stats.DEFAULT_SEED)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument(
+        "--readme",
+        type=Path,
+        help="a Markdown file whose findings block (between the lines "
+        "'<!-- the findings of report/report.md … -->' and '<!-- end of the findings -->') is "
+        "rewritten with the report's findings",
+    )
+    parser.add_argument(
         KEEP_PATHS, action="store_true", help="local model paths as given (default: <last part>)"
     )
     args = parser.parse_args(argv)
@@ -54,6 +61,13 @@ def main(argv: list[str] | None = None) -> int:
     path = write(runs, Path(args.out), args.iters, args.seed, quiet=args.quiet)
     print(path)
     print(path.with_name("report.html"))
+    if args.readme is not None:
+        from wsc_tasks.reporting.sections.findings import splice
+
+        readme = args.readme.read_text(encoding="utf-8")
+        spliced = splice(readme, path.read_text(encoding="utf-8"), str(args.readme))
+        args.readme.write_text(spliced, encoding="utf-8")
+        print(args.readme)
     return 0
 
 

@@ -18,7 +18,10 @@ HOW_TO_READ = (
     "percentile interval of a bootstrap over schemas (R = {iters}, seed {seed}); p against chance "
     "(0.5 for a, 0.25 for A on pairs), two-sided, with the side of chance the value lies on; "
     "`A − next`: paired difference with the next model down (its sign is its side). In the "
-    "findings p is one-sided (the rules: `wsc_tasks/reporting/findings.py`)."
+    "findings quote the same two-sided p; a claim needs it below 0.05 after Holm's adjustment "
+    "over its family (the models above chance, a model's control baselines) and its interval on "
+    "the claimed side; `controls above chance` counts by that rule (the rules: "
+    "`wsc_tasks/reporting/findings.py`)."
 )
 
 
@@ -60,6 +63,8 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
     found.status.rows = [[name, why] for name, why in problems]
     cost = _cost(found.ranking, found.chance_models)
     models = [e.model for e in [*ranked, *checks] if e.model is not None]
+    tested = findings.headline_tests(models)  # Holm over the ranked models
+    power = findings.detectable(models)
     notes = [note for e in entries for note in e.run.notes()]
     if len(ranked) + len(checks) > MATRIX_MAX:
         notes.append(
@@ -75,8 +80,8 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
         )
     return Leaderboard(
         intro=HOW_TO_READ.format(iters=iters, seed=seed),
-        overview=findings.overview(models),
-        findings=[(m.label, findings.brief(m)) for m in models],
+        overview=" ".join(x for x in (findings.overview(models, tested), power) if x),
+        findings=[(m.label, findings.brief(m, tested.get(m.label))) for m in models],
         notes=notes,
         cost=cost,
         tables=found,

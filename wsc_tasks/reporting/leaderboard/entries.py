@@ -79,6 +79,7 @@ class Entry:
     A: Interval | None = None
     a: Interval | None = None
     controls: dict[str, Interval] = field(default_factory=dict)  # control task -> a
+    originals: dict[str, Interval] = field(default_factory=dict)  # dataset a control is of -> a
     consistency: dict[str, Interval] = field(default_factory=dict)  # consistency task -> C
     model: findings.Model | None = None
 
@@ -171,6 +172,10 @@ class Board:
             values = _outcomes(run, control, "acc")
             if values:
                 found.controls[control] = self.estimate(values, ratios.PROBLEM_ACCURACY, True)
+                of = catalog.role_of(control).of
+                original = _outcomes(run, of, "acc") if of else None
+                if of and original and of not in found.originals:
+                    found.originals[of] = self.estimate(original, ratios.PROBLEM_ACCURACY, True)
         for name, task in run.tasks.items():
             if task.kind is TaskKind.CONSISTENCY and "schema_consistency" in task.forms:
                 values = task.values["schema_consistency"]
@@ -186,7 +191,16 @@ class Board:
         for name, cell in entry.controls.items():
             role = catalog.role_of(name)
             change = catalog.CHANGES.get(role.change, role.change)
-            controls.append(findings.Control(name, change, role.of or name, cell.estimate))
+            original = entry.originals.get(role.of) if role.of else None
+            controls.append(
+                findings.Control(
+                    name,
+                    change,
+                    role.of or name,
+                    cell.estimate,
+                    original.estimate if original else None,
+                )
+            )
         ranking = findings.Accuracy(
             self.task,
             entry.a.estimate if entry.a else None,

@@ -40,7 +40,7 @@ def _perturbation(run_task: str, entries: Sequence[Entry]) -> str:
 def _controls_above(entry: Entry) -> str | None:
     if not entry.controls or entry.model is None:
         return None
-    above = sum(findings.verdict(c.a) == findings.ABOVE for c in entry.model.controls)
+    above = len(findings.controls_above(entry.model))  # Holm over the model's controls
     return f"{above} of {len(entry.controls)}"
 
 
