@@ -1,8 +1,9 @@
 """Each model's leaderboard figures kept beside its run, so a board of N models reads N small files.
 
 What the leaderboard says of one model alone (its intervals and p's of *A* and *a*, the control
-baselines, the schema consistency; the run's metadata and notes; the ranking task's per-schema
-outcomes, which the paired differences with other models need) is computed once per (ranking
+baselines and the datasets they are made from, the schema consistency; the run's metadata and
+notes; the ranking task's per-schema outcomes, which the paired differences with other models
+need) is computed once per (ranking
 task, R, seed) and written to ``<model>/wsc_leaderboard_<task>_R<iters>_s<seed>.json``. Its key is
 what it was computed from: the name, size and modification time of every file of the run's
 ``lm_eval/`` folder, the package's version and this format's number; a changed key, or a file that
@@ -27,7 +28,7 @@ from wsc_tasks.reporting.tables import Interval
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-FORMAT = 1  # bumped when what a cache file holds changes
+FORMAT = 2  # bumped when what a cache file holds changes
 RANKED = ("schema_acc", "acc")  # the ranking task's metrics kept per schema
 
 
@@ -104,6 +105,7 @@ def dump(
         "A": _interval(figures["A"]),
         "a": _interval(figures["a"]),
         "controls": {k: _interval(v) for k, v in figures["controls"].items()},
+        "originals": {k: _interval(v) for k, v in figures["originals"].items()},
         "consistency": {k: _interval(v) for k, v in figures["consistency"].items()},
     }
 
@@ -143,6 +145,7 @@ def load(data: dict[str, Any], label: str, folder: Path, task: str) -> tuple[Run
         "A": _cell(data["A"]),
         "a": _cell(data["a"]),
         "controls": {k: _cell(v) for k, v in data["controls"].items()},
+        "originals": {k: _cell(v) for k, v in data["originals"].items()},
         "consistency": {k: _cell(v) for k, v in data["consistency"].items()},
     }
     return run, figures

@@ -157,6 +157,7 @@ class Board:
             "A": found.A,
             "a": found.a,
             "controls": found.controls,
+            "originals": found.originals,
             "consistency": found.consistency,
         }
         cache.write(path, cache.dump(found.run, folder, key, figures, self.task))
