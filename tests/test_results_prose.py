@@ -119,6 +119,7 @@ def test_the_results_readme_quotes_the_committed_findings():
 def test_the_committed_findings_keep_the_rules_promises(overview):
     report = section.block((RESULTS / "report" / "report.md").read_text(encoding="utf-8"))
     board = (RESULTS / "leaderboard.md").read_text(encoding="utf-8")
+    board = board[: board.index("\n| ")]  # its findings: the overview and a sentence per model
     for text in (report, board):
         assert not re.search(r"(?<!not )\bat chance\b", text)
     # no chance model has a control baseline above chance

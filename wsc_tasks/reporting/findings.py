@@ -49,6 +49,16 @@ every model label and task name enters a sentence through ``name`` and ``code``.
   lowest C is called *least consistent* only when it is below every other perturbation's C by a
   difference test (``metrics.multiple.difference_p``, Holm over the comparisons), else *lowest
   point estimate*, with the perturbations it is not distinguishable from.
+- **Contamination** (the sharded exchangeability test of Oren et al. 2024 on each published file
+  the model was checked on, ``metrics.contamination``: the effect is the published minus the mean
+  shuffled log-likelihood per token, with its 95% t interval). The files checked form one family
+  ("has the model seen any of them?"), Holm over them. By the rule above, with the t-test's
+  two-sided p (twice the task's one-sided ``contamination_p`` on the side of the effect): a file
+  whose adjusted p is below 0.05 and whose interval lies above 0 gets *the canonical order is more
+  likely than shuffles: p = …*: the model has probably seen that file in that order, and its
+  scores on it and on the tasks made from it may be memory. The others share one sentence, *no
+  evidence of contamination* (with their p), which does not show the files unseen. A published
+  order *less* likely than shuffles is no claim the check makes.
 - **Reid250 and Winogrande.** a and A on ``reid250`` and on ``winogrande_dev`` against chance, a
   line each.
 - **Chance models** (random log-likelihoods) are the calibration check, not models: A on the
@@ -57,7 +67,8 @@ every model label and task name enters a sentence through ``name`` and ``code``.
   count on how many it does.
 - **In one sentence** (a leaderboard row, ``brief``): the headline; a, and whether it survives
   the schema score; how many control baselines are above chance, and whether an artifact can
-  explain part of the score, by the rules above.
+  explain part of the score, by the rules above; where the contamination check ran, the files it
+  flags, or *no evidence of contamination*.
 - **Over all models.** Which models (chance models aside) are above chance on A of the ranking
   task, Holm over them, and the smallest A each could have been found above chance at.
 """
@@ -126,6 +137,27 @@ class Perturbation:
 
 
 @dataclass(frozen=True)
+class Contamination:
+    """The contamination check on one published file: the sharded test's one-sided p (the task's
+    ``contamination_p``) and effect, nats per token, with its 95% interval."""
+
+    task: str
+    dataset: str
+    p: float
+    effect: float
+    low: float
+    high: float
+    shards: int
+
+    @property
+    def two_sided(self) -> float:
+        """The t-test's two-sided p, from its one-sided p on the side of the effect."""
+        if math.isnan(self.p):
+            return math.nan
+        return min(1.0, 2 * min(self.p, 1 - self.p))
+
+
+@dataclass(frozen=True)
 class Model:
     """Everything the findings of one model need (any part may be missing)."""
 
@@ -139,6 +171,7 @@ class Model:
     reid250: Accuracy | None = None
     winogrande: Accuracy | None = None
     tasks: Sequence[Accuracy] = ()  # every task: a chance model's calibration
+    contamination: Sequence[Contamination] = ()  # the contamination check, per published file
 
 
 @dataclass(frozen=True)
@@ -505,6 +538,65 @@ def calibration(model: Model, found: Test | None = None) -> list[str]:
     return out
 
 
+def contamination_adjusted(model: Model) -> list[float]:
+    """Holm-adjusted two-sided p of each of the model's contamination checks, in order."""
+    return multiple.holm([c.two_sided for c in model.contamination])
+
+
+def contaminated(model: Model, rule: Rule = RULE) -> list[tuple[Contamination, float]]:
+    """The files the contamination rule flags, each with its adjusted p."""
+    checks = list(model.contamination)
+    adjusted = contamination_adjusted(model) if rule.holm else [c.two_sided for c in checks]
+    return [
+        (c, q)
+        for c, q in zip(checks, adjusted, strict=True)
+        if q < rule.alpha and c.effect > 0 and (c.low > 0 or not rule.interval)
+    ]
+
+
+def _p_is(p: float) -> str:
+    """``p = .04``, ``p < .001``."""
+    return f"p {_relation(p)}"
+
+
+def contamination(model: Model) -> list[str]:
+    """The contamination rule of the module docstring: a sentence per file flagged, then one
+    for the others (no evidence)."""
+    checks = list(model.contamination)
+    if not checks:
+        return []
+    flagged = contaminated(model)
+    family = f"Holm over the {len(checks)} files checked" if len(checks) > 1 else ""
+    out = []
+    for check, q in flagged:
+        adjusted = f" ({family}: {_p_is(q)})" if family else ""
+        effect = f"{check.effect:+.4f} nats/token [{check.low:+.4f}, {check.high:+.4f}]"
+        out.append(
+            f"On {code(check.dataset)} the canonical order is more likely than shuffles: "
+            f"{_p_is(check.two_sided)}{adjusted}; {effect}, {check.shards} shards. The model has "
+            "probably seen this file in this order: its scores on it, and on the tasks made from "
+            "it, may be memory rather than reasoning."
+        )
+    named = {c.task for c, _ in flagged}
+    rest = [c for c in checks if c.task not in named]
+    if rest:
+        listed = _join([f"{code(c.dataset)} ({_p_is(c.two_sided)})" for c in rest])
+        out.append(
+            f"No evidence of contamination on {listed}: the published order is not "
+            "distinguishable from shuffles (this does not show the files unseen)."
+        )
+    return out
+
+
+def contamination_brief(model: Model) -> str:
+    """The contamination rule in a clause, for ``brief``."""
+    flagged = contaminated(model)
+    if flagged:
+        files = _join([f"{code(c.dataset)} ({_p_is(c.two_sided)})" for c, _ in flagged])
+        return f"the canonical order is more likely than shuffles on {files}: likely contaminated"
+    return f"no evidence of contamination on {len(model.contamination)} published file(s)"
+
+
 def sentences(model: Model, found: Test | None = None, of: str = "") -> list[str]:
     """The findings of one model, in the order of the rules (``found``: its headline test in the
     family of models it is shown with; ``of``: the dataset its perturbations are of)."""
@@ -521,6 +613,7 @@ def sentences(model: Model, found: Test | None = None, of: str = "") -> list[str
         survival(model, found),
         *controls(model),
         perturbations(model, of),
+        *contamination(model),
         one_line("Reid250, adversarial schemas", model.reid250),
         one_line("Winogrande", model.winogrande),
     ]
@@ -534,7 +627,8 @@ def brief(model: Model, found: Test | None = None) -> str:
     limit = f"(--limit {model.limit:g}) " if model.limit is not None else ""
     ranking = model.ranking
     if ranking is None or ranking.schema is None:
-        return f"{limit}no samples of the ranking task to say it from."
+        checked = f"; {contamination_brief(model)}" if model.contamination else ""
+        return f"{limit}no samples of the ranking task to say it from{checked}."
     found = found or test(ranking.schema)
     if model.chance_model:
         expected = "as expected" if found.verdict == UNCLEAR else "expected one run in 20 at most"
@@ -565,6 +659,8 @@ def brief(model: Model, found: Test | None = None) -> str:
             parts.append(text)
         else:
             parts.append(f"above chance on none of its {total} control baselines (Holm)")
+    if model.contamination:
+        parts.append(contamination_brief(model))
     return limit + "; ".join(parts) + "."
 
 

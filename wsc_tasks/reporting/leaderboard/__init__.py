@@ -24,8 +24,15 @@ from wsc_tasks.reporting.leaderboard.entries import (
     model_folders,
     rank,
 )
-from wsc_tasks.reporting.leaderboard.layout import Tables, parameters, precision, tables
+from wsc_tasks.reporting.leaderboard.layout import (
+    Tables,
+    contamination_table,
+    parameters,
+    precision,
+    tables,
+)
 from wsc_tasks.reporting.leaderboard.render import (
+    contamination_columns,
     csv_frame,
     html_text,
     markdown_text,
@@ -42,6 +49,8 @@ __all__ = [
     "Leaderboard",
     "Tables",
     "build",
+    "contamination_columns",
+    "contamination_table",
     "csv_frame",
     "html_text",
     "is_chance_model",

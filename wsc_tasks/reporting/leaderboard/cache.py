@@ -28,7 +28,7 @@ from wsc_tasks.reporting.tables import Interval
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-FORMAT = 2  # bumped when what a cache file holds changes
+FORMAT = 3  # bumped when what a cache file holds changes
 RANKED = ("schema_acc", "acc")  # the ranking task's metrics kept per schema
 
 

@@ -22,6 +22,7 @@ from wsc_tasks.reporting import findings
 from wsc_tasks.reporting.estimates import chance
 from wsc_tasks.reporting.leaderboard import cache
 from wsc_tasks.reporting.runs import Run, load_run
+from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import Delta, Interval
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -143,7 +144,7 @@ class Board:
         path = cache.cache_path(folder, self.task, self.iters, self.seed)
         key = cache.run_key(folder / SWEEP_RESULTS, self.task, self.iters, self.seed)
         data = cache.read(path, key)
-        if data is not None:
+        if data is not None and not data.get("whole_run"):
             try:
                 run, figures = cache.load(data, name, folder, self.task)
             except (KeyError, TypeError, ValueError) as error:
@@ -160,7 +161,10 @@ class Board:
             "originals": found.originals,
             "consistency": found.consistency,
         }
-        cache.write(path, cache.dump(found.run, folder, key, figures, self.task))
+        data = cache.dump(found.run, folder, key, figures, self.task)
+        # a contamination check reads the whole run when the board is rendered: read it again
+        data["whole_run"] = bool(contamination_check.tasks(found.run))
+        cache.write(path, data)
         return found
 
     def entry(self, run: Run, folder: Path, done: dict[str, Any]) -> Entry:
@@ -213,6 +217,7 @@ class Board:
             limit=entry.run.limit,
             ranking=ranking if entry.A or entry.a else None,
             controls=tuple(controls),
+            contamination=contamination_check.checks(entry.run),
         )
 
 

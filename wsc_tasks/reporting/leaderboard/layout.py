@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from wsc_tasks.reporting.leaderboard.entries import (
     is_chance_model,
 )
 from wsc_tasks.reporting.runs import Run
+from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import Links, Table
 
 REPORT = Path("report") / "report.html"  # a report written beside the leaderboard, if any
@@ -131,10 +132,12 @@ class Tables:
     models: Table
     matrix: Table
     status: Table
+    contamination: Table = field(default_factory=lambda: contamination_table([]))
 
     def shown(self) -> list[Table]:
         """The tables with rows, in reading order (the matrix only for two or more models)."""
-        out = [self.ranking, self.chance_models, self.controls, self.consistency, self.models]
+        out = [self.ranking, self.chance_models, self.controls, self.consistency]
+        out += [self.contamination, self.models]
         out += [self.matrix] if len(self.matrix.rows) > 1 else []
         return [t for t in [*out, self.status] if t.rows]
 
@@ -170,7 +173,9 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
         "leaderboard_controls",
         "Control baselines: problem accuracy a without what a reader needs to resolve the pronoun "
         "(the candidates removed, or only the clause around it kept); a model that reads the "
-        "sentence should be at chance (0.5), above chance an artifact can explain its score",
+        "sentence is expected not to be above chance (0.5); one above chance (Holm over the "
+        "model's controls) has an artifact that can explain part of its score on the dataset "
+        "the control was made from, where that score is above chance",
         ["model", *[f"a {c}" for c in controls]],
     )
     perturbations = sorted({name for e in everyone for name in e.consistency})
@@ -219,4 +224,15 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
             *[None if other is entry else board.paired(entry.run, other.run) for other in everyone],
         ])  # fmt: skip
     status = Table("leaderboard_status", "Models without a result", ["model", "status"])
-    return Tables(ranking, chance_models, control_table, consistency_table, models, matrix, status)
+    return Tables(ranking, chance_models, control_table, consistency_table, models, matrix, status,
+                  contamination_table(everyone))  # fmt: skip
+
+
+def contamination_table(entries: Sequence[Entry]) -> Table:
+    """The contamination check of every model that ran it: one row per model and published file
+    (``sections.contamination``: the report's table, with the same figures)."""
+    found = contamination_check.table(
+        [row for entry in entries for row in contamination_check.rows(entry.run)]
+    )
+    found.name = "leaderboard_contamination"
+    return found

@@ -10,7 +10,8 @@ import pandas as pd
 
 from wsc_tasks.reporting import html_report
 from wsc_tasks.reporting.leaderboard.board import Leaderboard, build
-from wsc_tasks.reporting.leaderboard.entries import COST
+from wsc_tasks.reporting.leaderboard.entries import COST, Entry
+from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import markdown, numeric
 
 FIRST_SCREEN = 10  # findings and notes shown unfolded on the HTML page; the rest in a <details>
@@ -62,6 +63,21 @@ def html_text(board: Leaderboard) -> str:
     return html_report.page("Leaderboard", "\n".join(body))
 
 
+def contamination_columns(entries: Sequence[Entry]) -> pd.DataFrame:
+    """The contamination figures as numbers, one row per model, for the CSV."""
+    records = []
+    for entry in entries:
+        record: dict[str, object] = {"model": entry.label}
+        for _, _, found, adjusted in contamination_check.rows(entry.run):
+            d = found.dataset
+            record |= {f"contamination p {d}": found.p, f"contamination Holm p {d}": adjusted,
+                       f"contamination effect {d}": found.effect,
+                       f"contamination effect {d} low": found.low,
+                       f"contamination effect {d} high": found.high}  # fmt: skip
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
 def csv_frame(board: Leaderboard) -> pd.DataFrame:
     """One row per model: every number of every table (the matrix aside), its findings sentence
     and notes; then the models without a result, with their status."""
@@ -73,6 +89,9 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
         if table.rows:
             extra = numeric(table).drop(columns=[COST], errors="ignore")
             frame = frame.merge(extra, on="model", how="left")
+    checked = contamination_columns(board.entries)
+    if len(checked.columns) > 1:
+        frame = frame.merge(checked, on="model", how="left")
     said = dict(board.findings)
     frame["finding"] = [said.get(str(m), "") for m in frame["model"]]
     notes = {e.label: "; ".join(e.run.notes()) for e in board.entries}

@@ -15,6 +15,7 @@ from wsc_tasks.reporting import findings
 from wsc_tasks.reporting.estimates import form, outcomes
 from wsc_tasks.reporting.runs import Run
 from wsc_tasks.reporting.sections import ACCURACIES, Context, Section
+from wsc_tasks.reporting.sections.contamination import checks
 from wsc_tasks.reporting.sections.perturbations import pair
 from wsc_tasks.reporting.sections.reid250 import REID250
 from wsc_tasks.reporting.tables import Interval, Table
@@ -102,6 +103,7 @@ def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
         reid250=accuracy(context, run, REID250),
         winogrande=accuracy(context, run, WINOGRANDE),
         tasks=tuple(every),
+        contamination=checks(run),
     )
     return built, half
 
@@ -170,7 +172,7 @@ def build(context: Context) -> Section:
                 kind = "chance model" if found.chance_model else "model"
                 shown = [Interval(c.estimate) if c else None for c in (big_a, a, half)]
                 table.rows.append([run.label, kind, *shown])
-    if not any(m.ranking for m, _ in models) and not any(m.tasks for m, _ in models):
+    if not any(m.ranking or m.tasks or m.contamination for m, _ in models):
         section.skipped = f"needs {catalog.RANKING} (or a chance model's tasks) with samples"
         return section
     section.tables = [table] if table.rows else []
