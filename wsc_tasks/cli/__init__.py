@@ -191,6 +191,10 @@ COMMANDS: dict[str, Command] = {
         "`run`, its wall time split into phases (tasks, requests, model, …)",
         "wsc_tasks.cli.bench:bench_run",
     ),
+    "bench-board": Command(
+        "time the leaderboard and the report over N copies of finished runs",
+        "wsc_tasks.cli.bench_board:main",
+    ),
     "bench-findings": Command(
         "the findings' false-claim rates and power, by simulation",
         "wsc_tasks.reporting.calibration:main",

@@ -30,6 +30,7 @@ from wsc_tasks.data.problems import Schema
 from wsc_tasks.metrics import ratios, registry
 from wsc_tasks.metrics.registry import ACC, Key, TaskKind
 from wsc_tasks.paths import SWEEP_RESULTS, hide_model_paths, portable
+from wsc_tasks.reporting.summaries import Summary, summary_path
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -281,24 +282,29 @@ def read_task(
     samples: Path | None,
     expected: int | None = None,
     dataset: str | None = None,
+    summary: Summary | None = None,
 ) -> TaskRun:
-    """One task from its results row and samples file (``expected``: documents lm-eval scored);
-    a metric logged but not aggregated gets its figure from the samples."""
+    """One task from its results row and samples file (``expected``: documents lm-eval scored),
+    through the run's ``summary`` when given; a metric logged but not aggregated gets its figure
+    from the samples."""
     run = TaskRun(task, row, samples=samples, dataset=dataset)
     if samples is None:
         log.warning(f"wsc_tasks: {task}: no samples file (run with --log_samples): no intervals")
         return run
-    rows = _read_samples(samples)
-    if expected is not None and len(rows) != expected:
+    if summary is not None:
+        run.docs, values = summary.read(task, samples, _read_samples)
+    else:
+        rows = _read_samples(samples)
+        run.docs = [r["doc"] for r in rows]
+        values = {name: [r[name] for r in rows] for name in (rows[0]["metrics"] if rows else [])}
+    if expected is not None and len(run.docs) != expected:
         raise IncompleteSamples(
-            f"samples file {samples.name} has {len(rows)} of the {expected} documents lm-eval "
-            "scored (n-samples): incomplete, left out of every table"
+            f"samples file {samples.name} has {len(run.docs)} of the {expected} documents "
+            "lm-eval scored (n-samples): incomplete, left out of every table"
         )
-    run.docs = [r["doc"] for r in rows]
-    metric_names = rows[0]["metrics"] if rows else []
-    for name in metric_names:
-        run.values[name] = [r[name] for r in rows]
-        found = registry.by_name(name, run.values[name][0]) if rows else None
+    for name, column in values.items():
+        run.values[name] = column
+        found = registry.by_name(name, column[0]) if column else None
         if found is None:
             continue
         try:
@@ -340,6 +346,9 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
     info = ModelInfo()
     for path in files:
         data = read_results(path)
+        named = RESULTS_FILE.match(path.name)
+        summary = Summary(summary_path(path, named["stamp"])) if named else None
+        read: set[str] = set()
         info = ModelInfo.of(data, path)  # the newest file's, in the end
         models.setdefault(_model_of(data, keep_paths), path)
         checks += [data[LOGPROB_CHECK]] if isinstance(data.get(LOGPROB_CHECK), dict) else []
@@ -356,13 +365,18 @@ def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = Fa
             metadata = data.get("configs", {}).get(task, {}).get("metadata") or {}
             incomplete.pop(task, None)
             try:
-                tasks[task] = read_task(task, row, samples, expected, metadata.get("dataset"))
+                dataset = metadata.get("dataset")
+                tasks[task] = read_task(task, row, samples, expected, dataset, summary)
+                read.add(task)
                 if isinstance(expected, int) and isinstance(counts.get("original"), int):
                     tasks[task].scored = (expected, counts["original"])
             except IncompleteSamples as error:
                 log.warning(f"wsc_tasks: {folder}: {task}: {error}")
                 tasks.pop(task, None)
                 incomplete[task] = str(error)
+        if summary is not None:
+            summary.keep_only(read)
+            summary.save()
     if len(models) > 1:
         listing = "; ".join(f"{p} ({m} {a})" for (m, a), p in models.items())
         raise RunError(

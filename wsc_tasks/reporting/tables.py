@@ -93,14 +93,15 @@ def display(table: Table) -> tuple[list[str], list[list[str]]]:
     """Headers and text cells for Markdown, HTML and LaTeX: a header and a text cell as user text
     (``markup.name``), the rest (numbers, intervals, links) this package's."""
     headers: list[str] = []
-    for column, cell in zip(table.columns, _widest(table), strict=True):
+    widest = _widest(table)  # once: per row it made a table of N rows cost N²
+    for column, cell in zip(table.columns, widest, strict=True):
         headers.append(markup.name(column))
         if isinstance(cell, Delta) or (isinstance(cell, Interval) and cell.show_p):
             headers.append(markup.name(f"p ({column})"))
     rows = []
     for row in table.rows:
         out: list[str] = []
-        for cell, example in zip(row, _widest(table), strict=True):
+        for cell, example in zip(row, widest, strict=True):
             out += _show(cell, example)
         rows.append(out)
     return headers, rows

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS, read_done
+from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, read_done
 from wsc_tasks.reporting import findings
 from wsc_tasks.reporting.leaderboard.entries import Board, Entry, is_chance_model, rank
-from wsc_tasks.reporting.leaderboard.layout import Tables, tables
-from wsc_tasks.reporting.runs import load_run
+from wsc_tasks.reporting.leaderboard.layout import MATRIX_MAX, Tables, tables
 from wsc_tasks.reporting.tables import Table
 
 HOW_TO_READ = (
@@ -47,8 +46,7 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
     for name in names:
         folder = out / name
         if (folder / SWEEP_DONE).is_file():
-            run = load_run(folder / SWEEP_RESULTS, name)
-            entries.append(board.entry(run, folder, read_done(folder) or {}))
+            entries.append(board.load(name, folder, read_done(folder) or {}))
         elif (folder / SWEEP_ERROR).is_file():
             first = (folder / SWEEP_ERROR).read_text(encoding="utf-8").strip().splitlines()
             why = first[0] if first else "no message"
@@ -68,6 +66,12 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
     tested = findings.headline_tests(models)  # Holm over the ranked models
     power = findings.detectable(models)
     notes = [note for e in entries for note in e.run.notes()]
+    if len(ranked) + len(checks) > MATRIX_MAX:
+        notes.append(
+            f"the pairwise matrix of paired differences is left out for more than {MATRIX_MAX} "
+            f"models ({len(ranked) + len(checks)} here); the ranking has each model's difference "
+            "with the next"
+        )
     failed = [name for name, why in problems if why.startswith("failed")]
     if failed:
         notes.append(

@@ -8,6 +8,7 @@ fixed seed (``Board``); ``rank`` orders the models, ``Board.paired`` compares tw
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +17,15 @@ from typing import Any
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ratios, stats
 from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC, TaskKind
-from wsc_tasks.paths import CHANCE_MODEL, SWEEP_DONE, SWEEP_ERROR
+from wsc_tasks.paths import CHANCE_MODEL, SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS
 from wsc_tasks.reporting import findings
 from wsc_tasks.reporting.estimates import chance
-from wsc_tasks.reporting.runs import Run
+from wsc_tasks.reporting.leaderboard import cache
+from wsc_tasks.reporting.runs import Run, load_run
 from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import Delta, Interval
+
+log = logging.getLogger(f"lm_eval.{__name__}")
 
 DEFAULT_TASK = "wsc266"
 # every control baseline of the catalog: those generated from whole datasets, then hand-made ones
@@ -90,6 +94,10 @@ class Board:
 
     def __init__(self, task: str, iters: int, seed: int) -> None:
         self.task, self.iters, self.seed = task, iters, seed
+        # per model: its schemas in ``stats.align``'s order, A on them and A's replicates on the
+        # resamples every paired difference over those schemas shares (``_replicates``)
+        self._models: dict[int, tuple[list[Any], float, Any]] = {}
+        self._indexes: dict[int, Any] = {}
 
     def estimate(self, values: list, form: ratios.Ratio, against_chance: bool) -> Interval:
         null = chance(values, form) if against_chance else None
@@ -97,14 +105,67 @@ class Board:
         return Interval(found, against_chance)
 
     def paired(self, first: Run, second: Run) -> Delta | None:
+        """A(first) − A(second) on the schemas both were run on, with p against 0. Two models run
+        on the same schemas (the usual case) share the resamples, so each model's replicates are
+        computed once for the whole board: the same numbers as ``stats.paired_difference``."""
         a, b = _keyed(first, self.task, SCHEMA_ACC), _keyed(second, self.task, SCHEMA_ACC)
         if not a or not b:
             return None
+        form = ratios.SCHEMA_ACCURACY
+        if a.keys() == b.keys():
+            (keys, value_a, reps_a), (_, value_b, reps_b) = (
+                self._replicates(first, a),
+                self._replicates(second, b),
+            )
+            found = stats._estimate(
+                value_a - value_b, reps_a - reps_b, 0.0, len(keys), stats.CONFIDENCE
+            )
+            return Delta(found)
         x, y = stats.align(a, b)
         if not x:
             return None
-        form = ratios.SCHEMA_ACCURACY
         return Delta(stats.paired_difference(x, y, form, iters=self.iters, seed=self.seed))
+
+    def _replicates(self, run: Run, keyed: dict) -> tuple[list[Any], float, Any]:
+        found = self._models.get(id(run))
+        if found is None:
+            x, _ = stats.align(keyed, keyed)
+            n = len(x)
+            if n not in self._indexes:
+                self._indexes[n] = stats.resample_indexes(n, self.iters, self.seed)
+            form = ratios.SCHEMA_ACCURACY
+            found = (x, float(form(x)), stats.replicates(x, form, self._indexes[n]))
+            self._models[id(run)] = found
+        return found
+
+    def load(self, name: str, folder: Path, done: dict[str, Any]) -> Entry:
+        """The model of ``folder``: its figures from its cache file when they were computed from
+        its run as it is now, else computed from the run (and the cache written)."""
+        path = cache.cache_path(folder, self.task, self.iters, self.seed)
+        key = cache.run_key(folder / SWEEP_RESULTS, self.task, self.iters, self.seed)
+        data = cache.read(path, key)
+        if data is not None and not data.get("whole_run"):
+            try:
+                run, figures = cache.load(data, name, folder, self.task)
+            except (KeyError, TypeError, ValueError) as error:
+                log.warning(f"wsc_tasks: {path}: not a leaderboard cache ({error}); recomputed")
+            else:
+                found = Entry(run, folder, done, **figures)
+                found.model = self.findings_model(found)
+                return found
+        found = self.entry(load_run(folder / SWEEP_RESULTS, name), folder, done)
+        figures = {
+            "A": found.A,
+            "a": found.a,
+            "controls": found.controls,
+            "originals": found.originals,
+            "consistency": found.consistency,
+        }
+        data = cache.dump(found.run, folder, key, figures, self.task)
+        # a contamination check reads the whole run when the board is rendered: read it again
+        data["whole_run"] = bool(contamination_check.tasks(found.run))
+        cache.write(path, data)
+        return found
 
     def entry(self, run: Run, folder: Path, done: dict[str, Any]) -> Entry:
         found = Entry(run, folder, done)

@@ -26,6 +26,7 @@ from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import Links, Table
 
 REPORT = Path("report") / "report.html"  # a report written beside the leaderboard, if any
+MATRIX_MAX = 30  # the pairwise matrix for boards of at most this many models (N² cells)
 
 
 def _perturbation(run_task: str, entries: Sequence[Entry]) -> str:
@@ -219,7 +220,7 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
         f"Paired difference in A on {task}, row − column, with p",
         ["model", *[e.label for e in everyone]],
     )
-    for entry in everyone:
+    for entry in everyone if len(everyone) <= MATRIX_MAX else []:
         matrix.rows.append([
             entry.label,
             *[None if other is entry else board.paired(entry.run, other.run) for other in everyone],

@@ -14,6 +14,8 @@ from wsc_tasks.reporting.leaderboard.entries import COST, Entry
 from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import markdown, numeric
 
+FIRST_SCREEN = 10  # findings and notes shown unfolded on the HTML page; the rest in a <details>
+
 
 def markdown_text(board: Leaderboard) -> str:
     lines = ["# Leaderboard", "", "## Findings", ""]
@@ -36,12 +38,24 @@ def markdown_text(board: Leaderboard) -> str:
 def html_text(board: Leaderboard) -> str:
     body = ["<h1>Leaderboard</h1>", "<h2>Findings</h2>"]
     body += [f"<p>{html_report.inline(board.overview)}</p>"] if board.overview else []
-    items = "".join(
+    items = [
         f"<li><b>{html_report.esc(label)}</b>: {html_report.inline(said)}</li>"
         for label, said in board.findings
-    )
-    body += [f'<ul class="findings">{items}</ul>'] if items else []
-    body += [html_report.notes_html(board.notes)] if board.notes else []
+    ]
+    body += [f'<ul class="findings">{"".join(items[:FIRST_SCREEN])}</ul>'] if items else []
+    if len(items) > FIRST_SCREEN:  # a large board: its top on the first screen, the rest folded
+        rest = "".join(items[FIRST_SCREEN:])
+        body.append(
+            f"<details><summary>the findings of the other {len(items) - FIRST_SCREEN} "
+            f'models</summary><ul class="findings">{rest}</ul></details>'
+        )
+    if len(board.notes) > FIRST_SCREEN:
+        body.append(
+            f"<details><summary>{len(board.notes)} notes</summary>"
+            f"{html_report.notes_html(board.notes)}</details>"
+        )
+    elif board.notes:
+        body.append(html_report.notes_html(board.notes))
     body += [f"<p>{html_report.inline(board.intro)}</p>"]
     for table in board.tables.shown():
         body.append(html_report.table_html(table))

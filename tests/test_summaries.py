@@ -1,0 +1,150 @@
+"""Each run's summary (``reporting.summaries``) and each model's leaderboard figures
+(``leaderboard.cache``): the same tables as the samples, a changed samples file re-read, a
+truncated or missing file rebuilt, never trusted."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wsc_tasks.reporting import leaderboard, summaries
+from wsc_tasks.reporting.leaderboard import cache
+from wsc_tasks.reporting.runs import load_run
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+# the ranking task, a control baseline and a perturbation with its consistency task: every table
+TASKS = ("wsc266", "wsc266_associative_nocands", "wsc266_switched", "wsc266_switched_consistency")
+MODELS = ("smollm2-135m", "chance")
+ITERS = 200
+
+
+def _copy_model(source: Path, target: Path) -> None:
+    """A sweep's model folder with the samples of ``TASKS`` only (the others: no samples)."""
+    (target / "lm_eval").mkdir(parents=True)
+    for name in ("done.json", "spec.json"):
+        shutil.copy2(source / name, target / name)
+    for path in (source / "lm_eval").iterdir():
+        task = path.name.removeprefix("samples_").rsplit("_2026", 1)[0]
+        if path.name.startswith("results_") or task in TASKS:
+            shutil.copy2(path, target / "lm_eval" / path.name)
+
+
+@pytest.fixture
+def sweep(tmp_path: Path) -> Path:
+    for name in MODELS:
+        _copy_model(RESULTS / name, tmp_path / name)
+    return tmp_path
+
+
+def _summary(folder: Path) -> Path:
+    (found,) = (folder / "lm_eval").glob(f"{summaries.PREFIX}*.parquet")
+    return found
+
+
+def _samples(folder: Path, task: str) -> Path:
+    (found,) = (folder / "lm_eval").glob(f"samples_{task}_2026*.jsonl.gz")
+    return found
+
+
+def _board(sweep: Path) -> dict[str, bytes]:
+    leaderboard.write(list(MODELS), sweep, "wsc266", ITERS, 0)
+    return {kind: (sweep / f"leaderboard.{kind}").read_bytes() for kind in ("md", "csv", "html")}
+
+
+def _uncached(sweep: Path) -> None:
+    for path in sweep.glob("*/wsc_leaderboard_*.json"):
+        path.unlink()
+
+
+def test_summary_gives_what_the_samples_give(sweep: Path):
+    folder = sweep / "chance"
+    assert not list((folder / "lm_eval").glob(f"{summaries.PREFIX}*"))
+    first = load_run(folder / "lm_eval", "chance")  # from the samples, writing the summary
+    path = _summary(folder)
+    written = path.stat().st_mtime_ns
+    again = load_run(folder / "lm_eval", "chance")  # from the summary
+    assert path.stat().st_mtime_ns == written  # not rewritten: nothing read from samples
+    for task in TASKS:
+        assert again.tasks[task].docs == first.tasks[task].docs
+        assert again.tasks[task].values == first.tasks[task].values
+        assert again.tasks[task].forms == first.tasks[task].forms
+    assert again.notes() == first.notes()
+
+
+def test_leaderboard_from_summaries_and_caches_is_byte_identical(sweep: Path):
+    from_samples = _board(sweep)  # each run read from its samples
+    assert len(list(sweep.glob("*/wsc_leaderboard_wsc266_R200_s0.json"))) == 2
+    assert _board(sweep) == from_samples  # the models' cached figures
+    _uncached(sweep)
+    assert _board(sweep) == from_samples  # the runs' summaries, figures recomputed
+    # and the same bytes as with no summary at all (the reader of the samples)
+    for folder in MODELS:
+        _summary(sweep / folder).unlink()
+    _uncached(sweep)
+    assert _board(sweep) == from_samples
+
+
+def _rewrite_samples(path: Path, keep: int) -> None:
+    """The samples file with its first ``keep`` documents only (a changed file)."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        lines = handle.readlines()[:keep]
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.writelines(lines)
+
+
+def test_a_changed_samples_file_is_read_again(sweep: Path):
+    folder = sweep / "chance"
+    board = _board(sweep)
+    assert "wsc266_switched" not in load_run(folder / "lm_eval").incomplete
+    samples = _samples(folder, "wsc266_switched")
+    _rewrite_samples(samples, 10)
+    os.utime(samples, ns=(samples.stat().st_atime_ns, samples.stat().st_mtime_ns + 10**9))
+    run = load_run(folder / "lm_eval")
+    assert "has 10 of the" in run.incomplete["wsc266_switched"]  # noticed: read again
+    assert "wsc266_switched" not in run.tasks
+    changed = _board(sweep)  # the model's figures recomputed too
+    assert b"wsc266_switched" in changed["md"] and changed["md"] != board["md"]
+    assert json.loads(cache.cache_path(folder, "wsc266", ITERS, 0).read_text(encoding="utf-8"))[
+        "key"
+    ] == cache.run_key(folder / "lm_eval", "wsc266", ITERS, 0)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "missing", "garbage"])
+def test_a_damaged_summary_is_rebuilt_never_trusted(sweep: Path, damage: str):
+    folder = sweep / "chance"
+    first = load_run(folder / "lm_eval", "chance")
+    path = _summary(folder)
+    whole = path.read_bytes()
+    if damage == "truncated":
+        path.write_bytes(whole[: len(whole) // 2])
+    elif damage == "missing":
+        path.unlink()
+    else:
+        path.write_bytes(b"PAR1" + b"\0" * 100 + b"PAR1")
+    again = load_run(folder / "lm_eval", "chance")
+    for task in TASKS:
+        assert again.tasks[task].values == first.tasks[task].values
+    rebuilt = summaries.Summary(_summary(folder))  # rewritten whole, and read back
+    assert not rebuilt.changed and set(TASKS) <= set(rebuilt.tasks)
+    assert rebuilt.tasks["wsc266"]["columns"][summaries.DOCS] == first.tasks["wsc266"].docs
+
+
+@pytest.mark.parametrize("damage", ["truncated", "missing", "foreign"])
+def test_a_damaged_model_cache_is_recomputed(sweep: Path, damage: str):
+    board = _board(sweep)
+    path = cache.cache_path(sweep / "chance", "wsc266", ITERS, 0)
+    text = path.read_text(encoding="utf-8")
+    if damage == "truncated":
+        path.write_text(text[: len(text) // 2], encoding="utf-8")
+    elif damage == "missing":
+        path.unlink()
+    else:  # the right key, a content of another format: recomputed, not shown
+        data = json.loads(text)
+        path.write_text(json.dumps({"key": data["key"], "run": {}}), encoding="utf-8")
+    assert _board(sweep) == board
+    assert json.loads(path.read_text(encoding="utf-8"))["A"] is not None

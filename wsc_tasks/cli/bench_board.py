@@ -1,0 +1,180 @@
+"""``wsc-tasks bench-board``: the leaderboard and the report over N copies of finished runs.
+
+It builds a sweep folder of N model folders, each a copy of one of the finished runs under
+``--runs`` (the committed ``results/``: ``<name>/done.json`` and ``<name>/lm_eval/``) under a name
+of its own (samples hard-linked where the file system allows it, so 1,000 copies cost no disk),
+then times, each in a fresh process (``wsc-tasks leaderboard`` / ``wsc-tasks report``, as a user
+runs them) with its wall time and its peak resident memory (the child's ``ru_maxrss``):
+
+- ``leaderboard, first``: the first leaderboard of the folder (each run read from its samples);
+- ``leaderboard, again``: the same command once more (what each run's summary saves);
+- ``leaderboard, +1 model``: one more copy added, never read before, and the board written again;
+- ``report``: ``wsc-tasks report`` over the first N folders, for N up to ``--report-max``.
+
+Sizes above ``--max-seconds`` of the previous size's first leaderboard extrapolated are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from wsc_tasks.paths import SWEEP_DONE, SWEEP_RESULTS
+
+DEFAULT_SIZES = (10, 100, 1000)
+
+
+def finished_runs(runs: Path) -> list[Path]:
+    """The model folders of a sweep that finished with samples (``done.json`` and ``lm_eval/``)."""
+    found = sorted(
+        p.parent for p in runs.glob(f"*/{SWEEP_DONE}") if (p.parent / SWEEP_RESULTS).is_dir()
+    )
+    if not found:
+        raise SystemExit(f"wsc-tasks bench-board: no finished run (<name>/{SWEEP_DONE}) in {runs}")
+    return found
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def copy_run(source: Path, target: Path, carry: bool = False) -> None:
+    """One model folder copied under another name: the run's own files, and with ``carry`` its
+    summary and leaderboard figures (as if the copy had been read once; their keys hold)."""
+    target.mkdir(parents=True)
+    for name in (SWEEP_DONE, "spec.json", "log.txt"):
+        if (source / name).is_file():
+            shutil.copy2(source / name, target / name)
+    if carry:
+        for path in source.glob("wsc_leaderboard_*.json"):
+            shutil.copy2(path, target / path.name)
+    lm_eval = target / SWEEP_RESULTS
+    lm_eval.mkdir()
+    kept = ("results_", "samples_", *(("wsc_summary_",) if carry else ()))
+    for path in sorted((source / SWEEP_RESULTS).iterdir()):
+        if path.name.startswith(kept):
+            _link_or_copy(str(path), str(lm_eval / path.name))
+
+
+def grow(folder: Path, runs: list[Path], count: int, carry: bool = False) -> list[str]:
+    """``folder`` holding ``count`` model folders (copies of ``runs`` in turn); their names."""
+    names = []
+    for index in range(count):
+        source = runs[index % len(runs)]
+        name = f"{source.name}-{index:04d}"
+        if not (folder / name).exists():
+            copy_run(source, folder / name, carry)
+        names.append(name)
+    return names
+
+
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak resident MB of ``python -m wsc_tasks.cli ARGV`` in a fresh process."""
+    started = time.monotonic()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "wsc_tasks.cli", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stderr is not None
+    errors = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        tail = errors.decode(errors="replace").strip().splitlines()[-3:]
+        raise SystemExit(f"wsc-tasks bench-board: {' '.join(argv[:2])} failed: {' '.join(tail)}")
+    # ru_maxrss is in kilobytes on Linux, in bytes on macOS
+    peak = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+    return wall, peak
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="wsc-tasks bench-board",
+        description="Time the leaderboard and the report over N copies of finished runs.",
+    )
+    parser.add_argument("--runs", default="results", help="a sweep folder (default results)")
+    parser.add_argument(
+        "--sizes",
+        default=",".join(map(str, DEFAULT_SIZES)),
+        help="comma-separated numbers of models (default 10,100,1000)",
+    )
+    parser.add_argument(
+        "--report-max", type=int, default=30, help="report only up to this many models"
+    )
+    parser.add_argument("--report-sizes", default="", help="sizes of the report (default: --sizes)")
+    parser.add_argument("--iters", type=int, default=None, help="bootstrap R (default the CLI's)")
+    parser.add_argument("--work", default=None, help="folder for the copies (default a temp one)")
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=3600.0,
+        help="skip a size whose first leaderboard, extrapolated, would take longer",
+    )
+    parser.add_argument(
+        "--with-summaries",
+        action="store_true",
+        help="copies carry their source's summary and figures (run the leaderboard on --runs "
+        "first): times the board once every run was read, without reading N runs first",
+    )
+    args = parser.parse_args(argv)
+    sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
+    report_sizes = sorted(int(s) for s in (args.report_sizes or args.sizes).split(",") if s.strip())
+    runs = finished_runs(Path(args.runs))
+    extra = ["--iters", str(args.iters)] if args.iters else []
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="wsc-bench-board-"))
+    rows: list[tuple[int, str, float, float]] = []
+    print(f"{len(runs)} finished runs under {args.runs}, copies under {work}", file=sys.stderr)
+    per_model: float | None = None
+    for size in sizes:
+        if per_model is not None and per_model * size > args.max_seconds:
+            print(f"N = {size}: skipped (about {per_model * size:.0f} s)", file=sys.stderr)
+            continue
+        board = work / f"board-{size}"
+        board.mkdir(parents=True, exist_ok=True)
+        grow(board, runs, size, args.with_summaries)
+        for what in ("leaderboard, first", "leaderboard, again"):
+            wall, peak = timed(["leaderboard", str(board), *extra])
+            rows.append((size, what, wall, peak))
+            print(f"N = {size}: {what}: {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
+            per_model = per_model or wall / size
+        grow(board, runs, size + 1)
+        wall, peak = timed(["leaderboard", str(board), *extra])
+        rows.append((size, "leaderboard, +1 model", wall, peak))
+        print(f"N = {size}: +1 model: {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
+    for size in report_sizes:
+        if size > args.report_max:
+            continue
+        board = work / f"report-{size}"
+        board.mkdir(parents=True, exist_ok=True)
+        names = grow(board, runs, size, args.with_summaries)
+        folders = [f"{name}={board / name / SWEEP_RESULTS}" for name in names]
+        out = work / f"report-{size}-out"
+        wall, peak = timed(["report", *folders, "--quiet", "--out", str(out), *extra])
+        rows.append((size, "report", wall, peak))
+        print(f"N = {size}: report: {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
+    print(table(rows))
+    if not args.work:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def table(rows: list[tuple[int, str, float, float]]) -> str:
+    """The measures as a Markdown table, with the seconds per model."""
+    lines = [
+        "| N | command | wall (s) | per model (s) | peak memory (MB) |",
+        "|---|---|---|---|---|",
+    ]
+    for size, what, wall, peak in rows:
+        lines.append(f"| {size} | {what} | {wall:.1f} | {wall / size:.3f} | {peak:.0f} |")
+    return "\n".join(lines)

@@ -1,0 +1,186 @@
+"""Each model's leaderboard figures kept beside its run, so a board of N models reads N small files.
+
+What the leaderboard says of one model alone (its intervals and p's of *A* and *a*, the control
+baselines and the datasets they are made from, the schema consistency; the run's metadata and
+notes; the ranking task's per-schema outcomes, which the paired differences with other models
+need) is computed once per (ranking
+task, R, seed) and written to ``<model>/wsc_leaderboard_<task>_R<iters>_s<seed>.json``. Its key is
+what it was computed from: the name, size and modification time of every file of the run's
+``lm_eval/`` folder, the package's version and this format's number; a changed key, or a file that
+cannot be read as a whole, is recomputed from the run (never trusted). What compares models (the
+ranking, the differences with the next model, the matrix, the findings and their adjustments
+across models) is computed when the board is rendered.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from wsc_tasks.metrics import registry, stats
+from wsc_tasks.reporting.runs import ModelInfo, Run, TaskRun
+from wsc_tasks.reporting.summaries import PREFIX, package_version, stat_key
+from wsc_tasks.reporting.tables import Interval
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+FORMAT = 3  # bumped when what a cache file holds changes
+RANKED = (registry.SCHEMA_ACC, registry.ACC)  # the ranking task's metrics kept per schema
+
+
+def cache_path(folder: Path, task: str, iters: int, seed: int) -> Path:
+    return folder / f"wsc_leaderboard_{task}_R{iters}_s{seed}.json"
+
+
+def run_key(lm_eval: Path, task: str, iters: int, seed: int) -> dict[str, Any]:
+    """What a model's figures are computed from (``stat_key`` of each file of its run)."""
+    files = sorted(
+        p
+        for p in lm_eval.rglob("*")
+        if p.is_file() and not p.name.startswith((".", PREFIX))  # not the summary it writes
+    )
+    return {
+        "format": FORMAT,
+        "version": package_version(),
+        "task": task,
+        "iters": iters,
+        "seed": seed,
+        "files": [[p.relative_to(lm_eval).as_posix(), *stat_key(p)[1:]] for p in files],
+    }
+
+
+def _interval(cell: Interval | None) -> dict[str, Any] | None:
+    return None if cell is None else {"estimate": asdict(cell.estimate), "show_p": cell.show_p}
+
+
+def _cell(data: dict[str, Any] | None) -> Interval | None:
+    if data is None:
+        return None
+    return Interval(stats.Estimate(**data["estimate"]), bool(data["show_p"]))
+
+
+def dump(
+    run: Run,
+    folder: Path,
+    key: dict[str, Any],
+    figures: dict[str, Any],
+    task: str,
+) -> dict[str, Any]:
+    """The cache file's content: the key, the run without its documents (but the ranking task's
+    per-schema outcomes), and the model's figures (``Interval``s)."""
+    info = asdict(run.info)
+    info["results"] = _relative(run.info.results, folder)
+    tasks = {
+        name: {
+            "dataset": t.dataset,
+            "scored": list(t.scored) if t.scored else None,
+            "samples": _relative(t.samples, folder),
+            "problems": t.problems,
+        }
+        for name, t in run.tasks.items()
+    }
+    ranking = run.tasks.get(task)
+    ranked = None
+    if ranking is not None:
+        ranked = {
+            "uids": [d.get("schema_uid") for d in ranking.docs],
+            "values": {m: ranking.values[m] for m in RANKED if m in ranking.forms},
+        }
+    return {
+        "key": key,
+        "run": {
+            "model": run.model,
+            "model_args": run.model_args,
+            "limit": run.limit,
+            "incomplete": run.incomplete,
+            "logprob_check": run.logprob_check,
+            "info": info,
+            "tasks": tasks,
+        },
+        "ranking": ranked,
+        "A": _interval(figures["A"]),
+        "a": _interval(figures["a"]),
+        "controls": {k: _interval(v) for k, v in figures["controls"].items()},
+        "originals": {k: _interval(v) for k, v in figures["originals"].items()},
+        "consistency": {k: _interval(v) for k, v in figures["consistency"].items()},
+    }
+
+
+def load(data: dict[str, Any], label: str, folder: Path, task: str) -> tuple[Run, dict[str, Any]]:
+    """The run (its documents left out, but the ranking task's) and figures of ``dump``."""
+    found = data["run"]
+    tasks = {}
+    for name, t in found["tasks"].items():
+        samples = folder / t["samples"] if t["samples"] else None
+        scored = tuple(t["scored"]) if t["scored"] else None
+        tasks[name] = TaskRun(
+            name, {}, samples=samples, dataset=t["dataset"], scored=scored, problems=t["problems"]
+        )
+    ranked = data["ranking"]
+    if ranked is not None and task in tasks:
+        ranking = tasks[task]
+        ranking.docs = [{"schema_uid": uid} for uid in ranked["uids"]]
+        for metric, values in ranked["values"].items():
+            ranking.values[metric] = values
+            form = registry.by_name(metric, values[0]) if values else None
+            if form is not None:
+                ranking.forms[metric] = form
+    info = dict(found["info"])
+    info["results"] = folder / info["results"] if info["results"] else None
+    run = Run(
+        label,
+        found["model"],
+        found["model_args"],
+        tasks,
+        found["limit"],
+        found["incomplete"],
+        found["logprob_check"],
+        ModelInfo(**info),
+    )
+    figures = {
+        "A": _cell(data["A"]),
+        "a": _cell(data["a"]),
+        "controls": {k: _cell(v) for k, v in data["controls"].items()},
+        "originals": {k: _cell(v) for k, v in data["originals"].items()},
+        "consistency": {k: _cell(v) for k, v in data["consistency"].items()},
+    }
+    return run, figures
+
+
+def read(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The cache file's content if it was computed from ``key``; None if missing, stale,
+    truncated or not ours (then recomputed)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        log.warning(f"wsc_tasks: {path}: unreadable ({error}); recomputed")
+        return None
+    if not isinstance(data, dict) or data.get("key") != key:
+        return None
+    return data
+
+
+def write(path: Path, data: dict[str, Any]) -> None:
+    """Atomically (a reader never sees half a file); skipped where the folder is read-only."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        partial.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        os.replace(partial, path)
+    except OSError as error:
+        log.info(f"wsc_tasks: {path}: not written ({error})")
+        partial.unlink(missing_ok=True)
+
+
+def _relative(path: Path | None, folder: Path) -> str | None:
+    if path is None:
+        return None
+    try:
+        return path.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        return str(path)
