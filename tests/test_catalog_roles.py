@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wsc_tasks.data import audit, catalog, transforms
+from wsc_tasks.data import audit, canonical, catalog, transforms
 from wsc_tasks.data.catalog import CONTROL, FORMULATION, FULL, PERTURBATION, SUBSET
 from wsc_tasks.reporting import leaderboard
 from wsc_tasks.reporting.sections import perturbations
@@ -38,6 +38,9 @@ def _configs() -> dict[str, dict]:
 CONFIGS_BY_NAME = _configs()
 GROUPS = {name: c["task"] for name, c in CONFIGS_BY_NAME.items() if "group" in c}
 TASKS = {name: c for name, c in CONFIGS_BY_NAME.items() if "group" not in c}
+# the contamination check: one task per published dataset, in an optional group beside wsc_group
+CONTAMINATION = {t for t, c in TASKS.items() if c.get("include") == "_contamination_task.yaml"}
+OPTIONAL_GROUPS = {"contamination_suite"}
 
 
 def _is_pair_task(config: dict) -> bool:
@@ -174,7 +177,10 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
     """The report and the leaderboard find a dataset's results under the task of its name."""
     for task, config in TASKS.items():
         dataset = _dataset(task)
-        if dataset is None:
+        if task in CONTAMINATION:
+            assert task == f"{dataset.removesuffix('_schemas')}_contamination"
+            assert dataset in canonical.published()
+        elif dataset is None:
             assert config["class"] == "wsc_tasks.harness.winowhy.WinoWhyTask"
         elif _is_pair_task(config):
             assert dataset in catalog.PAIR_SPECS
@@ -189,14 +195,14 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
 
 def test_every_task_is_in_exactly_one_group():
     listed = [member for members in GROUPS.values() for member in members]
-    assert sorted(listed) == sorted({*TASKS, *GROUPS} - {"wsc_group"})
+    assert sorted(listed) == sorted({*TASKS, *GROUPS} - {"wsc_group", *OPTIONAL_GROUPS})
 
 
 def _implied_groups() -> dict[str, set[str]]:
     """Each group's members as the roles imply them."""
 
     def of_root(root: str) -> set[str]:
-        return {t for t in TASKS if _root(t) == root}
+        return {t for t in TASKS if _root(t) == root and t not in CONTAMINATION}
 
     zeroshot = {
         t
@@ -223,6 +229,9 @@ def _implied_groups() -> dict[str, set[str]]:
             "zeroshot_suite",
             *(t for t in TASKS if _root(t) is None),  # WinoWhy
         },
+        "contamination_suite": {
+            f"{d.removesuffix('_schemas')}_contamination" for d in canonical.published()
+        },  # fmt: skip
     }
 
 

@@ -129,3 +129,22 @@ def test_yaml_class_paths_stay_importable():
     task = importlib.import_module("wsc_tasks.task")
     harness = importlib.import_module("wsc_tasks.harness.task")
     assert task.SchemaTask is harness.SchemaTask
+
+
+def test_every_package_is_installed():
+    """pyproject lists its packages one by one: a new subpackage missing there is absent from a
+    wheel, while an editable install (the tests') still finds it."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["tool"]["setuptools"][
+            "packages"
+        ]
+    )
+    folders = {
+        ".".join(["wsc_tasks", *path.parent.relative_to(ROOT).parts])
+        for path in ROOT.rglob("__init__.py")
+    }
+    assert folders - listed == set(), (
+        f"add to pyproject.toml's packages: {sorted(folders - listed)}"
+    )

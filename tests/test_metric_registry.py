@@ -17,6 +17,7 @@ TASKS = [
     "wsc266_inverted_consistency",  # a schema transformation
     "wsc266_associativity",
     "winowhy",
+    "wsc273_contamination",  # ContaminationTask
 ]
 
 
@@ -55,13 +56,14 @@ def test_schema_transformations_get_only_schema_matched_metrics(task_aggregation
 def test_record_names_are_unique_and_fields_valid():
     assert len(registry.METRICS) == len(registry.REGISTRY)
     for m in registry.REGISTRY:
-        assert m.level in {"problem", "schema", "pair", "reason", "question"}, m.name
+        assert m.level in {"problem", "schema", "pair", "reason", "question", "shard"}, m.name
         assert m.value in {
             registry.OUTCOME,
             registry.PAIR,
             registry.TAGGED_PAIR,
             registry.REASONS,
             registry.SPLITS,
+            registry.SHARDS,
         }, m.name
         assert m.aggregate is not None or m.value == registry.REASONS, m.name
         assert m.symbol, m.name

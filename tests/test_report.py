@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from wsc_tasks.cli import main as cli
-from wsc_tasks.reporting import report, runs
+from wsc_tasks.cli import report
+from wsc_tasks.reporting import runs
 
 pytestmark = pytest.mark.slow
 

@@ -47,7 +47,11 @@ _UNSAFE = re.compile(r"[\"<>:/|\\?*\[\]]+")  # what lm-eval replaces in a model'
 
 
 def include_path() -> Path:
-    """The folder of this package's lm-eval YAMLs (works for editable and wheel installs)."""
+    """The folder of this package's lm-eval YAMLs (works for editable and wheel installs, and for
+    a source checkout on ``PYTHONPATH``: its own ``task_configs`` before an installed copy's)."""
+    checkout = Path(__file__).resolve().parents[1] / "task_configs"
+    if (checkout / "_schema_task.yaml").is_file():
+        return checkout
     return Path(str(importlib.resources.files("wsc_tasks.task_configs")))
 
 

@@ -135,6 +135,11 @@ def _main(argv: list[str]) -> int:
         "tokens, model, results, aggregation, printing)",
     )
     sub.add_parser("bench-mlm", add_help=False, help="masked-LM scoring throughput benchmark")
+    sub.add_parser(
+        "bench-findings",
+        add_help=False,
+        help="the findings' false-claim rates and power, by simulation",
+    )
     sub.add_parser("report", add_help=False, help="thesis-style tables, figures and p-values")
     sub.add_parser("sweep", add_help=False, help="run many models, write a leaderboard")
     sub.add_parser(
@@ -143,7 +148,7 @@ def _main(argv: list[str]) -> int:
     if argv[:1] == ["run"]:
         return run_lm_eval(argv[1:])
     if argv[:1] == ["report"]:
-        from wsc_tasks.reporting.report import main as report
+        from wsc_tasks.cli.report import main as report
 
         return report(argv[1:])
     if argv[:1] == ["sweep"]:
@@ -151,13 +156,17 @@ def _main(argv: list[str]) -> int:
 
         return sweep(argv[1:])
     if argv[:1] == ["leaderboard"]:
-        from wsc_tasks.reporting.leaderboard import main as board
+        from wsc_tasks.cli.leaderboard import main as board
 
         return board(argv[1:])
     if argv[:1] == ["bench"]:
         from wsc_tasks.cli.bench import bench_run
 
         return bench_run(argv[1:])
+    if argv[:1] == ["bench-findings"]:
+        from wsc_tasks.reporting.calibration import main as calibrate
+
+        return calibrate(argv[1:])
     if argv[:1] == ["bench-mlm"]:
         from wsc_tasks.cli.bench import main as bench
 

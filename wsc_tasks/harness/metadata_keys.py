@@ -19,9 +19,10 @@ from typing import Any
 from wsc_tasks.harness import served
 
 # read by the tasks (task_configs/README.md); ``dataset`` comes from each task's YAML; the
-# served-model check's switch (``served``), read from the tasks' metadata
+# served-model check's switch (``served``), read from the tasks' metadata; the contamination
+# check's shards, permutations and shuffle_seed
 SETTINGS = ("dataset", "scoring", "headline", "smart_limit", "tokenizer", "metrics",
-            "reason_score", served.SKIP_KEY)  # fmt: skip
+            "reason_score", served.SKIP_KEY, "shards", "permutations", "shuffle_seed")  # fmt: skip
 # the model arguments the tasks read to find the tokenizer and family (``scoring.tokens``)
 MODEL_DESCRIPTION = ("pretrained", "gguf_file", "revision", "trust_remote_code", "add_bos_token",
                      "base_url")  # fmt: skip

@@ -27,7 +27,7 @@ from functools import cache
 from typing import Any, Literal
 
 from wsc_tasks.data.knowledge import CATEGORIES
-from wsc_tasks.metrics import accuracy, associativity, consistency, ratios
+from wsc_tasks.metrics import accuracy, associativity, consistency, contamination, ratios
 from wsc_tasks.scoring import causal
 
 # the per-document value a metric aggregates
@@ -36,6 +36,7 @@ PAIR = "pair"  # consistency.PairOutcome: a schema before and after a transforma
 TAGGED_PAIR = "tagged pair"  # a PairOutcome tagged with its associativity subset
 REASONS = "reasons"  # one WinoWhy question: its reasons' scores, labels and categories
 SPLITS = "splits"  # an int per schema: causal requests split after the first token(s)
+SHARDS = "shard"  # contamination.ShardOutcome: one shard's published and shuffled log-likelihoods
 
 
 class TaskKind(StrEnum):
@@ -45,6 +46,7 @@ class TaskKind(StrEnum):
     CONSISTENCY = "consistency"  # a schema and its transformed schema (ConsistencyTask)
     ASSOCIATIVITY = "associativity"  # the same, tagged with an associativity subset
     WINOWHY = "winowhy"  # one WinoWhy question and its reasons
+    CONTAMINATION = "contamination"  # one shard of a published file (ContaminationTask)
 
 
 # the variants of a name (the fields of ``Key`` after ``record``) and their vocabularies
@@ -54,7 +56,9 @@ SUBSETS = (EQUAL_LEN, BLANK_AT_END)
 CATEGORY_STEMS = {"n_problems": "n"}  # problems per knowledge category: n_cat_<category>
 
 
-MetricKind = Literal["accuracy", "count", "consistency", "associativity", "plausibility"]
+MetricKind = Literal[
+    "accuracy", "count", "consistency", "associativity", "plausibility", "contamination"
+]
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ class Metric:
     name: str
     symbol: str  # as the report and the thesis write it
     level: str  # what it counts: problem, schema, pair (a document pair), reason, question
-    value: str  # the per-document value it needs: OUTCOME, PAIR, TAGGED_PAIR, REASONS, SPLITS
+    value: str  # the per-document value it needs: OUTCOME, PAIR, TAGGED_PAIR, REASONS, SPLITS…
     description: str
     form: ratios.Form | None = None  # Σ numerator / Σ denominator: the aggregate, fast to resample
     aggregate: Callable[[Sequence[Any]], Any] | None = None  # the form, a count; None: task binds
@@ -279,8 +283,16 @@ def _plausibility(name: str, symbol: str, level: str, description: str, **more: 
     )
 
 
+def _contamination(name: str, symbol: str, description: str, aggregate: Callable,
+                   stderr: bool = False) -> Metric:  # fmt: skip
+    return Metric(name, symbol, "shard", SHARDS, description, aggregate=aggregate,
+                  higher_is_better=None, stderr=stderr, kind="contamination",
+                  headline=CONTAMINATION)  # fmt: skip
+
+
 SCHEMA = frozenset({TaskKind.SCHEMA})
 WINOWHY = frozenset({TaskKind.WINOWHY})
+CONTAMINATION = frozenset({TaskKind.CONTAMINATION})
 REGISTRY: tuple[Metric, ...] = (
     # one schema: SchemaTask, CategorizedSchemaTask (thesis §3.7.1)
     Metric("acc", "a", "problem", OUTCOME, "share of problems answered correctly",
@@ -330,6 +342,22 @@ REGISTRY: tuple[Metric, ...] = (
            stderr=True),
     _count("n_questions", "questions", "question", REASONS, "number of questions", len,
            headline=WINOWHY),
+    # the sharded exchangeability test (Oren et al. 2024): ``metrics.contamination``
+    _contamination("contamination_p", "p_order",
+                   "one-sided p-value of the published order being more likely than shuffles "
+                   "(sharded t-test)", contamination.p_value),
+    _contamination("contamination_effect", "Δ_order",
+                   "published minus mean shuffled log-likelihood, nats per token (mean over "
+                   "shards)", contamination.effect, stderr=True),
+    _contamination("contamination_effect_low", "Δ_order low",
+                   "lower end of the effect's 95% t interval", contamination.effect_low),
+    _contamination("contamination_effect_high", "Δ_order high",
+                   "upper end of the effect's 95% t interval", contamination.effect_high),
+    _count("n_shards", "shards", "shard", SHARDS, "number of shards", contamination.n_shards,
+           headline=CONTAMINATION),
+    _count("n_positions", "positions", "shard", SHARDS,
+           "token positions sent (each shard once per order)", contamination.n_positions,
+           headline=CONTAMINATION),
 )  # fmt: skip
 
 METRICS: dict[str, Metric] = {m.name: m for m in REGISTRY}
@@ -459,7 +487,8 @@ def reported(row: Mapping[str, Any]) -> dict[Key, Any]:
 
 
 # -- what the metric names of a task say ----------------------------------------------------------
-_KINDS = ((REASONS, TaskKind.WINOWHY), (TAGGED_PAIR, TaskKind.ASSOCIATIVITY),
+_KINDS = ((SHARDS, TaskKind.CONTAMINATION), (REASONS, TaskKind.WINOWHY),
+          (TAGGED_PAIR, TaskKind.ASSOCIATIVITY),
           (PAIR, TaskKind.CONSISTENCY), (OUTCOME, TaskKind.SCHEMA))  # fmt: skip
 
 

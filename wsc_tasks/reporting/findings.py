@@ -4,53 +4,105 @@ Estimates in, sentences out. A ``Model`` holds one model's estimates (``stats.Es
 95% interval, p against chance); ``sentences(model)`` gives its findings and ``overview(models)``
 the line over all of them. Nothing here reads runs, samples or a report's internals: whoever
 computed the estimates (the report's findings section, the leaderboard) builds a ``Model``, so
-every output says the same thing by the same rules. A sentence is Markdown with `code` spans only.
+every output says the same thing by the same rules. A sentence is Markdown with `code` spans only;
+every model label and task name enters a sentence through ``name`` and ``code``.
 
-The rules:
+**The decision rule** (``RULE``; written once, here, and checked by simulation in
+``reporting.calibration``):
 
-- **Against chance.** An accuracy is *above chance* when the one-sided bootstrap p of "above
-  chance" is below 0.05, *below chance* when the one-sided p of "below chance" is below 0.05, and
-  *at chance* otherwise. The p quoted is the one-sided p on the side of chance the value lies on,
-  written `p(A > 0.250)` or `p(A < 0.250)`. Chance is 0.5 for problem accuracy a, and for schema
-  accuracy A the mean of 2^−size over schemas (0.25 for pairs of problems).
-- **Headline.** Schema accuracy A on the ranking task (`wsc266`) against chance.
+- **A test against chance** is the two-sided bootstrap p of the estimate against its null (chance
+  for an accuracy, 0 for a change), the same p the tables print beside the same figure. A claim
+  (*above chance*, *below chance*, *lower*, *higher*) needs that p, adjusted for its family, below
+  α = 0.05, **and** the 95% interval printed beside it to lie on the claimed side of the null:
+  the verdict never contradicts its interval. The direction is the side the value lies on (a
+  two-sided test at 0.05 read in the direction of the value errs in a given direction at most
+  2.5% of the time).
+- **Families.** Where the findings make several claims of one kind, the familywise error rate
+  (any false claim among them) is held at α by Holm's step-down adjustment
+  (``metrics.multiple.holm``): across one model's control baselines, across one model's
+  perturbations, and across the models of a report or leaderboard for "above chance" on the
+  ranking task (chance models aside: each is its own calibration check). Holm needs only the
+  p-values, is valid under any dependence (the controls share a model's habits, the
+  perturbations the original schemas, the models the schemas and the bootstrap's indexes) and
+  is more powerful than Bonferroni. A single figure (a model's own a, Reid250, Winogrande) is one
+  test. Uncorrected, six controls of a model with no artifact would flag one about 26% of the
+  time (1 − 0.95⁶); the simulation measures both rates.
+- **Not significant** is worded *not distinguishable from chance*, with what the interval rules
+  out (``rules out A > 0.376``: its upper end), never *at chance*: with 133 schemas that is all
+  the data show. The power line gives the smallest effect a test could have detected (80% power,
+  2.80 × the bootstrap standard error, ``metrics.multiple.detectable``).
+- **Headline.** Schema accuracy A on the ranking task (``wsc266``) against chance.
 - **Problem accuracy and the schema score.** Problem accuracy a *survives the schema score* when a
   and A are both above chance, and does not when a is above chance and A is not. The share of
   half-solved schemas A′ (some but not all problems right) is quoted and, where a = A + A′/2 holds
   (schemas of two problems, thesis eq. 3.80), how much of a comes from solved and how much from
   half-solved schemas.
 - **Controls.** Each control baseline (the candidates removed, or only the clause around the
-  pronoun kept) is above, at or below chance on a. A control above chance means the model answers
-  without what a reader needs to resolve the pronoun: an artifact can explain part of its score
-  on the dataset the control was made from. With no control above chance, none of the artifacts
-  tested explains it.
-- **Perturbations.** Of the perturbations of the ranking task, the two with the lowest schema
-  consistency C (1 − C of the schemas change how many of their problems are right) and the largest
-  drop in A (perturbed minus the same original schemas, paired), called lower or higher when its
-  two-sided p is below 0.05 and not significant otherwise.
-- **Reid250 and Winogrande.** a and A on `reid250` and on `winogrande_dev` against chance, a line
-  each.
+  pronoun kept) against chance on a, Holm over the model's controls. A control above chance means
+  the model answers without what a reader needs to resolve the pronoun; *an artifact can explain
+  part of its score* on a dataset only when a control made from it is above chance **and** the
+  model's a on that dataset is above chance too (one test): a score at chance has nothing to
+  explain.
+- **Perturbations** of the ranking task (the family named in the sentence): the change in A
+  (perturbed minus the same original schemas, paired) of every one run, Holm over them; and the
+  schema consistency C (1 − C of the schemas change how many of their problems are right): the
+  lowest C is called *least consistent* only when it is below every other perturbation's C by a
+  difference test (``metrics.multiple.difference_p``, Holm over the comparisons), else *lowest
+  point estimate*, with the perturbations it is not distinguishable from.
+- **Contamination** (the sharded exchangeability test of Oren et al. 2024 on each published file
+  the model was checked on, ``metrics.contamination``: the effect is the published minus the mean
+  shuffled log-likelihood per token, with its 95% t interval). The files checked form one family
+  ("has the model seen any of them?"), Holm over them. By the rule above, with the t-test's
+  two-sided p (twice the task's one-sided ``contamination_p`` on the side of the effect): a file
+  whose adjusted p is below 0.05 and whose interval lies above 0 gets *the canonical order is more
+  likely than shuffles: p = …*: the model has probably seen that file in that order, and its
+  scores on it and on the tasks made from it may be memory. The others share one sentence, *no
+  evidence of contamination* (with their p), which does not show the files unseen. A published
+  order *less* likely than shuffles is no claim the check makes.
+- **Reid250 and Winogrande.** a and A on ``reid250`` and on ``winogrande_dev`` against chance, a
+  line each.
 - **Chance models** (random log-likelihoods) are the calibration check, not models: A on the
-  ranking task is expected at chance (outside it about one run in ten: two one-sided tests at
-  0.05), and a 95% interval is expected to exclude chance on about 5% of the tasks; the findings
+  ranking task is expected not distinguishable from chance (a false claim one run in twenty at
+  most), and a 95% interval is expected to exclude chance on about 5% of the tasks; the findings
   count on how many it does.
 - **In one sentence** (a leaderboard row, ``brief``): the headline; a, and whether it survives
-  the schema score by the rule above; how many control baselines are above chance, and so
-  whether an artifact can explain part of the score.
-- **Over all models.** How many models (chance models aside) are above chance on A of the ranking
-  task, and which.
+  the schema score; how many control baselines are above chance, and whether an artifact can
+  explain part of the score, by the rules above; where the contamination check ran, the files it
+  flags, or *no evidence of contamination*.
+- **Over all models.** Which models (chance models aside) are above chance on A of the ranking
+  task, Holm over them, and the smallest A each could have been found above chance at.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from wsc_tasks.metrics import multiple
 from wsc_tasks.metrics.stats import Estimate, format_p
 
-ALPHA = 0.05  # every test of the findings, one-sided against chance, two-sided for a change
-ABOVE, AT, BELOW = "above chance", "at chance", "below chance"
+ALPHA = 0.05  # the familywise error rate of every kind of claim
+ABOVE, BELOW = "above chance", "below chance"
+UNCLEAR = "not distinguishable from chance"
+AT = UNCLEAR  # the verdict of a test that is not significant (never "at chance")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How a verdict is read from estimates: α, two- or one-sided p, Holm within a family, and
+    whether the 95% interval must lie on the claimed side too."""
+
+    alpha: float = ALPHA
+    two_sided: bool = True
+    holm: bool = True
+    interval: bool = True
+
+
+RULE = Rule()  # the findings' rule
+# each one-sided p < 0.05 on its own, the interval not consulted: the rule the findings had before,
+# kept to measure what the adjustment changes (``reporting.calibration``)
+UNCORRECTED = Rule(two_sided=False, holm=False, interval=False)
 
 
 @dataclass(frozen=True)
@@ -64,12 +116,14 @@ class Accuracy:
 
 @dataclass(frozen=True)
 class Control:
-    """A control baseline: what it changes (in words), the dataset it was made from, its a."""
+    """A control baseline: what it changes (in words), the dataset it was made from, its a, and
+    the model's a on that dataset (whether there is a score for an artifact to explain)."""
 
     task: str
     change: str  # "without the candidates"
     of: str
     a: Estimate
+    original: Estimate | None = None  # a on ``of``
 
 
 @dataclass(frozen=True)
@@ -80,6 +134,27 @@ class Perturbation:
     change: str  # "with the two candidates switched"
     consistency: Estimate | None = None
     delta: Estimate | None = None  # A of the perturbed − A of the same original schemas
+
+
+@dataclass(frozen=True)
+class Contamination:
+    """The contamination check on one published file: the sharded test's one-sided p (the task's
+    ``contamination_p``) and effect, nats per token, with its 95% interval."""
+
+    task: str
+    dataset: str
+    p: float
+    effect: float
+    low: float
+    high: float
+    shards: int
+
+    @property
+    def two_sided(self) -> float:
+        """The t-test's two-sided p, from its one-sided p on the side of the effect."""
+        if math.isnan(self.p):
+            return math.nan
+        return min(1.0, 2 * min(self.p, 1 - self.p))
 
 
 @dataclass(frozen=True)
@@ -96,6 +171,30 @@ class Model:
     reid250: Accuracy | None = None
     winogrande: Accuracy | None = None
     tasks: Sequence[Accuracy] = ()  # every task: a chance model's calibration
+    contamination: Sequence[Contamination] = ()  # the contamination check, per published file
+
+
+@dataclass(frozen=True)
+class Test:
+    """One estimate tested against its null: its p, the p adjusted over its family (of
+    ``family`` tests), and the verdict the rule reads from them and the interval."""
+
+    estimate: Estimate
+    p: float
+    adjusted: float
+    family: int
+    verdict: str  # ABOVE, BELOW or UNCLEAR (for a change: above/below 0)
+
+
+# -- the one place a user's string enters a sentence -----------------------------------------------
+def code(text: str) -> str:
+    """A task or dataset name in a sentence: a Markdown code span."""
+    return f"`{text}`"
+
+
+def name(label: str) -> str:
+    """A model's label in a sentence."""
+    return label
 
 
 # -- the pieces of a sentence ---------------------------------------------------------------------
@@ -108,68 +207,157 @@ def interval(estimate: Estimate) -> str:
     return f"{number(estimate.value)} [{number(estimate.low)}, {number(estimate.high)}]"
 
 
-def verdict(estimate: Estimate, alpha: float = ALPHA) -> str:
-    """``ABOVE``, ``BELOW`` or ``AT`` chance (its null), by the one-sided p of each side."""
-    if estimate.p_above is not None and estimate.p_above < alpha:
-        return ABOVE
-    if estimate.p_below is not None and estimate.p_below < alpha:
-        return BELOW
-    return AT
-
-
-def one_sided(symbol: str, estimate: Estimate) -> str:
-    """The one-sided p on the side of chance the value lies: ``p(A > 0.250) = .2``."""
-    chance = estimate.null if estimate.null is not None else math.nan
-    below = estimate.value < chance
-    p = estimate.p_below if below else estimate.p_above
-    text = format_p(p)
-    relation = text if text[0] in "<>" else f"= {text}"
-    return f"p({symbol} {'<' if below else '>'} {number(chance)}) {relation}"
-
-
-def against_chance(symbol: str, estimate: Estimate) -> str:
-    """``A = 0.293 [0.218, 0.376], at chance (0.250; p(A > 0.250) = .2)``."""
-    found = verdict(estimate)
-    chance = number(estimate.null) if estimate.null is not None else "–"
-    return f"{symbol} = {interval(estimate)}, {found} ({chance}; {one_sided(symbol, estimate)})"
+def signed(estimate: Estimate) -> str:
+    """``-0.100 [-0.190, -0.010]``: a change."""
+    return f"{estimate.value:+.3f} [{estimate.low:+.3f}, {estimate.high:+.3f}]"
 
 
 def _join(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
+def _relation(p: float | None) -> str:
+    text = format_p(p)
+    return text if text[0] in "<>" else f"= {text}"
+
+
+# -- the rule -------------------------------------------------------------------------------------
+def _side(estimate: Estimate) -> int:
+    null = estimate.null
+    if null is None or math.isnan(estimate.value) or estimate.value == null:
+        return 0
+    return 1 if estimate.value > null else -1
+
+
+def _p(estimate: Estimate, rule: Rule) -> float:
+    """The test's own p: two-sided, or the one-sided p on the side the value lies on."""
+    if rule.two_sided:
+        found = estimate.p
+    else:
+        found = estimate.p_below if _side(estimate) < 0 else estimate.p_above
+    return math.nan if found is None else found
+
+
+def tests(estimates: Sequence[Estimate], rule: Rule = RULE) -> list[Test]:
+    """Each estimate tested against its null, as one family: Holm-adjusted when the rule says
+    so; a claim needs the adjusted p below α and (by the rule) the interval on its side."""
+    ps = [_p(e, rule) for e in estimates]
+    adjusted = multiple.holm(ps) if rule.holm else ps
+    size = sum(1 for p in ps if not math.isnan(p))
+    out = []
+    for e, p, q in zip(estimates, ps, adjusted, strict=True):
+        side = _side(e)
+        claim = side != 0 and not math.isnan(q) and q < rule.alpha
+        if claim and rule.interval and e.null is not None:
+            claim = e.low > e.null if side > 0 else e.high < e.null
+        found = (ABOVE if side > 0 else BELOW) if claim else UNCLEAR
+        out.append(Test(e, p, q, size, found))
+    return out
+
+
+def test(estimate: Estimate, rule: Rule = RULE) -> Test:
+    """One estimate tested alone."""
+    return tests([estimate], rule)[0]
+
+
+def verdict(estimate: Estimate, rule: Rule = RULE) -> str:
+    """``ABOVE``, ``BELOW`` or ``UNCLEAR``: one estimate tested alone."""
+    return test(estimate, rule).verdict
+
+
+def _p_text(found: Test, over: str = "") -> str:
+    """``p = .03`` or, in a family of several, ``p = .03, Holm-adjusted over the 6 controls .2``."""
+    text = f"p {_relation(found.p)}"
+    if found.family > 1 and over:
+        text += f", Holm-adjusted over {over} {format_p(found.adjusted)}"
+    return text
+
+
+def against_chance(symbol: str, found: Test | Estimate, over: str = "") -> str:
+    """``A = 0.293 [0.218, 0.376], not distinguishable from chance (0.250; p = .3); rules out
+    A > 0.376``; ``above chance (0.500; p < .001)``."""
+    found = found if isinstance(found, Test) else test(found)
+    e = found.estimate
+    chance = number(e.null) if e.null is not None else "–"
+    text = f"{symbol} = {interval(e)}, {found.verdict} ({chance}; {_p_text(found, over)})"
+    if found.verdict == UNCLEAR and not math.isnan(e.high):
+        text += f"; rules out {symbol} > {number(e.high)}"
+    return text
+
+
+# -- the families ---------------------------------------------------------------------------------
+def control_tests(model: Model, rule: Rule = RULE) -> list[tuple[Control, Test]]:
+    """The model's control baselines on a, one family."""
+    found = tests([c.a for c in model.controls], rule)
+    return list(zip(model.controls, found, strict=True))
+
+
+def perturbation_tests(model: Model, rule: Rule = RULE) -> list[tuple[Perturbation, Test]]:
+    """ΔA of the model's perturbations, one family."""
+    chosen = [p for p in model.perturbations if p.delta is not None]
+    found = tests([p.delta for p in chosen if p.delta is not None], rule)
+    return list(zip(chosen, found, strict=True))
+
+
+def headline_tests(models: Sequence[Model], rule: Rule = RULE) -> dict[str, Test]:
+    """A on the ranking task: the models (chance models aside) one family; each chance model
+    alone. Keyed by label."""
+    ranked = [m for m in models if not m.chance_model and _headline(m) is not None]
+    found = tests([_headline(m) for m in ranked], rule)  # type: ignore[misc]
+    out = {m.label: t for m, t in zip(ranked, found, strict=True)}
+    for m in models:
+        e = _headline(m)
+        if m.chance_model and e is not None:
+            out[m.label] = test(e, rule)
+    return out
+
+
+def _headline(model: Model) -> Estimate | None:
+    return model.ranking.schema if model.ranking is not None else None
+
+
+def _models(count: int) -> str:
+    return f"the {count} models"
+
+
 # -- the rules ------------------------------------------------------------------------------------
-def headline(model: Model) -> str | None:
+def headline(model: Model, found: Test | None = None) -> str | None:
+    """A on the ranking task against chance (``found``: its test in a family of models)."""
     if model.ranking is None or model.ranking.schema is None:
         return None
+    found = found or test(model.ranking.schema)
     return (
-        f"Schema accuracy on `{model.ranking.task}` (the ranking task): "
-        f"{against_chance('A', model.ranking.schema)}."
+        f"Schema accuracy on {code(model.ranking.task)} (the ranking task): "
+        f"{against_chance('A', found, _models(found.family))}."
     )
 
 
-def survives(a: Estimate, big_a: Estimate | None) -> bool | None:
+def survives(a: Estimate, big_a: Estimate | Test | None, rule: Rule = RULE) -> bool | None:
     """Whether problem accuracy survives the schema score: None when a is not above chance (there
     is nothing to keep), else whether A is above chance too (False without A)."""
-    if verdict(a) != ABOVE:
+    if verdict(a, rule) != ABOVE:
         return None
-    return big_a is not None and verdict(big_a) == ABOVE
+    if big_a is None:
+        return False
+    found = big_a if isinstance(big_a, Test) else test(big_a, rule)
+    return found.verdict == ABOVE
 
 
-def survival(model: Model) -> str | None:
+def survival(model: Model, found: Test | None = None) -> str | None:
     """Does problem accuracy survive the schema score; how much of it is half-solved schemas."""
-    found = model.ranking
-    if found is None or found.a is None:
+    ranking = model.ranking
+    if ranking is None or ranking.a is None:
         return None
-    a, big_a = found.a, found.schema
+    a, big_a = ranking.a, ranking.schema
+    schema = found or (test(big_a) if big_a is not None else None)
     text = f"Problem accuracy {against_chance('a', a)}"
-    kept = survives(a, big_a)
+    kept = survives(a, schema)
     if kept is None:
         text += ": no problem accuracy above chance for the schema score to keep."
     elif kept:
         text += ", and it survives the schema score: A is above chance too."
-    elif big_a is not None:
-        text += f", but it does not survive the schema score: A is {verdict(big_a)}."
+    elif schema is not None:
+        text += f", but it does not survive the schema score: A is {schema.verdict}."
     else:
         text += "."
     half = model.half_solved
@@ -184,10 +372,26 @@ def survival(model: Model) -> str | None:
     return text + "."
 
 
-def explained_by_artifacts(model: Model) -> list[str]:
-    """The datasets whose score an artifact can explain: those a control above chance was made
-    from, in the order of the controls."""
-    return list(dict.fromkeys(c.of for c in model.controls if verdict(c.a) == ABOVE))
+def explained_by_artifacts(model: Model, rule: Rule = RULE) -> list[str]:
+    """The datasets whose score an artifact can explain: a control made from it is above chance
+    (Holm over the model's controls) and the model's a on it is above chance (one test); in the
+    order of the controls."""
+    out = []
+    for control, found in control_tests(model, rule):
+        if found.verdict != ABOVE or control.original is None:
+            continue
+        if verdict(control.original, rule) == ABOVE:
+            out.append(control.of)
+    return list(dict.fromkeys(out))
+
+
+def controls_above(model: Model, rule: Rule = RULE) -> list[Control]:
+    """The control baselines above chance, Holm over the model's controls."""
+    return [c for c, found in control_tests(model, rule) if found.verdict == ABOVE]
+
+
+def _controls_family(model: Model) -> str:
+    return f"the {len(model.controls)} controls"
 
 
 def controls(model: Model) -> list[str]:
@@ -195,65 +399,107 @@ def controls(model: Model) -> list[str]:
     score of the datasets they were made from."""
     if not model.controls:
         return []
-    changes = list(dict.fromkeys(c.change for c in model.controls))
+    tested = control_tests(model)
+    over = _controls_family(model)
     parts = []
-    for change in changes:
-        chosen = [c for c in model.controls if c.change == change]
+    for change in dict.fromkeys(c.change for c in model.controls):
+        chosen = [(c, t) for c, t in tested if c.change == change]
         groups = []
-        for found in (ABOVE, AT, BELOW):
-            items = [c for c in chosen if verdict(c.a) == found]
-            if items:
-                cells = [f"`{c.task}` (a = {interval(c.a)}; {one_sided('a', c.a)})" for c in items]
+        for found in (ABOVE, BELOW, UNCLEAR):
+            cells = [
+                f"{code(c.task)} (a = {interval(t.estimate)}; {_p_text(t, over)}"
+                + (f"; rules out a > {number(t.estimate.high)})" if found == UNCLEAR else ")")
+                for c, t in chosen
+                if t.verdict == found
+            ]
+            if cells:
                 groups.append(f"{found} on {_join(cells)}")
         parts.append(f"{change}, {'; '.join(groups)}")
-    text = "Control baselines: " + "; ".join(parts) + "."
+    text = f"Control baselines (Holm over {over}): " + "; ".join(parts) + "."
     explained = explained_by_artifacts(model)
+    above = [c for c, t in tested if t.verdict == ABOVE]
+    nothing = list(dict.fromkeys(c.of for c in above if c.of not in explained))
+    said = []
     if explained:
-        datasets = _join([f"`{d}`" for d in explained])
-        verdict_text = (
-            f"So an artifact can explain part of its score on {datasets}: it answers above "
-            "chance without what a reader needs to resolve the pronoun."
+        said.append(
+            f"So an artifact can explain part of its score on "
+            f"{_join([code(d) for d in explained])}: it answers above chance without what a "
+            "reader needs to resolve the pronoun."
         )
-    else:
-        verdict_text = "No control is above chance: no artifact tested explains its score."
-    return [text, verdict_text]
+    if nothing:
+        scores = []
+        for of in nothing:
+            original = next((c.original for c in above if c.of == of and c.original), None)
+            shown = f" (a = {interval(original)})" if original is not None else ""
+            scores.append(f"{code(of)}{shown}")
+        said.append(
+            f"Its score on {_join(scores)} is not above chance: there is nothing there for an "
+            "artifact to explain."
+        )
+    if not above:
+        said.append("No control is above chance: no artifact tested explains its score.")
+    return [text, " ".join(said)]
 
 
-def perturbations(model: Model, shown: int = 2) -> str | None:
-    """The least consistent perturbations, and the largest drop in A."""
-    parts = []
+def _consistency(model: Model) -> str | None:
     measured = [(p.consistency, p) for p in model.perturbations if p.consistency is not None]
-    if measured:
-        lowest = sorted(measured, key=lambda item: (item[0].value, item[1].task))[:shown]
-        cells = [
-            f"on `{p.task}`, {p.change} (C = {interval(c)}: {1 - c.value:.0%} of the schemas "
-            "change how many of their problems are right)"
-            for c, p in lowest
-        ]
-        parts.append(f"least consistent {_join(cells)}")
-    changed = [(p.delta, p) for p in model.perturbations if p.delta is not None]
-    if changed:
-        delta, worst = min(changed, key=lambda item: (item[0].value, item[1].task))
-        if delta.p is not None and delta.p < ALPHA:
-            significance = f"{'lower' if delta.value < 0 else 'higher'}, two-sided p"
-        else:
-            significance = "not significant, two-sided p"
-        change = f"ΔA = {delta.value:+.3f} [{delta.low:+.3f}, {delta.high:+.3f}]"
-        shown_p = f"{significance} {_p_relation(delta.p)}"
-        where = f"on `{worst.task}`, {worst.change} ({change}, {shown_p})"
-        if delta.value < 0:
-            parts.append(f"largest drop in A {where}")
-        else:
-            parts.append(f"A drops under no perturbation: its smallest change is {where}")
-    return f"Under perturbation: {'; '.join(parts)}." if parts else None
+    if not measured:
+        return None
+
+    def cell(c: Estimate, p: Perturbation) -> str:
+        return f"{code(p.task)}, {p.change} (C = {interval(c)})"
+
+    lowest, first = min(measured, key=lambda item: (item[0].value, item[1].task))
+    others = [(c, p) for c, p in measured if p is not first]
+    if not others:
+        return (
+            f"schema consistency measured under one perturbation only: {cell(lowest, first)}, "
+            f"{1 - lowest.value:.0%} of the schemas changing how many of their problems are right"
+        )
+    ps = [multiple.difference_p(lowest.value, lowest.stderr, c.value, c.stderr) for c, _ in others]
+    adjusted = multiple.holm(ps)
+    close = [(c, p) for (c, p), q in zip(others, adjusted, strict=True) if not q < ALPHA]
+    if not close:
+        return (
+            f"least consistent {cell(lowest, first)}: below every other perturbation's C "
+            f"(Holm-adjusted p ≤ {format_p(max(adjusted))})"
+        )
+    return (
+        f"lowest schema consistency (point estimate) {cell(lowest, first)}, not distinguishable "
+        f"from {_join([cell(c, p) for c, p in close])}"
+    )
 
 
-def _p_relation(p: float | None) -> str:
-    text = format_p(p)
-    return text if text[0] in "<>" else f"= {text}"
+def perturbations(model: Model, of: str = "") -> str | None:
+    """Every perturbation of the family: ΔA tested (Holm over them), and the lowest consistency
+    with what it is not distinguishable from."""
+    parts = []
+    tested = perturbation_tests(model)
+    if tested:
+        over = f"the {len(tested)} perturbations"
+        groups = []
+        words = ((BELOW, "lower"), (ABOVE, "higher"), (UNCLEAR, "no change distinguishable"))
+        for found, word in words:
+            cells = [
+                f"{code(p.task)}, {p.change} (ΔA = {signed(t.estimate)}; {_p_text(t, over)})"
+                for p, t in tested
+                if t.verdict == found
+            ]
+            if cells:
+                groups.append(f"{word} on {_join(cells)}")
+        parts.append(f"A (paired, perturbed − original schemas) {'; '.join(groups)}")
+    consistency = _consistency(model)
+    if consistency:
+        parts.append(consistency)
+    if not parts:
+        return None
+    count = len(model.perturbations)
+    family = f" of {code(of)}" if of else ""
+    plural = "s" if count > 1 else ""
+    return f"Under the {count} perturbation{plural}{family} run: {'; '.join(parts)}."
 
 
-def one_line(name: str, found: Accuracy | None) -> str | None:
+def one_line(title: str, found: Accuracy | None) -> str | None:
     """``Reid250 (`reid250`): a = …; A = ….``"""
     if found is None:
         return None
@@ -262,21 +508,22 @@ def one_line(name: str, found: Accuracy | None) -> str | None:
         for symbol, estimate in (("a", found.a), ("A", found.schema))
         if estimate is not None
     ]
-    return f"{name} (`{found.task}`): {'; '.join(parts)}." if parts else None
+    return f"{title} ({code(found.task)}): {'; '.join(parts)}." if parts else None
 
 
-def calibration(model: Model) -> list[str]:
-    """A chance model: at chance on the ranking task? How often its intervals exclude chance."""
+def calibration(model: Model, found: Test | None = None) -> list[str]:
+    """A chance model: not distinguishable from chance on the ranking task? How often its
+    intervals exclude chance."""
     out = ["Chance model (random log-likelihoods): the calibration check, not a model to rank."]
     if model.ranking is not None and model.ranking.schema is not None:
-        found = model.ranking.schema
+        found = found or test(model.ranking.schema)
         expected = (
             "as expected"
-            if verdict(found) == AT
-            else "expected about one run in ten (two one-sided tests at 0.05); more often, "
+            if found.verdict == UNCLEAR
+            else "expected one run in twenty at most (a two-sided test at 0.05); more often, "
             "the intervals would be miscalibrated"
         )
-        out.append(f"On `{model.ranking.task}`: {against_chance('A', found)}, {expected}.")
+        out.append(f"On {code(model.ranking.task)}: {against_chance('A', found)}, {expected}.")
     counts = []
     for symbol in ("a", "A"):
         chosen = [t.a if symbol == "a" else t.schema for t in model.tasks]
@@ -291,8 +538,68 @@ def calibration(model: Model) -> list[str]:
     return out
 
 
-def sentences(model: Model) -> list[str]:
-    """The findings of one model, in the order of the rules."""
+def contamination_adjusted(model: Model) -> list[float]:
+    """Holm-adjusted two-sided p of each of the model's contamination checks, in order."""
+    return multiple.holm([c.two_sided for c in model.contamination])
+
+
+def contaminated(model: Model, rule: Rule = RULE) -> list[tuple[Contamination, float]]:
+    """The files the contamination rule flags, each with its adjusted p."""
+    checks = list(model.contamination)
+    adjusted = contamination_adjusted(model) if rule.holm else [c.two_sided for c in checks]
+    return [
+        (c, q)
+        for c, q in zip(checks, adjusted, strict=True)
+        if q < rule.alpha and c.effect > 0 and (c.low > 0 or not rule.interval)
+    ]
+
+
+def _p_is(p: float) -> str:
+    """``p = .04``, ``p < .001``."""
+    return f"p {_relation(p)}"
+
+
+def contamination(model: Model) -> list[str]:
+    """The contamination rule of the module docstring: a sentence per file flagged, then one
+    for the others (no evidence)."""
+    checks = list(model.contamination)
+    if not checks:
+        return []
+    flagged = contaminated(model)
+    family = f"Holm over the {len(checks)} files checked" if len(checks) > 1 else ""
+    out = []
+    for check, q in flagged:
+        adjusted = f" ({family}: {_p_is(q)})" if family else ""
+        effect = f"{check.effect:+.4f} nats/token [{check.low:+.4f}, {check.high:+.4f}]"
+        out.append(
+            f"On {code(check.dataset)} the canonical order is more likely than shuffles: "
+            f"{_p_is(check.two_sided)}{adjusted}; {effect}, {check.shards} shards. The model has "
+            "probably seen this file in this order: its scores on it, and on the tasks made from "
+            "it, may be memory rather than reasoning."
+        )
+    named = {c.task for c, _ in flagged}
+    rest = [c for c in checks if c.task not in named]
+    if rest:
+        listed = _join([f"{code(c.dataset)} ({_p_is(c.two_sided)})" for c in rest])
+        out.append(
+            f"No evidence of contamination on {listed}: the published order is not "
+            "distinguishable from shuffles (this does not show the files unseen)."
+        )
+    return out
+
+
+def contamination_brief(model: Model) -> str:
+    """The contamination rule in a clause, for ``brief``."""
+    flagged = contaminated(model)
+    if flagged:
+        files = _join([f"{code(c.dataset)} ({_p_is(c.two_sided)})" for c, _ in flagged])
+        return f"the canonical order is more likely than shuffles on {files}: likely contaminated"
+    return f"no evidence of contamination on {len(model.contamination)} published file(s)"
+
+
+def sentences(model: Model, found: Test | None = None, of: str = "") -> list[str]:
+    """The findings of one model, in the order of the rules (``found``: its headline test in the
+    family of models it is shown with; ``of``: the dataset its perturbations are of)."""
     out = []
     if model.limit is not None:
         out.append(
@@ -300,70 +607,107 @@ def sentences(model: Model) -> list[str]:
             "task, not of the whole dataset."
         )
     if model.chance_model:
-        return out + calibration(model)
-    found = [
-        headline(model),
-        survival(model),
+        return out + calibration(model, found)
+    said = [
+        headline(model, found),
+        survival(model, found),
         *controls(model),
-        perturbations(model),
+        perturbations(model, of),
+        *contamination(model),
         one_line("Reid250, adversarial schemas", model.reid250),
         one_line("Winogrande", model.winogrande),
     ]
-    return out + [s for s in found if s]
+    return out + [s for s in said if s]
 
 
-def brief(model: Model) -> str:
+def brief(model: Model, found: Test | None = None) -> str:
     """A model's findings in one sentence, for a leaderboard row: the headline, whether problem
-    accuracy survives the schema score, how many controls are above chance (the same rules as
-    ``sentences``)."""
+    accuracy survives the schema score, how many controls are above chance and whether an
+    artifact can explain part of the score (the same rules as ``sentences``)."""
     limit = f"(--limit {model.limit:g}) " if model.limit is not None else ""
-    found = model.ranking
-    if found is None or found.schema is None:
-        return f"{limit}no samples of the ranking task to say it from."
-    parts = [against_chance("A", found.schema)]
+    ranking = model.ranking
+    if ranking is None or ranking.schema is None:
+        checked = f"; {contamination_brief(model)}" if model.contamination else ""
+        return f"{limit}no samples of the ranking task to say it from{checked}."
+    found = found or test(ranking.schema)
     if model.chance_model:
-        expected = "as expected" if verdict(found.schema) == AT else "expected about one run in ten"
-        return f"{limit}chance model, the calibration check: {parts[0]}, {expected}."
-    if found.a is not None:
-        kept = survives(found.a, found.schema)
-        if kept is None:
-            said = "not above chance"
-        elif kept:
-            said = "above chance, and it survives the schema score"
-        else:
-            said = "above chance, but it does not survive the schema score"
-        parts.append(f"a = {interval(found.a)}, {said}")
+        expected = "as expected" if found.verdict == UNCLEAR else "expected one run in 20 at most"
+        said = against_chance("A", found)
+        return f"{limit}chance model, the calibration check: {said}, {expected}."
+    parts = [against_chance("A", found, _models(found.family))]
+    if ranking.a is not None:
+        kept = survives(ranking.a, found)
+        said = ""
+        if kept is not None:
+            said = ", and it" if kept else ", but it does not"
+            said += " survive" + ("s" if kept else "") + " the schema score"
+        parts.append(against_chance("a", ranking.a) + said)
     if model.controls:
-        above = [c.task for c in model.controls if verdict(c.a) == ABOVE]
+        above = controls_above(model)
         total = len(model.controls)
         if above:
-            tasks = _join([f"`{t}`" for t in above])
-            parts.append(
-                f"above chance on {len(above)} of {total} control baselines ({tasks}): an "
-                "artifact can explain part of its score"
-            )
+            tasks = _join([code(c.task) for c in above])
+            explained = explained_by_artifacts(model)
+            text = f"above chance on {len(above)} of {total} control baselines ({tasks}; Holm)"
+            if explained:
+                text += (
+                    ": an artifact can explain part of its score on "
+                    f"{_join([code(d) for d in explained])}"
+                )
+            else:
+                text += ", but not on a dataset whose score is above chance"
+            parts.append(text)
         else:
-            parts.append(f"at or below chance on all {total} control baselines")
+            parts.append(f"above chance on none of its {total} control baselines (Holm)")
+    if model.contamination:
+        parts.append(contamination_brief(model))
     return limit + "; ".join(parts) + "."
 
 
-def overview(models: Sequence[Model]) -> str:
-    """Which models are above chance on A of the ranking task; which are chance models."""
-    ranked = [
-        (m.label, m.ranking.task, m.ranking.schema)
-        for m in models
-        if not m.chance_model and m.ranking is not None and m.ranking.schema is not None
-    ]
-    checks = [m.label for m in models if m.chance_model]
+def detectable(models: Sequence[Model]) -> str | None:
+    """The smallest A on the ranking task each model could have been found above chance at (80%
+    power, a two-sided test at 0.05, the model alone), from its bootstrap standard error."""
+    cells = []
+    for m in models:
+        e = _headline(m)
+        if m.chance_model or e is None or e.null is None or math.isnan(e.stderr):
+            continue
+        effect = multiple.detectable(e.stderr, ALPHA)
+        cells.append(f"{name(m.label)} {number(e.null + effect)} (+{effect:.3f}, n = {e.n})")
+    if not cells:
+        return None
+    task = next(m.ranking.task for m in models if m.ranking is not None)
+    return (
+        f"Power: the smallest A on {code(task)} a model alone would be found above chance at with "
+        f"80% power (two-sided 0.05; 2.80 × its bootstrap standard error): {_join(cells)}."
+    )
+
+
+def overview(models: Sequence[Model], found: Mapping[str, Test] | None = None) -> str:
+    """Which models are above chance on A of the ranking task (Holm over them); which are chance
+    models."""
+    found = found if found is not None else headline_tests(models)
+    ranked = [m for m in models if not m.chance_model and m.label in found]
+    checks = [name(m.label) for m in models if m.chance_model]
     out = []
     if ranked:
-        question = f"in schema accuracy A on `{ranked[0][1]}` (one-sided p < {ALPHA:g})"
-        above = [f"{label} (A = {interval(e)})" for label, _, e in ranked if verdict(e) == ABOVE]
-        others = [label for label, _, e in ranked if verdict(e) != ABOVE]
+        task = ranked[0].ranking.task if ranked[0].ranking else ""
+        holm = f", Holm over {_models(len(ranked))}" if len(ranked) > 1 else ""
+        question = f"in schema accuracy A on {code(task)} (two-sided p < {ALPHA:g}{holm})"
+        above = [
+            f"{name(m.label)} (A = {interval(found[m.label].estimate)})"
+            for m in ranked
+            if found[m.label].verdict == ABOVE
+        ]
+        others = [
+            f"{name(m.label)} (rules out A > {number(found[m.label].estimate.high)})"
+            for m in ranked
+            if found[m.label].verdict != ABOVE
+        ]
         if above:
             out.append(f"Above chance {question}: {_join(above)}.")
             if others:
-                out.append(f"Not above chance: {_join(others)}.")
+                out.append(f"Not distinguishable from chance or below it: {_join(others)}.")
         else:
             out.append(f"No model is above chance {question}: {_join(others)}.")
     if checks:

@@ -15,6 +15,7 @@ from wsc_tasks.reporting import findings
 from wsc_tasks.reporting.estimates import form, outcomes
 from wsc_tasks.reporting.runs import Run
 from wsc_tasks.reporting.sections import ACCURACIES, Context, Section
+from wsc_tasks.reporting.sections.contamination import checks
 from wsc_tasks.reporting.sections.perturbations import pair
 from wsc_tasks.reporting.sections.reid250 import REID250
 from wsc_tasks.reporting.tables import Interval, Table
@@ -24,12 +25,14 @@ WINOGRANDE = "winogrande_dev"  # the Winogrande line: the whole dev set, as lm-e
 CONTROLS = tuple(catalog.datasets(catalog.CONTROL))
 PERTURBATIONS = tuple(catalog.datasets(catalog.PERTURBATION, of=catalog.RANKING))
 HOW_TO_READ = (
-    "Each sentence applies a stated rule to the estimates of the tables below (the rules: "
-    "the docstring of `wsc_tasks/reporting/findings.py`). Intervals: 95%; p in "
-    "these sentences is one-sided, on the side of chance the value lies on: `p(A > 0.250)` asks "
-    "whether the model is above chance, `p(A < 0.250)` whether it is below; above or below "
-    "chance means that p < 0.05, at chance that neither is. A change under perturbation is "
-    "tested two-sided."
+    "Each sentence applies a stated rule to the estimates of the tables below (the rules: the "
+    "docstring of `wsc_tasks/reporting/findings.py`; the decision rule and its measured error "
+    "rates: the method section below). Intervals: 95%; p: two-sided, the same p as in the "
+    "tables, against chance for an accuracy and against 0 for a change. A claim (above or below "
+    "chance, lower or higher) needs p below 0.05 after Holm's adjustment over its family (a "
+    "model's control baselines, its perturbations, the models above chance) and its interval on "
+    "the claimed side; otherwise the result is not distinguishable from chance, and the interval "
+    "says what it rules out."
 )
 
 
@@ -57,7 +60,12 @@ def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
         if found is not None and found.a is not None:
             role = catalog.role_of(name)
             change = catalog.CHANGES.get(role.change, role.change)
-            controls.append(findings.Control(found.task, change, role.of or name, found.a))
+            original = accuracy(context, run, role.of) if role.of else None
+            controls.append(
+                findings.Control(
+                    found.task, change, role.of or name, found.a, original.a if original else None
+                )
+            )
     perturbations = []
     for name in PERTURBATIONS:
         change = catalog.CHANGES.get(catalog.role_of(name).change, name)
@@ -95,6 +103,7 @@ def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
         reid250=accuracy(context, run, REID250),
         winogrande=accuracy(context, run, WINOGRANDE),
         tasks=tuple(every),
+        contamination=checks(run),
     )
     return built, half
 
@@ -102,15 +111,44 @@ def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
 def text(models: list[tuple[findings.Model, str]]) -> str:
     """The overview line, then each model's sentences as a list under its name."""
     chosen = [m for m, _ in models]
-    lines = [findings.overview(chosen), ""] if findings.overview(chosen) else []
+    tested = findings.headline_tests(chosen)
+    overview = findings.overview(chosen, tested)
+    power = findings.detectable(chosen)
+    lines = [line for line in (overview, power) if line]
+    lines += [""] if lines else []
     order = [(m, kind) for m, kind in models if not m.chance_model]
     order += [(m, kind) for m, kind in models if m.chance_model]
     for found, kind in order:
-        said = findings.sentences(found)
-        lines += [f"**{found.label}** (`{kind}`)", ""]
+        said = findings.sentences(found, tested.get(found.label), catalog.RANKING)
+        lines += [f"**{findings.name(found.label)}** ({findings.code(kind)})", ""]
         lines += [f"- {s}" for s in said] if said else ["- No task with samples to say it from."]
         lines.append("")
     return "\n".join([*lines, HOW_TO_READ])
+
+
+BEGIN = "<!-- the findings of report/report.md, written by wsc-tasks report --readme -->"
+END = "<!-- end of the findings -->"
+TITLE = "## Findings: what the numbers say, per model"
+
+
+def block(report_md: str) -> str:
+    """The findings of a written ``report.md``: its findings section's text, from the overview
+    to how to read it (the tables after it aside)."""
+    if TITLE not in report_md:
+        raise ValueError(f"report.md has no section {TITLE!r}: was it run on a ranking task?")
+    text = report_md.split(TITLE, 1)[1]
+    end = text.index(HOW_TO_READ) + len(HOW_TO_READ)
+    return text[:end].strip()
+
+
+def splice(readme: str, report_md: str, where: str = "README") -> str:
+    """``readme`` with the text between its ``BEGIN`` and ``END`` lines replaced by the
+    findings of ``report_md``: prose about the figures that no rule wrote cannot drift."""
+    if BEGIN not in readme or END not in readme:
+        raise ValueError(f"{where}: add the lines {BEGIN} and {END} where the findings go")
+    head, rest = readme.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    return f"{head}{BEGIN}\n\n{block(report_md)}\n\n{END}{tail}"
 
 
 def build(context: Context) -> Section:
@@ -134,7 +172,7 @@ def build(context: Context) -> Section:
                 kind = "chance model" if found.chance_model else "model"
                 shown = [Interval(c.estimate) if c else None for c in (big_a, a, half)]
                 table.rows.append([run.label, kind, *shown])
-    if not any(m.ranking for m, _ in models) and not any(m.tasks for m, _ in models):
+    if not any(m.ranking or m.tasks or m.contamination for m, _ in models):
         section.skipped = f"needs {catalog.RANKING} (or a chance model's tasks) with samples"
         return section
     section.tables = [table] if table.rows else []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wsc_tasks.reporting import calibration
 from wsc_tasks.reporting.sections import Context, Section
 from wsc_tasks.reporting.symbols import GLOSSARY
 from wsc_tasks.reporting.tables import Table
@@ -16,6 +17,8 @@ def build(context: Context) -> Section:
         "Glossary: every symbol of this report",
         text="The metrics' symbols and descriptions are those of the metric registry "
         "(`wsc_tasks/metrics/registry.py`); in report.html each column header that is a symbol "
-        "shows its meaning when pointed at.",
+        "shows its meaning when pointed at. The findings' decision rule (Holm within each family "
+        "of claims, two-sided p, the interval on the claimed side) is measured by simulation: "
+        + calibration.sentence(calibration.table()),
         tables=[table],
     )

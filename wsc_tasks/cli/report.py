@@ -1,0 +1,77 @@
+"""``wsc-tasks report [LABEL=]DIR…``: the report (``reporting.report``) of lm-eval output folders,
+with a line of progress per folder read on stderr and the paths written on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from wsc_tasks.metrics import stats
+from wsc_tasks.paths import KEEP_PATHS
+from wsc_tasks.reporting.report import write
+from wsc_tasks.reporting.runs import RunError, load_run, parse_folder_argument
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="wsc-tasks report",
+        description="Thesis-style tables (Markdown, CSV, LaTeX), figures (PNG, SVG) and a "
+        "Markdown report (and the same as one HTML page) from lm-eval output folders run with "
+        "--log_samples.",
+    )
+    parser.add_argument(
+        "folders",
+        nargs="+",
+        metavar="[LABEL=]DIR",
+        help="one folder per model; its label defaults to the folder's name (a sweep's "
+        "<name>/lm_eval: <name>)",
+    )
+    parser.add_argument(
+        "--out", default="report", help="folder for report.md, tables/, figures/ (default report)"
+    )
+    parser.add_argument("--iters", type=int, default=stats.DEFAULT_ITERS, help="bootstrap R")
+    parser.add_argument("--seed", type=int, default=stats.DEFAULT_SEED)
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--readme",
+        type=Path,
+        help="a Markdown file whose findings block (between the lines "
+        "'<!-- the findings of report/report.md … -->' and '<!-- end of the findings -->') is "
+        "rewritten with the report's findings",
+    )
+    parser.add_argument(
+        KEEP_PATHS, action="store_true", help="local model paths as given (default: <last part>)"
+    )
+    args = parser.parse_args(argv)
+    runs = []
+    for number, text in enumerate(args.folders, 1):
+        label, folder = parse_folder_argument(text)
+        say(f"loading {number}/{len(args.folders)}: {folder} (results and samples)", args.quiet)
+        started = time.monotonic()
+        runs.append(load_run(folder, label, keep_paths=args.keep_paths))  # RunError: one line
+        found, took = runs[-1], time.monotonic() - started
+        summary = f"{len(found.tasks)} task(s) of {found.model} in {took:.0f} s"
+        say(f"  {found.label}: {summary}", args.quiet)
+    labels = [r.label for r in runs]
+    if len(set(labels)) != len(labels):
+        raise RunError(f"two folders have the same label ({labels}); name them with LABEL=DIR")
+    say("building the sections, then their bootstraps, figures and the HTML page", args.quiet)
+    path = write(runs, Path(args.out), args.iters, args.seed, quiet=args.quiet)
+    print(path)
+    print(path.with_name("report.html"))
+    if args.readme is not None:
+        from wsc_tasks.reporting.sections.findings import splice
+
+        readme = args.readme.read_text(encoding="utf-8")
+        spliced = splice(readme, path.read_text(encoding="utf-8"), str(args.readme))
+        args.readme.write_text(spliced, encoding="utf-8")
+        print(args.readme)
+    return 0
+
+
+def say(text: str, quiet: bool = False) -> None:
+    """A line of progress on stderr (the paths written go to stdout)."""
+    if not quiet:
+        print(f"wsc-tasks report: {text}", file=sys.stderr, flush=True)

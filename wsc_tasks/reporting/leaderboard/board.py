@@ -1,0 +1,96 @@
+"""The leaderboard of a sweep assembled: its model folders read, ranked, tabled, with the
+findings, the notes and the cost, in the order every format says them (``render`` writes them)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS, read_done
+from wsc_tasks.reporting import findings
+from wsc_tasks.reporting.leaderboard.entries import Board, Entry, is_chance_model, rank
+from wsc_tasks.reporting.leaderboard.layout import Tables, tables
+from wsc_tasks.reporting.runs import load_run
+from wsc_tasks.reporting.tables import Table
+
+HOW_TO_READ = (
+    "A: schema accuracy (every problem of a schema right), a: problem accuracy, each with a 95% "
+    "percentile interval of a bootstrap over schemas (R = {iters}, seed {seed}); p against chance "
+    "(0.5 for a, 0.25 for A on pairs), two-sided, with the side of chance the value lies on; "
+    "`A − next`: paired difference with the next model down (its sign is its side). In the "
+    "findings quote the same two-sided p; a claim needs it below 0.05 after Holm's adjustment "
+    "over its family (the models above chance, a model's control baselines) and its interval on "
+    "the claimed side; `controls above chance` counts by that rule (the rules: "
+    "`wsc_tasks/reporting/findings.py`)."
+)
+
+
+@dataclass
+class Leaderboard:
+    """What every format of the leaderboard says, in the order it says it."""
+
+    intro: str
+    overview: str
+    findings: list[tuple[str, str]]  # (model, its sentence)
+    notes: list[str]
+    cost: str
+    tables: Tables
+    entries: list[Entry]
+    problems: list[tuple[str, str]]
+
+
+def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> Leaderboard:
+    """The leaderboard of the models of a sweep (their folder names under ``out``)."""
+    board = Board(task, iters, seed)
+    entries, problems = [], []
+    for name in names:
+        folder = out / name
+        if (folder / SWEEP_DONE).is_file():
+            run = load_run(folder / SWEEP_RESULTS, name)
+            entries.append(board.entry(run, folder, read_done(folder) or {}))
+        elif (folder / SWEEP_ERROR).is_file():
+            first = (folder / SWEEP_ERROR).read_text(encoding="utf-8").strip().splitlines()
+            why = first[0] if first else "no message"
+            problems.append((name, f"failed ({name}/{SWEEP_ERROR}): {why}"))
+        else:
+            problems.append((name, "not run (interrupted?)"))
+    problems += [(e.label, f"no samples of {task}") for e in entries if e.A is None]
+    scored = [e for e in entries if e.A is not None]
+    order = {run.label: i for i, run in enumerate(rank([e.run for e in scored], task))}
+    scored.sort(key=lambda e: order[e.label])
+    ranked = [e for e in scored if not is_chance_model(e.run)]
+    checks = [e for e in scored if is_chance_model(e.run)]
+    found = tables(board, ranked, checks, out)
+    found.status.rows = [[name, why] for name, why in problems]
+    cost = _cost(found.ranking, found.chance_models)
+    models = [e.model for e in [*ranked, *checks] if e.model is not None]
+    tested = findings.headline_tests(models)  # Holm over the ranked models
+    power = findings.detectable(models)
+    notes = [note for e in entries for note in e.run.notes()]
+    failed = [name for name, why in problems if why.startswith("failed")]
+    if failed:
+        notes.append(
+            f"{len(failed)} model(s) failed and are not in the ranking: {', '.join(failed)} "
+            "(their errors: the last table; `--retry-failed` runs them again)"
+        )
+    return Leaderboard(
+        intro=HOW_TO_READ.format(iters=iters, seed=seed),
+        overview=" ".join(x for x in (findings.overview(models, tested), power) if x),
+        findings=[(m.label, findings.brief(m, tested.get(m.label))) for m in models],
+        notes=notes,
+        cost=cost,
+        tables=found,
+        entries=[*ranked, *checks],
+        problems=problems,
+    )
+
+
+def _cost(*tables: Table) -> str:
+    """The sweep's GPU-hours, from the cost column of the ranked and the chance models."""
+    hours = [row[-1] for table in tables for row in table.rows]
+    known = [float(h) for h in hours if isinstance(h, int | float)]
+    unknown = len(hours) - len(known)
+    models = f"{len(known)} finished model" + ("" if len(known) == 1 else "s")
+    total = f"**Cost:** {sum(known):.3f} GPU-hours in total over {models}"
+    return total + (f" ({unknown} without a recorded cost)." if unknown else ".")

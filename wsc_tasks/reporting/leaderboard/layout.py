@@ -1,0 +1,237 @@
+"""The tables of the leaderboard, laid out from its entries: the ranking (with the paired
+difference with the next model down), the chance models, the control baselines, the schema
+consistency, the models' metadata (parameters, precision, revision, fingerprint, date, versions,
+links to their files), the pairwise matrix and the models without a result."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from wsc_tasks.reporting import findings
+from wsc_tasks.reporting.leaderboard.entries import (
+    CONTROLS,
+    COST,
+    Board,
+    Entry,
+    gpu_hours,
+    is_chance_model,
+)
+from wsc_tasks.reporting.runs import Run
+from wsc_tasks.reporting.sections import contamination as contamination_check
+from wsc_tasks.reporting.tables import Links, Table
+
+REPORT = Path("report") / "report.html"  # a report written beside the leaderboard, if any
+
+
+def _perturbation(run_task: str, entries: Sequence[Entry]) -> str:
+    """A consistency task's column: the dataset paired with its original (``wsc266_switched``)."""
+    for entry in entries:
+        found = entry.run.tasks.get(run_task)
+        if found is not None and found.dataset:
+            return found.dataset
+    return run_task
+
+
+def _controls_above(entry: Entry) -> str | None:
+    if not entry.controls or entry.model is None:
+        return None
+    above = len(findings.controls_above(entry.model))  # Holm over the model's controls
+    return f"{above} of {len(entry.controls)}"
+
+
+def _lowest(entry: Entry) -> float | None:
+    values = [cell.estimate.value for cell in entry.consistency.values()]
+    return min(values) if values else None
+
+
+# -- the model's metadata ------------------------------------------------------------------------
+QUANTISED = re.compile(r"\.((?:I?Q\d[\w]*)|F16|BF16|F32)\.gguf\b", re.IGNORECASE)
+
+
+def precision(run: Run) -> str | None:
+    """The weights as run: lm-eval's dtype, and a GGUF quantisation or 4/8-bit loading."""
+    if is_chance_model(run):
+        return None  # random scores: no weights (a tokenizer at most)
+    args = run.model_args
+    quantised = QUANTISED.search(args)
+    extra = f"{quantised[1]} GGUF" if quantised else None
+    for bits in ("4", "8"):
+        if re.search(rf"load_in_{bits}bit\W+(true|True)", args):
+            extra = f"{bits}-bit"
+    dtype = run.info.dtype
+    if dtype and extra:
+        return f"{dtype} ({extra})"
+    return dtype or extra
+
+
+def parameters(count: int | None) -> str | None:
+    if count is None:
+        return None
+    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if count >= size:
+            return f"{count / size:.1f}{unit}"
+    return str(count)
+
+
+def _date(run: Run) -> str | None:
+    if run.info.date is None:
+        return None
+    return datetime.fromtimestamp(run.info.date, UTC).strftime("%Y-%m-%d")
+
+
+def _versions(run: Run, done: dict[str, Any]) -> str | None:
+    found = done.get("versions") or {}
+    parts = [f"lm-eval {run.info.lm_eval or found.get('lm_eval') or '?'}"]
+    if found.get("wsc-tasks"):
+        parts.append(f"wsc-tasks {found['wsc-tasks']}")
+    return ", ".join(parts)
+
+
+def _revision(run: Run) -> str | None:
+    info = run.info
+    if info.sha:
+        return f"{info.revision or ''}@{info.sha[:12]}".lstrip("@")
+    return info.revision
+
+
+def _files(entry: Entry, out: Path) -> Links:
+    """Links, relative to the leaderboard, to the model's results file, samples, log and the
+    report written beside the leaderboard (``report/report.html``), where they exist."""
+    found: list[tuple[str, str]] = []
+    results = entry.run.info.results
+    if results is not None:
+        found.append(("results", _relative(results, out)))
+        found.append(("samples", _relative(results.parent, out) + "/"))
+    if (entry.folder / "log.txt").is_file():
+        found.append(("log", _relative(entry.folder / "log.txt", out)))
+    if (out / REPORT).is_file():
+        found.append(("report", REPORT.as_posix()))
+    return Links(tuple(found))
+
+
+def _relative(path: Path, out: Path) -> str:
+    try:
+        return path.resolve().relative_to(out.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+# -- the tables ------------------------------------------------------------------------------------
+@dataclass
+class Tables:
+    ranking: Table
+    chance_models: Table
+    controls: Table
+    consistency: Table
+    models: Table
+    matrix: Table
+    status: Table
+    contamination: Table = field(default_factory=lambda: contamination_table([]))
+
+    def shown(self) -> list[Table]:
+        """The tables with rows, in reading order (the matrix only for two or more models)."""
+        out = [self.ranking, self.chance_models, self.controls, self.consistency]
+        out += [self.contamination, self.models]
+        out += [self.matrix] if len(self.matrix.rows) > 1 else []
+        return [t for t in [*out, self.status] if t.rows]
+
+
+def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) -> Tables:
+    """Every table of the leaderboard; ``ranked`` models in rank order, ``checks`` the chance
+    models."""
+    task = board.task
+    everyone = [*ranked, *checks]
+    headline = ["model", "rank", "A", "a", "A − next", "controls above chance", "lowest C", COST]
+    ranking = Table("leaderboard", f"Models ranked by schema accuracy A on {task}", headline)
+    chance_models = Table(
+        "leaderboard_chance",
+        f"Chance models on {task}: random log-likelihoods, the calibration check of the "
+        "intervals and p-values, not ranked",
+        headline,
+    )
+    for table, entries in ((ranking, ranked), (chance_models, checks)):
+        for position, entry in enumerate(entries):
+            following = entries[position + 1] if position + 1 < len(entries) else None
+            table.rows.append([
+                entry.label,
+                position + 1 if table is ranking else "–",
+                entry.A,
+                entry.a,
+                board.paired(entry.run, following.run) if following and table is ranking else None,
+                _controls_above(entry),
+                _lowest(entry),
+                gpu_hours(entry.done),
+            ])  # fmt: skip
+    controls = [c for c in CONTROLS if any(c in e.controls for e in everyone)]
+    control_table = Table(
+        "leaderboard_controls",
+        "Control baselines: problem accuracy a without what a reader needs to resolve the pronoun "
+        "(the candidates removed, or only the clause around it kept); a model that reads the "
+        "sentence is expected not to be above chance (0.5); one above chance (Holm over the "
+        "model's controls) has an artifact that can explain part of its score on the dataset "
+        "the control was made from, where that score is above chance",
+        ["model", *[f"a {c}" for c in controls]],
+    )
+    perturbations = sorted({name for e in everyone for name in e.consistency})
+    consistency_table = Table(
+        "leaderboard_consistency",
+        "Schema consistency C under each perturbation: the share of schemas whose number of "
+        "problems answered right stays the same",
+        ["model", *[f"C {_perturbation(p, everyone)}" for p in perturbations]],
+    )
+    models = Table(
+        "leaderboard_models",
+        "The models: as lm-eval ran them, and their files",
+        ["model", "kind", "lm-eval model", "parameters", "precision", "revision",
+         "fingerprint", "run date", "versions", COST, "files"],
+    )  # fmt: skip
+    for entry in everyone:
+        if controls:
+            control_table.rows.append([entry.label, *[entry.controls.get(c) for c in controls]])
+        if perturbations:
+            consistency_table.rows.append(
+                [entry.label, *[entry.consistency.get(p) for p in perturbations]]
+            )
+        run, done = entry.run, entry.done
+        fingerprint = done.get("fingerprint")
+        models.rows.append([
+            entry.label,
+            "chance model" if is_chance_model(run) else "model",
+            run.model,
+            parameters(run.info.parameters),
+            precision(run),
+            _revision(run),
+            fingerprint[:12] if isinstance(fingerprint, str) else None,
+            _date(run),
+            _versions(run, done),
+            gpu_hours(entry.done),
+            _files(entry, out),
+        ])  # fmt: skip
+    matrix = Table(
+        "leaderboard_pairwise",
+        f"Paired difference in A on {task}, row − column, with p",
+        ["model", *[e.label for e in everyone]],
+    )
+    for entry in everyone:
+        matrix.rows.append([
+            entry.label,
+            *[None if other is entry else board.paired(entry.run, other.run) for other in everyone],
+        ])  # fmt: skip
+    status = Table("leaderboard_status", "Models without a result", ["model", "status"])
+    return Tables(ranking, chance_models, control_table, consistency_table, models, matrix, status,
+                  contamination_table(everyone))  # fmt: skip
+
+
+def contamination_table(entries: Sequence[Entry]) -> Table:
+    """The contamination check of every model that ran it: one row per model and published file
+    (``sections.contamination``: the report's table, with the same figures)."""
+    found = contamination_check.table(
+        [row for entry in entries for row in contamination_check.rows(entry.run)]
+    )
+    found.name = "leaderboard_contamination"
+    return found
