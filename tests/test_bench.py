@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from types import SimpleNamespace
 
@@ -56,7 +57,7 @@ def test_phase_timer_is_exclusive_of_nested_phases(monkeypatch):
 @pytest.mark.slow
 def test_bench_prints_every_phase_and_the_request_counts(data_dir, capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", list(sys.argv))
-    argv = ["bench", "--model", "wsc-chance", "--model_args", "seed=1"]
+    argv = ["bench", "--no-winogrande", "--model", "wsc-chance", "--model_args", "seed=1"]
     assert cli([*argv, "--tasks", "wsc266,wsc266_switched_consistency", "--limit", "5"]) == 0
     out = capsys.readouterr().out
     assert all(f"  {phase} " in out for phase in bench.PHASES)
@@ -64,3 +65,75 @@ def test_bench_prints_every_phase_and_the_request_counts(data_dir, capsys, monke
     requests = int(lines["requests"].replace(",", ""))
     distinct = int(lines["distinct requests"].replace(",", ""))
     assert 0 < distinct <= requests
+
+
+def test_the_winogrande_run_keeps_every_flag_but_the_tasks():
+    argv = ["--model", "hf", "--tasks", "wsc_group", "--include_path", "mine", "--limit", "5"]
+    out = bench.with_tasks(argv, "winogrande_local", "/tmp/wg")
+    assert out == [
+        "--model", "hf", "--limit", "5", "--tasks", "winogrande_local",
+        "--include_path", f"mine{os.pathsep}/tmp/wg",
+    ]  # fmt: skip
+    assert bench.with_tasks(["--tasks=x"], "winogrande", None) == ["--tasks", "winogrande"]
+
+
+def _timed(wall: float, forward: float, cpu: float, calls: int, tokens: int) -> bench.Timed:
+    timer = bench.PhaseTimer()
+    timer.seconds["model forward"] = forward
+    timer.counts["forward calls"], timer.counts["token positions through the model"] = calls, tokens
+    return bench.Timed(timer, wall, cpu, 0)
+
+
+def test_the_comparison_prints_the_ratios_of_wall_and_outside_time():
+    theirs = _timed(wall=10.0, forward=2.0, cpu=9.0, calls=40, tokens=80_000)
+    ours = _timed(wall=30.0, forward=6.0, cpu=18.0, calls=200, tokens=500_000)
+    text = bench.comparison(ours, theirs, "wsc_group")
+    assert "wall 3.00x, outside the forward calls 3.00x, CPU 2.00x" in text
+    assert "  wsc_group                 30.00s     6.00s    24.00s    18.00s    200" in text
+    assert " 2500        -" in text and " 2000        -" in text  # tokens per call; no CUDA
+    theirs.timer.cuda, theirs.timer.parameters = True, 10**9
+    assert theirs.tflops() == pytest.approx(2 * 10**9 * 80_000 / 2.0 / 1e12)
+
+
+def test_model_parameters_leave_out_an_untied_input_embedding():
+    import torch
+
+    class Model(torch.nn.Module):
+        def __init__(self, tied: bool) -> None:
+            super().__init__()
+            self.embed, self.body = torch.nn.Embedding(10, 4), torch.nn.Linear(4, 4)
+            self.head = torch.nn.Linear(4, 10, bias=False)
+            if tied:
+                self.head.weight = self.embed.weight
+
+        def get_input_embeddings(self):
+            return self.embed
+
+        def get_output_embeddings(self):
+            return self.head
+
+    assert bench.model_parameters(Model(tied=False)) == 20 + 40
+    assert bench.model_parameters(Model(tied=True)) == 20 + 40
+
+
+def test_instrument_is_undone_for_the_next_run():
+    from lm_eval.models.huggingface import HFLM
+
+    from wsc_tasks.harness import patches
+
+    before = HFLM._model_call, patches.distinct
+    bench.instrument(bench.PhaseTimer())
+    assert HFLM._model_call is not before[0] and patches.distinct is not before[1]
+    bench.uninstrument()
+    assert (HFLM._model_call, patches.distinct) == before
+
+
+@pytest.mark.slow
+def test_bench_compares_with_lm_evals_winogrande_in_one_process(data_dir, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    argv = ["bench", "--model", "wsc-chance", "--model_args", "seed=1", "--limit", "5"]
+    assert cli([*argv, "--tasks", "wsc266"]) == 0
+    out = capsys.readouterr().out
+    assert "wsc-tasks bench: wsc266 against lm-eval's own winogrande" in out
+    assert "|winogrande_local|" in out  # lm-eval's task, its own table
+    assert "ratio wsc266 / winogrande: wall " in out

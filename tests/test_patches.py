@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from pathlib import Path
 from types import SimpleNamespace
 
 import lm_eval
@@ -125,6 +126,7 @@ def test_every_patch_of_apply_is_marked_and_applied_once():
     for owner, name in [
         (Collator, "get_cache"), (evaluator_utils, "_compute_task_aggregations"),
         (evaluator, "evaluate"), (HFLM, "tok_encode"), (evaluator_utils, "stderr_for_metric"),
+        (HFLM, "_loglikelihood_tokens"),
     ]:  # fmt: skip
         patched = getattr(owner, name)
         assert getattr(patched, patches._MARK)
@@ -717,3 +719,137 @@ def test_the_git_lookup_is_quiet_and_records_the_same_value(tmp_path):
     assert "fatal" not in quiet.stderr
     assert quiet.stdout == plain.stdout  # lm-eval's fallback value, unchanged
     assert patches.quiet_git_lookup() in (True, False) and not patches.quiet_git_lookup()
+
+
+# -- 18. score_per_batch ---------------------------------------------------------------------------
+# sha256 of the source of lm-eval 0.4.13's HFLM._loglikelihood_tokens, which section 18 follows
+PER_REQUEST_LOOP_SHA = "994529f70fd23192"
+
+
+def test_lm_eval_still_scores_each_request_with_its_own_tensors_and_syncs(tiny_gpt2_dir):
+    """lm-eval's loop builds two tensors and reads two values back per request; and its source
+    is the one section 18 follows line by line (a change there must be reviewed)."""
+    import hashlib
+
+    import torch
+
+    patches.apply()
+    loop = patches.original(HFLM, "_loglikelihood_tokens")
+    source = inspect.getsource(loop)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    assert digest == PER_REQUEST_LOOP_SHA, _gone("18. score_per_batch (the loop's source)")
+    lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=4)
+    requests = [(p, [1, 2, 3], [4 + i, 5]) for i, p in enumerate([*SHORT, *LONG])]
+    built = []
+    tensor = torch.tensor
+
+    def counting(*args, **kwargs):
+        built.append(args)
+        return tensor(*args, **kwargs)
+
+    torch.tensor = counting
+    try:
+        loop(lm, requests)
+    finally:
+        torch.tensor = tensor
+    per_request = [args for args in built if args and args[0]]  # input and continuation ids
+    assert len(per_request) == 2 * len(requests), _gone("18. score_per_batch (tensors per request)")
+
+
+def _answers_per_request(log_probs, rows, starts, conts):
+    """What lm-eval's loop computes for each continuation, one at a time."""
+    import torch
+
+    out = []
+    for row, start, cont in zip(rows, starts, conts, strict=True):
+        logits = log_probs[row, start : start + len(cont)].unsqueeze(0)
+        tokens = torch.tensor(cont).unsqueeze(0)
+        greedy = (logits.argmax(dim=-1) == tokens).all()
+        out.append((float(torch.gather(logits, 2, tokens.unsqueeze(-1)).sum()), bool(greedy)))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_batch_answers_are_the_per_request_answers(dtype):
+    """One gather for a batch: sums bitwise equal to lm-eval's per-request sums on a CPU, and the
+    greedy check true exactly where every continuation token is the argmax."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 9, 11, generator=generator) * 4
+    log_probs = torch.log_softmax(logits, dim=-1).to(getattr(torch, dtype))
+    greedy = log_probs.float().argmax(dim=-1)
+    rows = [0, 0, 1, 2, 2, 1]
+    starts = [2, 5, 0, 4, 8, 3]
+    conts = [
+        greedy[0, 2:7].tolist(),  # all greedy
+        [greedy[0, 5].item(), (greedy[0, 6].item() + 1) % 11],  # the last token is not
+        [3, 1, 4, 1, 5, 9, 2, 6, 5],  # the whole row
+        greedy[2, 4:5].tolist(),  # one token
+        [7],
+        [0, 0, 0],
+    ]
+    got = patches.batch_answers(log_probs, rows, starts, conts)
+    assert got == _answers_per_request(log_probs, rows, starts, conts)
+    assert [g for _, g in got] == [True, False, False, True, greedy[2, 8].item() == 7, False]
+
+
+def _local_winogrande(folder, data_dir):
+    import yaml
+    from lm_eval.tasks import TaskManager  # noqa: F401
+
+    from wsc_tasks.data import catalog
+
+    builtin = Path(lm_eval.__file__).parent / "tasks" / "winogrande" / "default.yaml"
+    config = {
+        "include": str(builtin),
+        "task": "builtin_winogrande_local",
+        "dataset_path": "json",
+        "dataset_name": None,
+        "dataset_kwargs": {"data_files": {"validation": str(data_dir / catalog.WINOGRANDE_DEV)}},
+        "training_split": None,
+    }
+    (folder / "builtin_winogrande_local.yaml").write_text(yaml.safe_dump(config))
+    return folder
+
+
+@slow
+def test_per_batch_scoring_equals_lm_evals_loop_on_every_task(tiny_gpt2_dir, data_dir, tmp_path):
+    """Every request of every task of ``wsc_group`` and of lm-eval's ``winogrande`` (first 3
+    documents each), fp32 on a CPU: section 18's answers equal lm-eval's own loop's (with
+    section 1), to 1e-6, greedy flags identical; in a run, through ``--model hf``."""
+    from lm_eval.tasks import TaskManager
+
+    from wsc_tasks.paths import include_path
+
+    patches.apply()
+    batched = HFLM._loglikelihood_tokens
+    per_request = patches.original(HFLM, "_loglikelihood_tokens")
+    compared: list[int] = []
+
+    def both(self, requests, *args, **kwargs):
+        ours = batched(self, requests, *args, **kwargs)
+        theirs = per_request(self, requests, *args, **kwargs)
+        assert [g for _, g in ours] == [g for _, g in theirs]
+        assert [ll for ll, _ in ours] == pytest.approx([ll for ll, _ in theirs], abs=1e-6, rel=0)
+        compared.append(len(requests))
+        return ours
+
+    setattr(both, patches._MARK, True)  # not wrapped again when the tasks' import applies
+
+    manager = TaskManager(
+        include_path=[str(include_path()), str(_local_winogrande(tmp_path, data_dir))],
+        include_defaults=False,
+    )
+    lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=16)
+    HFLM._loglikelihood_tokens = both
+    try:
+        lm_eval.simple_evaluate(
+            model=lm,
+            tasks=["wsc_group", "builtin_winogrande_local"],
+            task_manager=manager,
+            limit=3,
+        )
+    finally:
+        HFLM._loglikelihood_tokens = batched
+    assert compared and sum(compared) > 500

@@ -9,6 +9,12 @@ around each when CUDA is used; the whole ``loglikelihood`` call of ``wsc-chance`
 processing, aggregation (lm-eval's, with the bootstrap errors) and printing; the rest (imports,
 model loading, writing files, lm-eval's bookkeeping) is "other". It also prints the requests, the
 distinct requests, the token positions through the model and the ratio of wall time to model time.
+Then, in the same process and on the same model, it runs lm-eval's own ``winogrande`` (the dev file
+of ``WSC_TASKS_DATA`` when there is one, else the Hub's) and prints both runs' wall time, time
+inside and outside the forward calls, CPU time, tokens per forward call and, on CUDA, TFLOP/s inside
+the forward (2 × parameters × token positions), with the ratios (``--no-winogrande``: not).
+``--tiny-gpt2`` runs a random GPT-2 (width 32, 2 layers) with a 1,000-token byte-level BPE trained
+on the Winogrande dev sentences, built at start: what a run costs outside the model, on a CPU.
 
 ``bench-mlm``: throughput of batched masked-LM statement scoring, before and after in one run.
 
@@ -29,6 +35,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -160,9 +167,15 @@ prints the run's wall time split into phases: task building (lm-eval's task inde
 data), request building, tokenization, the model's forward calls, result processing, aggregation
 (with the bootstrap errors), printing, and "other" (imports, model loading, writing files). Also
 printed: the requests, the distinct requests, the token positions through the model, and wall
-time over model time. The flags are run's: `wsc-tasks run --help`.
+time over model time. Then, unless --no-winogrande, lm-eval's own `winogrande` runs on the same
+model in the same process (its data from WSC_TASKS_DATA, else the Hub), and the ratios of wall
+time and of time outside the forward calls are printed, with tokens per forward call and, on
+CUDA, TFLOP/s inside the forward. --tiny-gpt2 builds the CPU benchmark's model first (GPT-2,
+width 32, 2 layers, a 1,000-token BPE trained on the Winogrande dev sentences). The other flags
+are run's: `wsc-tasks run --help`.
 
   wsc-tasks bench --tasks wsc266                   # the quick try of the README, timed
+  wsc-tasks bench --tiny-gpt2 --batch_size 64      # wsc_group against lm-eval's winogrande
   wsc-tasks bench --model wsc-chance --model_args default,seed=1 --tasks wsc_group
 """
 
@@ -269,7 +282,8 @@ class PhaseTimer:
         self.seconds: dict[str, float] = defaultdict(float)
         self.counts: dict[str, int] = defaultdict(int)
         self._stack: list[list[float]] = []  # [start, time spent in nested phases]
-        self._cuda = False
+        self.cuda = False  # a forward call ran on CUDA
+        self.parameters = 0  # the model's, its input embedding left out (``model_parameters``)
 
     def wrap(self, owner: Any, name: str, phase: str) -> None:
         original = getattr(owner, name, None)
@@ -295,11 +309,45 @@ class PhaseTimer:
 
         functools.update_wrapper(timed, original)  # keeps the marks of the patches' wrappers
         timed._wsc_tasks_phase = phase  # type: ignore[attr-defined]
-        setattr(owner, name, timed)
+        _replace(owner, name, timed)
 
     def _synchronize(self) -> None:
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.synchronize()
+
+
+_WRAPPED: list[tuple[Any, str, Any]] = []  # (owner, name, what it was), undone by uninstrument
+
+
+def _replace(owner: Any, name: str, new: Any) -> None:
+    _WRAPPED.append((owner, name, vars(owner).get(name, _ABSENT) if isinstance(owner, type)
+                     else getattr(owner, name)))  # fmt: skip
+    setattr(owner, name, new)
+
+
+_ABSENT = object()
+
+
+def uninstrument() -> None:
+    """Undo ``instrument``: the next run gets a fresh timer."""
+    while _WRAPPED:
+        owner, name, before = _WRAPPED.pop()
+        if before is _ABSENT:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, before)
+
+
+def model_parameters(model: Any) -> int:
+    """Parameters whose weights multiply each token position: all but the input embedding
+    (unless it is also the output layer, tied)."""
+    seen = {id(p): p.numel() for p in model.parameters()}
+    embedding = getattr(model, "get_input_embeddings", lambda: None)()
+    output = getattr(model, "get_output_embeddings", lambda: None)()
+    weight = getattr(embedding, "weight", None)
+    if weight is not None and (output is None or output.weight is not weight):
+        seen.pop(id(weight), None)
+    return sum(seen.values())
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -354,7 +402,7 @@ def _count_requests(timer: PhaseTimer, fixes: Any) -> None:
         timer.counts["distinct requests"] += len(unique)
         return unique, where
 
-    fixes.distinct = distinct
+    _replace(fixes, "distinct", distinct)
 
 
 def _count_tokens(timer: PhaseTimer, hflm: Any, mlm_module: Any) -> None:
@@ -364,12 +412,15 @@ def _count_tokens(timer: PhaseTimer, hflm: Any, mlm_module: Any) -> None:
         def counted(owner: Any, ids: Any, *args: Any, **kwargs: Any) -> Any:
             timer.counts["token positions through the model"] += int(ids.numel())
             timer.counts["forward calls"] += 1
+            if not timer.parameters:
+                timer.parameters = model_parameters(getattr(owner, "model", owner))
+                timer.cuda = ids.is_cuda
             return forward(owner, ids, *args, **kwargs)
 
         return counted
 
-    hflm._model_call = counting(hflm._model_call)
-    mlm_module._masked_logits = counting(mlm_module._masked_logits)
+    _replace(hflm, "_model_call", counting(hflm._model_call))
+    _replace(mlm_module, "_masked_logits", counting(mlm_module._masked_logits))
 
 
 def report(timer: PhaseTimer, wall: float, cpu: float | None = None) -> str:
@@ -392,17 +443,195 @@ def report(timer: PhaseTimer, wall: float, cpu: float | None = None) -> str:
     return "\n".join(lines)
 
 
-def bench_run(argv: list[str], run: Callable[[list[str]], int] | None = None) -> int:
-    """``wsc-tasks bench``: ``wsc-tasks run`` with the same flags, timed by phase."""
-    if argv[:1] in (["-h"], ["--help"]):
-        print(BENCH_HELP, end="")
-        return 0
+NO_COMPARE = "--no-winogrande"  # skip the run of lm-eval's own winogrande
+TINY = "--tiny-gpt2"  # the CPU benchmark's model, built at start (``tiny_gpt2``)
+
+
+def tiny_gpt2(folder: Path, vocab: int = 1000) -> Path:
+    """A random GPT-2 (width 32, 2 layers) with a ``vocab``-token byte-level BPE trained on the
+    Winogrande dev sentences of ``WSC_TASKS_DATA``: its forward and log-softmax cost little, so
+    that what a run costs outside the model shows on a CPU."""
+    import json
+
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    from wsc_tasks.data import catalog, sources
+
+    dev = sources.resolve(catalog.WINOGRANDE_DEV)
+    lines = dev.read_text(encoding="utf-8").splitlines()
+    sentences = [json.loads(line)["sentence"] for line in lines if line.strip()]
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(sentences, vocab_size=vocab, special_tokens=["<|endoftext|>"])
+    end = "<|endoftext|>"
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe._tokenizer, bos_token=end, eos_token=end, unk_token=end
+    )
+    torch.manual_seed(0)
+    config = GPT2Config(
+        vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=256,
+        bos_token_id=0, eos_token_id=0,
+    )  # fmt: skip
+    GPT2LMHeadModel(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+WINOGRANDE_TASK = "winogrande_local"
+
+
+def local_winogrande(folder: Path) -> str | None:
+    """lm-eval's own ``winogrande`` task, unchanged but for reading the Winogrande dev file of
+    ``WSC_TASKS_DATA`` (written as a YAML in ``folder``); None without that file (the Hub's)."""
+    import os
+
+    import lm_eval
+    import yaml
+
+    from wsc_tasks.data import catalog
+
+    root = os.environ.get("WSC_TASKS_DATA")
+    dev = Path(root) / catalog.WINOGRANDE_DEV if root else None
+    if dev is None or not dev.is_file():
+        return None
+    config = {
+        "include": str(Path(lm_eval.__file__).parent / "tasks" / "winogrande" / "default.yaml"),
+        "task": WINOGRANDE_TASK,
+        "dataset_path": "json",
+        "dataset_name": None,
+        "dataset_kwargs": {"data_files": {"validation": str(dev)}},
+        "training_split": None,
+    }
+    (folder / f"{WINOGRANDE_TASK}.yaml").write_text(yaml.safe_dump(config))
+    return str(folder)
+
+
+def with_tasks(argv: list[str], tasks: str, include: str | None) -> list[str]:
+    """``argv`` with its ``--tasks`` replaced by ``tasks`` (and ``include`` added to its
+    ``--include_path``)."""
+    out, skip = [], False
+    included = [include] if include else []
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("--tasks", "-t", "--include_path"):
+            skip = True
+            if arg == "--include_path":
+                included.insert(0, argv[argv.index(arg) + 1])
+            continue
+        if arg.startswith(("--tasks=", "--include_path=")):
+            if arg.startswith("--include_path="):
+                included.insert(0, arg.split("=", 1)[1])
+            continue
+        out.append(arg)
+    import os
+
+    out += ["--tasks", tasks]
+    return out + (["--include_path", os.pathsep.join(included)] if included else [])
+
+
+@dataclass
+class Timed:
+    """One run's phase timer, wall and CPU seconds."""
+
+    timer: PhaseTimer
+    wall: float
+    cpu: float
+    code: int
+
+    @property
+    def forward(self) -> float:
+        return self.timer.seconds["model forward"]
+
+    @property
+    def outside(self) -> float:
+        return self.wall - self.forward
+
+    def tokens_per_call(self) -> float:
+        calls = self.timer.counts["forward calls"]
+        return self.timer.counts["token positions through the model"] / calls if calls else 0.0
+
+    def tflops(self) -> float | None:
+        """Model TFLOP/s inside the forward calls: 2 × parameters (the input embedding left out)
+        × token positions over the forward seconds; None off CUDA or without a model."""
+        if not (self.timer.cuda and self.timer.parameters and self.forward > 0):
+            return None
+        flops = 2 * self.timer.parameters * self.timer.counts["token positions through the model"]
+        return flops / self.forward / 1e12
+
+
+def timed_run(argv: list[str], run: Callable[[list[str]], int]) -> Timed:
+    """``run(argv)`` with a fresh phase timer."""
     start, cpu_start = time.perf_counter(), time.process_time()
     timer = PhaseTimer()
     instrument(timer)
+    code = 1
     try:
-        code = (run or run_lm_eval)(argv)
+        code = run(argv)
     finally:
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        uninstrument()
         print(report(timer, wall, cpu), file=sys.stdout, flush=True)
-    return code
+    return Timed(timer, wall, cpu, code)
+
+
+def comparison(ours: Timed, theirs: Timed, tasks: str) -> str:
+    """The ratios of ``tasks``' run to lm-eval's ``winogrande`` on the same model."""
+
+    def ratio(a: float, b: float) -> str:
+        return f"{a / b:.2f}x" if b > 0 else "-"
+
+    rows = [("lm-eval winogrande", theirs), (tasks, ours)]
+    lines = [
+        "",
+        f"wsc-tasks bench: {tasks} against lm-eval's own winogrande, same model, one process",
+        f"  {'':22s} {'wall':>9s} {'forward':>9s} {'outside':>9s} {'CPU':>9s} {'calls':>6s} "
+        f"{'tokens/call':>11s} {'TFLOP/s':>8s}",
+    ]
+    for name, run in rows:
+        tflops = run.tflops()
+        lines.append(
+            f"  {name:22s} {run.wall:8.2f}s {run.forward:8.2f}s {run.outside:8.2f}s "
+            f"{run.cpu:8.2f}s {run.timer.counts['forward calls']:6d} "
+            f"{run.tokens_per_call():11.0f} {'-' if tflops is None else f'{tflops:.0f}':>8s}"
+        )
+    lines.append(
+        f"  ratio {tasks} / winogrande: wall {ratio(ours.wall, theirs.wall)}, outside the "
+        f"forward calls {ratio(ours.outside, theirs.outside)}, CPU {ratio(ours.cpu, theirs.cpu)}"
+    )
+    return "\n".join(lines)
+
+
+def bench_run(argv: list[str], run: Callable[[list[str]], int] | None = None) -> int:
+    """``wsc-tasks bench``: ``wsc-tasks run`` with the same flags, timed by phase; then, unless
+    ``--no-winogrande``, lm-eval's own ``winogrande`` on the same model, and the ratios."""
+    if argv[:1] in (["-h"], ["--help"]):
+        print(BENCH_HELP, end="")
+        return 0
+    run = run or run_lm_eval
+    compare = NO_COMPARE not in argv
+    if TINY in argv:
+        with tempfile.TemporaryDirectory() as folder:
+            tiny_gpt2(Path(folder))
+            model = ["--model", "hf", "--model_args", f"pretrained={folder}"]
+            return bench_run([*model, *(a for a in argv if a != TINY)], run)
+    argv = [a for a in argv if a != NO_COMPARE]
+    ours = timed_run(argv, run)
+    if not compare or ours.code != 0:
+        return ours.code
+    from wsc_tasks.cli.run import DEFAULT_TASKS, _value
+    from wsc_tasks.harness import patches
+
+    tasks = (_value(argv, "--tasks", "-t") or (0, DEFAULT_TASKS))[1]
+    with tempfile.TemporaryDirectory() as folder:
+        local = local_winogrande(Path(folder))
+        theirs_argv = with_tasks(argv, WINOGRANDE_TASK if local else "winogrande", local)
+        print("wsc-tasks bench: lm-eval's own winogrande on the same model", flush=True)
+        if local:
+            with patches.without_lm_eval_tasks():
+                theirs = timed_run(theirs_argv, run)
+        else:
+            theirs = timed_run(theirs_argv, run)
+    print(comparison(ours, theirs, tasks), flush=True)
+    return theirs.code

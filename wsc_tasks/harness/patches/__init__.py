@@ -11,7 +11,7 @@ changed there and the patch can probably go.
 
 When they apply (as before this package existed; N: the module ``pNN_…``):
 
-- ``apply()`` — sections 1 to 6, 9, 12, 15 and 16, when ``wsc_tasks.harness.base`` (the base of
+- ``apply()`` — sections 1 to 6, 9, 12, 15 to 18, when ``wsc_tasks.harness.base`` (the base of
   every task class) is imported (that is, when lm-eval loads this package's tasks, before any
   request is sent); 14 is part of section 2's replacement;
 - ``accept_several_include_paths()`` (7) — by ``wsc-tasks run`` before lm-eval's CLI starts;
@@ -110,6 +110,11 @@ from wsc_tasks.harness.patches.p16_print_counts_as_integers import (
 from wsc_tasks.harness.patches.p17_quiet_git_lookup import (
     quiet_git_lookup,
 )
+from wsc_tasks.harness.patches.p18_score_per_batch import (
+    PER_REQUEST_ENV,
+    batch_answers,
+    score_per_batch,
+)
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -171,6 +176,9 @@ __all__ = [
     "integer_counts",
     "print_counts_as_integers",
     "quiet_git_lookup",
+    "PER_REQUEST_ENV",
+    "batch_answers",
+    "score_per_batch",
 ]
 
 
@@ -207,7 +215,7 @@ def check_lm_eval_version() -> None:
 
 
 def apply() -> bool:
-    """Sections 1–6, 9, 12, 15 and 16, once per process (13 and 14 are parts of 3 and 2); True if
+    """Sections 1–6, 9, 12 and 15–18, once per process (13 and 14 are parts of 3 and 2); True if
     the logits cache was patched now."""
     quiet_git_lookup()  # section 17
     explain_chat_template_advice()
@@ -218,6 +226,7 @@ def apply() -> bool:
     _send_distinct_requests()
     _schema_stderr()
     _drop_expected_group_gaps()
+    score_per_batch()  # section 18
     return _slice_cache_hits()
 
 
