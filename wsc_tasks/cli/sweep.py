@@ -18,10 +18,11 @@ from wsc_tasks.cli.run import DEFAULT_TASKS
 from wsc_tasks.metrics import stats
 from wsc_tasks.paths import KEEP_PATHS
 from wsc_tasks.reporting import leaderboard
+from wsc_tasks.sweep import hub
 from wsc_tasks.sweep.driver import sweep
 from wsc_tasks.sweep.launchers import DEFAULT, LAUNCHERS, Launcher, LauncherError
 from wsc_tasks.sweep.lock import Busy
-from wsc_tasks.sweep.models import ModelsFile, read_models_file
+from wsc_tasks.sweep.models import ModelsFile, ModelsFileError, ModelSpec, read_models_file
 from wsc_tasks.sweep.options import SweepOptions
 
 
@@ -36,7 +37,28 @@ def parser() -> argparse.ArgumentParser:
         description="Run lm-eval on every model of MODELS_FILE (resumable) and write "
         "<out>/leaderboard.md, .csv and .html. Unknown flags go to every lm-eval run.",
     )
-    found.add_argument("models_file", help="YAML or text list of models (see wsc_tasks.sweep)")
+    found.add_argument(
+        "models_file",
+        nargs="?",
+        help="YAML or text list of models (see wsc_tasks.sweep); optional with --hub-query",
+    )
+    found.add_argument(
+        "--hub-query",
+        help="models from the Hub: KEY=VALUE,… with author, search, tags (a+b), library, sort, "
+        "limit, created_after (YYYY-MM-DD), model_args, trust_remote_code; written to "
+        "<out>/hub-models.yaml",
+    )
+    found.add_argument(
+        "--prefetch",
+        type=int,
+        default=1,
+        help="Hub models whose weights download while the current one evaluates (default 1)",
+    )
+    found.add_argument(
+        "--keep-weights",
+        action="store_true",
+        help="keep each Hub model's snapshot in the cache after its run (default: removed)",
+    )
     found.add_argument("--out", default="results", help="one folder per model under it")
     found.add_argument("--tasks", default=DEFAULT_TASKS, help=f"default {DEFAULT_TASKS}")
     found.add_argument(
@@ -96,11 +118,41 @@ def launcher_from(args: argparse.Namespace, models: ModelsFile, options: SweepOp
     return cls(values, options)
 
 
+def models_of(args: argparse.Namespace, out: Path) -> tuple[ModelsFile, list[ModelSpec]]:
+    """The models file and every model of the sweep: its entries, then those of its ``hub:``
+    query and of ``--hub-query`` (expanded once into ``<out>/hub-models.yaml``)."""
+    if args.models_file is None and not args.hub_query:
+        raise ModelsFileError("give a models file, or --hub-query")
+    if args.models_file is not None:
+        models = read_models_file(args.models_file)  # an error names the file and line
+    else:
+        models = ModelsFile(Path("--hub-query"), [])
+    query = None
+    if args.hub_query:
+        query = hub.parse_query(args.hub_query, "--hub-query")
+    elif models.hub is not None:
+        query = hub.parse_query(models.hub, models.where("hub"))
+    specs = list(models.specs)
+    if query is not None:
+        specs += hub.expand(query, out)
+    names = [spec.name for spec in specs]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ModelsFileError(f"model name(s) {twice} appear more than once (file and query)")
+    return models, specs
+
+
 def main(argv: list[str] | None = None) -> int:
     command = parser()
     args, passthrough = command.parse_known_args(argv)
-    models = read_models_file(args.models_file)  # an error names the file and line: one line
     out = Path(args.out)
+    if args.prefetch < 0:
+        command.error("--prefetch: expected 0 or more")
+    try:
+        models, specs = models_of(args, out)
+    except ModelsFileError as error:
+        print(f"wsc-tasks sweep: error: {error}", file=sys.stderr)
+        return 2
     options = SweepOptions(
         out=out,
         tasks=args.tasks,
@@ -109,11 +161,13 @@ def main(argv: list[str] | None = None) -> int:
         retry_failed=args.retry_failed,
         quiet=args.quiet,
         keep_paths=args.keep_paths,
+        prefetch=args.prefetch,
+        keep_weights=args.keep_weights,
     )
     launcher = launcher_from(args, models, options)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        states = sweep(models.specs, launcher)
+        states = sweep(specs, launcher)
     except Busy as error:
         print(f"wsc-tasks sweep: error: {error}; wait for it or use another --out", file=sys.stderr)
         return 2
@@ -132,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return 0
-    names = [spec.name for spec in models.specs]
+    names = [spec.name for spec in specs]
     board = leaderboard.build(names, out, args.rank_task, args.iters, args.seed)
     paths = leaderboard.save(board, out)
     for name, state in states.items():
