@@ -33,11 +33,13 @@ if not tiny_models.GPT2_FILES.is_dir():  # a checkout whose data folder is elsew
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory) -> dict[str, Path]:
+def folders(tmp_path_factory, gpt2_tok) -> dict[str, Path]:
     """Tiny GPT-2s saved like Hub checkpoints: four to sweep, a fifth as a new commit of one of
     them, one gated and one that asks for remote code (``auto_map`` in its config)."""
     root = tmp_path_factory.mktemp("hub-models")
-    found = {name: tiny_models.gpt2(root / name, seed, size="1x16")
+    size = tiny_models.GPT2_SIZES["1x16"]
+    found = {name: tiny_models.save_random(root / name, "gpt2", gpt2_tok, seed, vocab_size=50257,
+                                           **size)
              for seed, name in enumerate(("a", "b", "c", "d", "b2"), 1)}  # fmt: skip
     found["remote"] = Path(shutil.copytree(found["a"], root / "remote"))
     config = json.loads((found["remote"] / "config.json").read_text())
@@ -110,14 +112,15 @@ def test_a_query_sweep_pins_commits_fetches_ahead_clears_behind_and_refuses_earl
         env = _env(server, home)
         first = _sweep(out, env, "--hub-query", "author=tiny")
         assert first.returncode == 1, first.stderr[-3000:]  # two models refused, four done
-        written = json.loads(json.dumps(__import__("yaml").safe_load((out / hub.EXPANDED).read_text())))
+        written = json.loads(
+            json.dumps(__import__("yaml").safe_load((out / hub.EXPANDED).read_text()))
+        )
         names = [entry["name"] for entry in written["models"]]
         assert names == ["gated-gpt2", "gpt2-a", "gpt2-b", "gpt2-c", "gpt2-d", "remote-code"]
         assert written["hub"] == {"author": "tiny", "model": "hf", "trust_remote_code": False}
         # refused before any job: one line each, naming the fix; no run, the others ran
         refused = [line for line in first.stderr.splitlines() if "refused before its run" in line]
         assert len(refused) == 2
-        assert "gated-gpt2: refused before its run: tiny/gated-gpt2 is gated: accept its terms on "
         assert any("tiny/gated-gpt2 is gated: accept its terms" in line and "HF_TOKEN" in line
                    for line in refused)  # fmt: skip
         assert any("tiny/remote-code runs its own code (auto_map in its config.json)" in line
@@ -164,11 +167,10 @@ def test_a_query_sweep_pins_commits_fetches_ahead_clears_behind_and_refuses_earl
             f"gpt2-b: run again: tiny/gpt2-b@main now resolves to commit {moved} (the run was of "
             f"{shas['tiny/gpt2-b']})"
         ) in second.stderr
-        assert "3 done (skipped)" in second.stderr and "1 stale (to run)" in second.stderr
         assert _done(out, "gpt2-b")["hub"]["commit"] == moved
         assert {n: (out / n / "done.json").stat().st_mtime_ns for n in before} == before
-        assert "gpt2-b: weights kept in the cache (--keep-weights)" in second.stderr
-        assert [p.parent.parent.name for p in _blobs(home) if p.suffix != ".json"]
+        kept = {p.parent.parent.name for p in _blobs(home)}
+        assert kept == {"models--tiny--gpt2-b"}  # --keep-weights
 
     # no Hub: commits come from the local cache, said in the log; nothing runs again
     offline = _sweep(out, _env(server, home, HF_HUB_OFFLINE="1"), "--hub-query", "author=tiny")
@@ -176,8 +178,13 @@ def test_a_query_sweep_pins_commits_fetches_ahead_clears_behind_and_refuses_earl
     assert f"gpt2-b: offline: tiny/gpt2-b@main resolved to {moved} from the local cache" in (
         offline.stderr
     )
-    assert f"gpt2-a: offline, tiny/gpt2-a@main not in the local cache: its run of commit {shas['tiny/gpt2-a']} is kept" in offline.stderr
-    assert "4 done (skipped)" in offline.stderr
+    assert (
+        "gpt2-a: offline, tiny/gpt2-a@main not in the local cache: its run of commit "
+        f"{shas['tiny/gpt2-a']} is kept" in offline.stderr
+    )
+    assert (
+        "run again" not in offline.stderr and "(1 running" not in offline.stderr
+    )  # nothing to run
 
 
 # -- the pieces, without a sweep -------------------------------------------------------------------
@@ -197,28 +204,36 @@ def test_queries_from_a_flag_or_a_models_file_and_their_errors():
         hub.parse_query("author=x,created_after=May", "--hub-query")
 
 
-def test_expansion_is_written_once_and_a_date_filters(folders, tmp_path, monkeypatch):
+def test_expansion_is_written_once_and_a_date_filters(tmp_path, monkeypatch):
     from huggingface_hub import constants
 
+    folders = {}
+    for name in "abcd":  # the listing reads no weights: a config is enough
+        folders[name] = tmp_path / "repos" / name
+        folders[name].mkdir(parents=True)
+        (folders[name] / "config.json").write_text(json.dumps({"model_type": "gpt2", "n": name}))
     with HubServer() as server:
         server.push("tiny/old", folders["a"], created_at="2024-06-01T00:00:00.000Z")
         server.push("tiny/new", folders["b"], created_at="2025-06-01T00:00:00.000Z")
         server.push("else/new", folders["c"], created_at="2025-06-01T00:00:00.000Z")
         monkeypatch.setattr(constants, "ENDPOINT", server.url)
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
         query = hub.parse_query("search=new,created_after=2025-01-01", "--hub-query")
-        specs = hub.expand(query, tmp_path)
+        specs = hub.expand(query, tmp_path / "out")
         assert [(s.name, s.model_args) for s in specs] == [
             ("else--new", "pretrained=else/new"), ("tiny--new", "pretrained=tiny/new")]  # fmt: skip
         server.push("tiny/newer", folders["d"], created_at="2025-07-01T00:00:00.000Z")
-        assert hub.expand(query, tmp_path) == specs  # the written list, not the Hub's new one
+        assert hub.expand(query, tmp_path / "out") == specs  # the list written, not the Hub's
         with pytest.raises(ModelsFileError, match="holds the models of another Hub query"):
-            hub.expand(hub.parse_query("author=tiny", "--hub-query"), tmp_path)
+            hub.expand(hub.parse_query("author=tiny", "--hub-query"), tmp_path / "out")
 
 
 def test_a_run_is_pinned_and_the_disk_bound_is_stated():
     spec = ModelSpec("m", "hf", "pretrained=o/m,revision=v1,dtype=float32",
                      hub={"repo": "o/m", "revision": "v1", "commit": "c" * 40})  # fmt: skip
-    assert hub.run_args(spec, spec.model_args) == f"pretrained=o/m,dtype=float32,revision={'c' * 40}"
+    assert (
+        hub.run_args(spec, spec.model_args) == f"pretrained=o/m,dtype=float32,revision={'c' * 40}"
+    )
     assert hub.hub_repo(ModelSpec("x", model_args="pretrained=/no/such/folder")) is None
     assert hub.hub_repo(ModelSpec("x", model_args="default")) is None
     specs = [spec, ModelSpec("n", hub={**spec.hub, "commit": "d" * 40}), ModelSpec("local")]
@@ -228,3 +243,41 @@ def test_a_run_is_pinned_and_the_disk_bound_is_stated():
     assert "no bound" in hub.disk_bound(specs, None, 2)
     shared = hub.mark_shared([spec, ModelSpec("again", hub=spec.hub), specs[1]])
     assert [s.hub.get("shared") for s in shared] == [True, True, None]
+
+
+# -- Slurm -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_query_sweep_on_slurm_fetches_ahead_in_each_job_and_clears_behind(
+    folders, tmp_path, data_dir
+):
+    from test_launchers import SLURM, _slurm_missing
+
+    missing = _slurm_missing()
+    if missing and os.environ.get("WSC_TASKS_REQUIRE_SLURM") == "1":
+        pytest.fail(f"WSC_TASKS_REQUIRE_SLURM=1 but {missing}; start one with .ci/slurm-up")
+    if missing:
+        pytest.skip(missing)
+    home, out = tmp_path / "hf", tmp_path / "sweep"
+    with HubServer(seconds_per_weights=SLOW_WEIGHTS_S) as server:
+        shas = _serve(server, folders)
+        more = (*SLURM, "--max-parallel", "1", "--job-name", "wsc-hub")
+        done = _sweep(out, _env(server, home), "--hub-query", "author=tiny,search=gpt2-", *more)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "at most 2 snapshots on disk at once (1 running + 1 ahead of each)" in done.stderr
+        for name in ("gpt2-a", "gpt2-b", "gpt2-c", "gpt2-d"):
+            recorded = _done(out, name)
+            assert recorded["hub"]["commit"] == shas[f"tiny/{name}"]
+            assert recorded["cost"]["launcher"] == "slurm"
+        events = _events(out)
+        measured = overlaps(events, server)
+        assert len(measured) == 3
+        for each in measured:  # the next model's weights came while the job evaluated
+            start, end = each["run"]
+            assert each["served"] and all(start <= t <= end for t in each["served"]), each
+        size = max(sum(p.stat().st_size for p in folders[n].iterdir()) for n in "abcd")
+        assert max(e["cache_bytes"] for e in events) <= 2 * size
+        assert sorted(e["model"] for e in events if e["event"] == "removed") == [
+            "gpt2-a", "gpt2-b", "gpt2-c", "gpt2-d"]  # fmt: skip
+        assert _blobs(home) == []

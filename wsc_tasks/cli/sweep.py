@@ -142,9 +142,25 @@ def models_of(args: argparse.Namespace, out: Path) -> tuple[ModelsFile, list[Mod
     return models, specs
 
 
+def _value_of_passthrough(
+    args: argparse.Namespace, argv: list[str], passthrough: list[str]
+) -> None:
+    """With ``--hub-query`` and no models file, argparse takes the value of an lm-eval flag
+    (``--limit 4``) for the models file: give it back to its flag."""
+    given = args.models_file
+    if not args.hub_query or given is None or Path(given).exists() or given not in argv:
+        return
+    before = argv[argv.index(given) - 1]
+    if before in passthrough and before.startswith("-"):
+        passthrough.insert(passthrough.index(before) + 1, given)
+        args.models_file = None
+
+
 def main(argv: list[str] | None = None) -> int:
     command = parser()
+    argv = sys.argv[1:] if argv is None else argv
     args, passthrough = command.parse_known_args(argv)
+    _value_of_passthrough(args, argv, passthrough)
     out = Path(args.out)
     if args.prefetch < 0:
         command.error("--prefetch: expected 0 or more")

@@ -245,7 +245,17 @@ def _versions(run: Run, done: dict[str, Any]) -> str | None:
     return ", ".join(parts)
 
 
-def _revision(run: Run) -> str | None:
+def _commit(done: dict[str, Any]) -> str | None:
+    """A swept Hub model's commit, linked to its files on the Hub (``done.json``'s ``hub``)."""
+    hub = done.get("hub") or {}
+    if not hub.get("commit"):
+        return None
+    return f"[{hub['commit'][:10]}]({hub['url']})" if hub.get("url") else hub["commit"]
+
+
+def _revision(run: Run, done: dict[str, Any] | None = None) -> str | None:
+    if (done or {}).get("hub"):
+        return str(done["hub"].get("revision")) if done else None  # the revision asked
     info = run.info
     if info.sha:
         return f"{info.revision or ''}@{info.sha[:12]}".lstrip("@")
@@ -339,6 +349,9 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
         ["model", "kind", "lm-eval model", "parameters", "precision", "revision",
          "fingerprint", "run date", "versions", COST, "files"],
     )  # fmt: skip
+    hub = any(e.done.get("hub") for e in everyone)  # a Hub sweep: each model's commit, linked
+    if hub:
+        models.columns.insert(models.columns.index("fingerprint"), "commit")
     for entry in everyone:
         if controls:
             control_table.rows.append([entry.label, *[entry.controls.get(c) for c in controls]])
@@ -354,7 +367,8 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
             run.model,
             parameters(run.info.parameters),
             precision(run),
-            _revision(run),
+            _revision(run, done),
+            *([_commit(done)] if hub else []),
             fingerprint[:12] if isinstance(fingerprint, str) else None,
             _date(run),
             _versions(run, done),
@@ -489,6 +503,9 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
         if table.rows:
             extra = numeric(table).drop(columns=[COST], errors="ignore")
             frame = frame.merge(extra, on="model", how="left")
+    if "commit" in frame:  # the whole commit, not the link
+        commits = {e.label: (e.done.get("hub") or {}).get("commit") for e in board.entries}
+        frame["commit"] = [commits.get(str(m)) for m in frame["model"]]
     said = dict(board.findings)
     frame["finding"] = [said.get(str(m), "") for m in frame["model"]]
     notes = {e.label: "; ".join(e.run.notes()) for e in board.entries}

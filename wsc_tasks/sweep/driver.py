@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -90,8 +91,8 @@ def plan(specs: Sequence[ModelSpec], launcher: Launcher) -> tuple[list[ModelSpec
     log.info(f"wsc_tasks: sweep: {len(specs)} models with --launcher {launcher.name}: {summary}")
     todo = hub.mark_shared(todo)
     bound = hub.disk_bound(todo, launcher.running_at_once(), options.prefetch)
-    if bound:
-        log.info(f"wsc_tasks: sweep: {bound}")
+    if bound:  # what the disk must hold: said where the user sees it, as the submission is
+        print(f"wsc-tasks sweep: {bound}", file=sys.stderr)
     return todo, adopted
 
 
@@ -132,7 +133,8 @@ def _sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
     todo, adopted = plan(specs, launcher)
     if todo:
         launcher.submit(todo)
-    watched = {s.name: s for s in specs if s.name in adopted or s in todo}
+    submitted = {s.name for s in todo}  # pinned: equal to the given spec by name only
+    watched = {s.name: s for s in specs if s.name in adopted or s.name in submitted}
     final: dict[str, str] = {}
     if not launcher.waits:
         word = "not submitted (dry run)" if launcher.dry_run else "queued"

@@ -335,11 +335,17 @@ _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="wsc-prefetch")
 
 def _download(spec: ModelSpec, out: Path, why: str) -> None:
     from huggingface_hub import snapshot_download
+    from huggingface_hub.utils import disable_progress_bars
 
+    disable_progress_bars()  # the sweep has its own; a bar per file of each model is noise
     hub = spec.hub
     record(out, "fetch-start", spec, why=why)
     clock = time.monotonic()
     snapshot_download(hub["repo"], revision=hub["commit"])
+    if not COMMIT.match(hub["revision"]):  # as a download by branch would: offline, main resolves
+        ref = _repo_folder(hub["repo"]) / "refs" / hub["revision"]
+        ref.parent.mkdir(parents=True, exist_ok=True)
+        ref.write_text(hub["commit"], encoding="utf-8")
     record(out, "fetch-end", spec, why=why, seconds=round(time.monotonic() - clock, 3))
 
 
