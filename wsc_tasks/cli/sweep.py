@@ -18,10 +18,11 @@ from wsc_tasks.cli.run import DEFAULT_TASKS, check_task_names
 from wsc_tasks.metrics import stats
 from wsc_tasks.paths import KEEP_PATHS
 from wsc_tasks.reporting import leaderboard
+from wsc_tasks.sweep import hub
 from wsc_tasks.sweep.driver import sweep
 from wsc_tasks.sweep.launchers import DEFAULT, LAUNCHERS, Launcher, LauncherError
 from wsc_tasks.sweep.lock import Busy
-from wsc_tasks.sweep.models import ModelsFile, read_models_file
+from wsc_tasks.sweep.models import ModelsFile, ModelsFileError, ModelSpec, read_models_file
 from wsc_tasks.sweep.options import SweepOptions
 
 
@@ -42,7 +43,28 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
         epilog=f"Settings of another launcher: wsc-tasks sweep --launcher {'|'.join(others)} "
         "--help (README: Sweeps on a cluster).",
     )
-    found.add_argument("models_file", help="YAML or text list of models (README: sweeps)")
+    found.add_argument(
+        "models_file",
+        nargs="?",
+        help="YAML or text list of models (see wsc_tasks.sweep); optional with --hub-query",
+    )
+    found.add_argument(
+        "--hub-query",
+        help="models from the Hub: KEY=VALUE,… with author, search, tags (a+b), library, sort, "
+        "limit, created_after (YYYY-MM-DD), model_args, trust_remote_code; written to "
+        "<out>/hub-models.yaml",
+    )
+    found.add_argument(
+        "--prefetch",
+        type=int,
+        default=1,
+        help="Hub models whose weights download while the current one evaluates (default 1)",
+    )
+    found.add_argument(
+        "--keep-weights",
+        action="store_true",
+        help="keep each Hub model's snapshot in the cache after its run (default: removed)",
+    )
     found.add_argument(
         "--out", default="results", metavar="DIR", help="one folder per model (default results)"
     )
@@ -143,13 +165,58 @@ def _launcher_asked(argv: list[str]) -> str:
     return DEFAULT
 
 
+def models_of(args: argparse.Namespace, out: Path) -> tuple[ModelsFile, list[ModelSpec]]:
+    """The models file and every model of the sweep: its entries, then those of its ``hub:``
+    query and of ``--hub-query`` (expanded once into ``<out>/hub-models.yaml``)."""
+    if args.models_file is None and not args.hub_query:
+        raise ModelsFileError("give a models file, or --hub-query")
+    if args.models_file is not None:
+        models = read_models_file(args.models_file)  # an error names the file and line
+    else:
+        models = ModelsFile(Path("--hub-query"), [])
+    query = None
+    if args.hub_query:
+        query = hub.parse_query(args.hub_query, "--hub-query")
+    elif models.hub is not None:
+        query = hub.parse_query(models.hub, models.where("hub"))
+    specs = list(models.specs)
+    if query is not None:
+        specs += hub.expand(query, out)
+    names = [spec.name for spec in specs]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ModelsFileError(f"model name(s) {twice} appear more than once (file and query)")
+    return models, specs
+
+
+def _value_of_passthrough(
+    args: argparse.Namespace, argv: list[str], passthrough: list[str]
+) -> None:
+    """With ``--hub-query`` and no models file, argparse takes the value of an lm-eval flag
+    (``--limit 4``) for the models file: give it back to its flag."""
+    given = args.models_file
+    if not args.hub_query or given is None or Path(given).exists() or given not in argv:
+        return
+    before = argv[argv.index(given) - 1]
+    if before in passthrough and before.startswith("-"):
+        passthrough.insert(passthrough.index(before) + 1, given)
+        args.models_file = None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = parser(_launcher_asked(argv))
     args, passthrough = command.parse_known_args(argv)
+    _value_of_passthrough(args, argv, passthrough)
     check_task_names(["--tasks", args.tasks, *passthrough])  # once, not in every model's run
-    models = read_models_file(args.models_file)  # an error names the file and line: one line
     out = Path(args.out)
+    if args.prefetch < 0:
+        command.error("--prefetch: expected 0 or more")
+    try:
+        models, specs = models_of(args, out)
+    except ModelsFileError as error:
+        print(f"wsc-tasks sweep: error: {error}", file=sys.stderr)
+        return 2
     options = SweepOptions(
         out=out,
         tasks=args.tasks,
@@ -158,11 +225,13 @@ def main(argv: list[str] | None = None) -> int:
         retry_failed=args.retry_failed,
         quiet=args.quiet,
         keep_paths=args.keep_paths,
+        prefetch=args.prefetch,
+        keep_weights=args.keep_weights,
     )
     launcher = launcher_from(args, models, options)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        states = sweep(models.specs, launcher)
+        states = sweep(specs, launcher)
     except Busy as error:
         print(f"wsc-tasks sweep: error: {error}; wait for it or use another --out", file=sys.stderr)
         return 2
@@ -181,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return 0
-    names = [spec.name for spec in models.specs]
+    names = [spec.name for spec in specs]
     board = leaderboard.build(names, out, args.rank_task, args.iters, args.seed)
     paths = leaderboard.save(board, out)
     for name, state in states.items():

@@ -138,12 +138,16 @@ def family_of_config(config: Any) -> Family:
 
 
 @lru_cache(maxsize=8)
-def _detect(pretrained: str, gguf_file: str | None, trust: bool) -> Family:
+def _detect(
+    pretrained: str, gguf_file: str | None, trust: bool, revision: str | None = None
+) -> Family:
     from transformers import AutoConfig
 
     kwargs: dict[str, Any] = {"trust_remote_code": trust}
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
+    if revision:  # the config of the revision that runs (a sweep's pinned commit), not main's
+        kwargs["revision"] = revision
     with gguf_parsed_once():  # the tokenizer is read from the same file
         config = AutoConfig.from_pretrained(pretrained, **kwargs)
     return family_of_config(config)
@@ -155,8 +159,12 @@ def detect(metadata: Mapping[str, Any]) -> Family:
     pretrained = metadata.get("pretrained")
     if not isinstance(pretrained, str):
         return family_of_config(None)
+    revision = metadata.get("revision")
     return _detect(
-        pretrained, metadata.get("gguf_file"), bool(metadata.get("trust_remote_code", False))
+        pretrained,
+        metadata.get("gguf_file"),
+        bool(metadata.get("trust_remote_code", False)),
+        str(revision) if revision else None,
     )
 
 

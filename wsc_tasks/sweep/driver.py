@@ -1,45 +1,85 @@
 """A sweep: which models need a run, hand them to a launcher, watch them end, stop them on Ctrl-C.
 
-The models' folders decide (``folder.status``): done models are skipped, failed ones too unless
-``retry_failed``, stale ones (another request, or changed weights or tokenizer) and the rest are
-run. A run that ends without ``done.json`` or ``error.txt`` (a scheduler killed it) gets an
-``error.txt`` with the launcher's account of how it ended. The sweep holds ``<out>/.sweep/lock``,
+Hub models are pinned to their commit first (``hub.pin``); one that cannot run (gated, remote
+code, unknown) is refused with one line and an ``error.txt`` before any job starts, and the
+others run. The models' folders decide (``folder.status``): done models are skipped, failed
+ones too unless ``retry_failed``, stale ones (another request, changed weights or tokenizer, a
+Hub revision now at another commit) and the rest are run. A run that ends without ``done.json``
+or ``error.txt`` (a scheduler killed it) gets an ``error.txt`` with the launcher's account of how
+it ended. The sweep holds ``<out>/.sweep/lock``,
 so a second sweep on the same folder stops at once naming the first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
+import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from wsc_tasks.paths import read_done
 from wsc_tasks.reporting.progress import ModelLines, progress
 from wsc_tasks.sweep import folder as protocol
+from wsc_tasks.sweep import hub
+from wsc_tasks.sweep.identity import identify
 from wsc_tasks.sweep.launchers.base import Launcher, RunState
 from wsc_tasks.sweep.lock import FileLock, holder_alive
 from wsc_tasks.sweep.models import ModelSpec
-from wsc_tasks.sweep.runner import fingerprint
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 
+def _pin(spec: ModelSpec, out: Path) -> ModelSpec | None:
+    """``spec`` pinned to its Hub commit, or None (refused: one line, and its ``error.txt``)."""
+    folder = out / spec.name
+    try:
+        return hub.pin(spec)
+    except hub.Unresolved as error:
+        done = (read_done(folder) or {}).get("hub")
+        if done:  # offline: whether the revision moved cannot be known; the run made stands
+            log.warning(
+                f"wsc_tasks: sweep: {spec.name}: offline, {done['repo']}@{done['revision']} not "
+                f"in the local cache: its run of commit {done['commit']} is kept ({error})"
+            )
+            return dataclasses.replace(spec, hub=dict(done))
+        _refuse(spec, folder, error)
+    except hub.Refused as error:
+        _refuse(spec, folder, error)
+    return None
+
+
+def _refuse(spec: ModelSpec, folder: Path, error: Exception) -> None:
+    """One line naming what to do, and the model's ``error.txt`` (unless a run of it is under
+    way or finished: its files are not this check's to overwrite)."""
+    log.warning(f"wsc_tasks: sweep: {spec.name}: refused before its run: {error}")
+    if not folder.exists() or (folder / protocol.SWEEP_ERROR).is_file():
+        protocol.write_error(folder, f"{protocol.REFUSED}{error}")
+
+
 def plan(specs: Sequence[ModelSpec], launcher: Launcher) -> tuple[list[ModelSpec], set[str]]:
-    """(models to submit, models an earlier sweep's jobs are still running); every count logged."""
+    """(models to submit, pinned to their Hub commits; models an earlier sweep's jobs are still
+    running); every count logged."""
     options = launcher.options
     adopted = launcher.adopt(specs)
     todo, counts = [], Counter[str]()
-    for spec in specs:
-        if spec.name in adopted:
+    for given in specs:
+        if given.name in adopted:
             counts["queued or running from an earlier sweep"] += 1
             continue
+        spec = _pin(given, options.out)
+        if spec is None:
+            counts["refused (not run)"] += 1
+            continue
         try:
-            key = fingerprint(spec)
+            key = identify(spec).fingerprint
         except SystemExit:  # the default model is missing: its run says so in error.txt
             key = ""
-        found = protocol.status(options.out / spec.name, protocol.request(spec, options), key)
+        asked = protocol.request(spec, options)
+        found = protocol.status(options.out / spec.name, asked, key, spec.hub)
         if found.state == "done" or (found.state == "failed" and not options.retry_failed):
             counts[f"{found.state} (skipped)"] += 1
             continue
@@ -49,6 +89,10 @@ def plan(specs: Sequence[ModelSpec], launcher: Launcher) -> tuple[list[ModelSpec
         todo.append(spec)
     summary = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
     log.info(f"wsc_tasks: sweep: {len(specs)} models with --launcher {launcher.name}: {summary}")
+    todo = hub.mark_shared(todo)
+    bound = hub.disk_bound(todo, launcher.running_at_once(), options.prefetch)
+    if bound:  # what the disk must hold: said where the user sees it, as the submission is
+        print(f"wsc-tasks sweep: {bound}", file=sys.stderr)
     return todo, adopted
 
 
@@ -89,7 +133,8 @@ def _sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
     todo, adopted = plan(specs, launcher)
     if todo:
         launcher.submit(todo)
-    watched = {s.name: s for s in specs if s.name in adopted or s in todo}
+    submitted = {s.name for s in todo}  # pinned: equal to the given spec by name only
+    watched = {s.name: s for s in specs if s.name in adopted or s.name in submitted}
     final: dict[str, str] = {}
     if not launcher.waits:
         word = "not submitted (dry run)" if launcher.dry_run else "queued"

@@ -23,6 +23,7 @@ from wsc_tasks.sweep.models import ModelSpec
 from wsc_tasks.sweep.options import SweepOptions
 
 SPEC, LOG = "spec.json", "log.txt"
+REFUSED = "refused before its run: "  # error.txt's start for a model checked before any job
 BOOKKEEPING = ".sweep"  # under --out: not a model (model names start with a letter or digit)
 
 
@@ -45,6 +46,7 @@ def request(spec: ModelSpec, options: SweepOptions) -> dict[str, Any]:
     model path is written ``<its last component>`` (``hide_model_paths``) unless ``keep_paths``:
     the weights themselves are told apart by the fingerprint."""
     asked = asdict(spec)
+    del asked["hub"]  # the commit is the model's identity (the fingerprint), not the request
     if not options.keep_paths:
         asked["model_args"] = hide_model_paths(spec.model_args)
         asked["metadata"] = {
@@ -72,10 +74,14 @@ def recorded_versions(folder: Path) -> dict[str, Any]:
     return versions if isinstance(versions, dict) else {}
 
 
-def status(folder: Path, asked: dict[str, Any], fingerprint: str) -> Status:
+def status(
+    folder: Path, asked: dict[str, Any], fingerprint: str, hub: dict[str, Any] | None = None
+) -> Status:
     """A model's state from its folder. A ``done.json`` whose request or fingerprint differs is
-    ``stale``: the entry changed, or the weights or tokenizer did, or a task's definition (its
-    version) did since the run (its ``why`` says which)."""
+    ``stale``: the entry changed, or the weights or tokenizer did (for a Hub model: its revision
+    now resolves to another commit), or a task's definition (its version) did since the run (its
+    ``why`` says which). An ``error.txt`` of a model refused before its run is no verdict: the
+    model is checked again (``pending``)."""
     if (folder / SWEEP_DONE).is_file():
         done = read_done(folder) or {}
         if done.get("request") != asked:
@@ -83,6 +89,13 @@ def status(folder: Path, asked: dict[str, Any], fingerprint: str) -> Status:
         recorded = done.get("fingerprint")
         if recorded is None:
             return Status("stale", "its done.json records no model fingerprint (an older sweep)")
+        old = (done.get("hub") or {}).get("commit")
+        if hub and old != hub["commit"]:
+            return Status(
+                "stale",
+                f"{hub['repo']}@{hub['revision']} now resolves to commit {hub['commit']} "
+                f"(the run was of {old or 'an unrecorded commit'})",
+            )
         if recorded != fingerprint:
             return Status(
                 "stale",
@@ -95,6 +108,8 @@ def status(folder: Path, asked: dict[str, Any], fingerprint: str) -> Status:
             return Status("stale", f"task {name} changed (version {old} -> {new}){more}")
         return Status("done")
     if (folder / SWEEP_ERROR).is_file():
+        if error_summary(folder).startswith(REFUSED):
+            return Status("pending")
         return Status("failed")
     return Status("pending")
 
@@ -139,9 +154,18 @@ def versions() -> dict[str, str]:
     return out
 
 
-def write_done(folder: Path, asked: dict[str, Any], fingerprint: str, cost: dict[str, Any]) -> None:
-    """``done.json``, written last: the model counts as finished only once it exists."""
+def write_done(
+    folder: Path,
+    asked: dict[str, Any],
+    fingerprint: str,
+    cost: dict[str, Any],
+    hub: dict[str, Any] | None = None,
+) -> None:
+    """``done.json``, written last: the model counts as finished only once it exists. A Hub
+    model's ``hub`` records its repository, the revision asked and the commit that ran."""
     done = {"request": asked, "fingerprint": fingerprint, "versions": versions(), "cost": cost}
+    if hub:
+        done["hub"] = {key: hub[key] for key in ("repo", "revision", "commit", "url") if key in hub}
     temporary = folder / f".{SWEEP_DONE}.tmp"
     temporary.write_text(json.dumps(done, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     temporary.replace(folder / SWEEP_DONE)

@@ -35,6 +35,8 @@ class ModelSpec:
     model: str = "hf"
     model_args: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    # set by the sweep, not the file: the Hub commit the run is pinned to (``sweep.hub.pin``)
+    hub: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class ModelsFile:
     specs: list[ModelSpec]
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
+    hub: dict[str, Any] | None = None  # a Hub query (``hub:``) whose models join ``specs``
 
     def where(self, section: str) -> str:
         """``FILE:LINE`` of a section, for error messages."""
@@ -118,13 +121,16 @@ def _read_yaml(path: Path, text: str) -> ModelsFile:
     else:
         entries = data
         items = root.value if isinstance(root, yaml.SequenceNode) else []
+    hub = sections.pop("hub", None)
+    if entries is None and hub is not None:
+        entries = []
     if not isinstance(entries, list):
         raise ModelsFileError(f"{path}: expected a list of models (or models: [...])")
     specs = []
     for i, entry in enumerate(entries):
         line = _line(items[i]) if i < len(items) else None
         specs.append(_spec(entry, f"{path}:{line}: model {i + 1}" if line else f"{path}: model"))
-    return ModelsFile(path, specs, sections, lines)
+    return ModelsFile(path, specs, sections, lines, hub)
 
 
 def _read_text(path: Path, text: str) -> ModelsFile:
@@ -162,7 +168,7 @@ def read_models_file(path: str | Path) -> ModelsFile:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ModelsFileError(f"{path}: model name(s) {duplicates} appear more than once")
-    if not found.specs:
+    if not found.specs and found.hub is None:
         raise ModelsFileError(f"{path}: no models")
     return found
 

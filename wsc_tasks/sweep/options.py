@@ -22,6 +22,8 @@ class SweepOptions:
     retry_failed: bool = False
     quiet: bool = False
     keep_paths: bool = False  # local model paths written as given (else <last component>)
+    prefetch: int = 1  # Hub models whose weights are fetched while the current one evaluates
+    keep_weights: bool = False  # keep each Hub model's snapshot in the cache after its run
 
     def to_json(self) -> dict[str, Any]:
         found = asdict(self)
@@ -39,6 +41,8 @@ class SweepOptions:
             retry_failed=bool(data.get("retry_failed", False)),
             quiet=bool(data.get("quiet", False)),
             keep_paths=bool(data.get("keep_paths", False)),
+            prefetch=int(data.get("prefetch", 1)),
+            keep_weights=bool(data.get("keep_weights", False)),
         )
 
 

@@ -1,10 +1,11 @@
 """The single-model code path every launcher runs: one model's ``wsc-tasks run`` into its folder.
 
 Under the model's lock: skip it if done (same request, same fingerprint) or failed (unless
-``retry_failed``), else clear its folder and run ``wsc-tasks run`` in a child process of its own
-(a crash or an out-of-memory kill ends that model only), then write ``done.json`` or
-``error.txt``. A run stopped by a signal (Ctrl-C, a scheduler's requeue or cancel) writes neither,
-so the next sweep runs it again.
+``retry_failed``), else clear its folder, fetch a Hub model's snapshot (and start fetching the
+next models'), run ``wsc-tasks run`` in a child process of its own (a crash or an out-of-memory
+kill ends that model only), then write ``done.json`` or ``error.txt`` and remove the snapshot.
+A run stopped by a signal (Ctrl-C, a scheduler's requeue or cancel) writes neither, so the next
+sweep runs it again.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from wsc_tasks.harness.fingerprint import cache_key
 from wsc_tasks.paths import KEEP_PATHS, SWEEP_RESULTS, include_path, local_model_paths, scrub
 from wsc_tasks.sweep import folder as protocol
+from wsc_tasks.sweep import hub as weights
+from wsc_tasks.sweep.identity import identify
 from wsc_tasks.sweep.lock import Busy, FileLock
 from wsc_tasks.sweep.models import ModelSpec, resolved_args
 from wsc_tasks.sweep.options import Placement, SweepOptions
@@ -48,8 +51,8 @@ def stop_all() -> None:
 
 
 def fingerprint(spec: ModelSpec) -> str:
-    """The model's identity (type, arguments, weight and tokenizer files): ``cache_key``."""
-    return cache_key(spec.model, resolved_args(spec))
+    """The model's identity (type, arguments, weight and tokenizer files or Hub commit)."""
+    return identify(spec).fingerprint
 
 
 def _named_files(spec: ModelSpec) -> dict[str, str]:
@@ -62,8 +65,9 @@ def _named_files(spec: ModelSpec) -> dict[str, str]:
 def run_command(
     spec: ModelSpec, folder: Path, options: SweepOptions, processes: int = 1
 ) -> list[str]:
-    """The ``wsc-tasks run`` command line of one model (under ``accelerate launch`` if asked)."""
-    args = resolved_args(spec)
+    """The ``wsc-tasks run`` command line of one model (under ``accelerate launch`` if asked);
+    a Hub model runs at its pinned commit."""
+    args = weights.run_args(spec, resolved_args(spec))
     command = ["--model", spec.model, "--tasks", options.tasks, "--log_samples"]
     if args:
         command += ["--model_args", args]
@@ -119,29 +123,41 @@ def _run_child(
             _children.discard(child.pid)
 
 
-def run_one(spec: ModelSpec, options: SweepOptions, placement: Placement | None = None) -> str:
-    """Run one model unless it is done; returns done, failed, busy or interrupted."""
+def run_one(
+    spec: ModelSpec,
+    options: SweepOptions,
+    placement: Placement | None = None,
+    ahead: Sequence[ModelSpec] = (),
+) -> str:
+    """Run one model unless it is done; returns done, failed, busy or interrupted. ``ahead``:
+    the next models, whose Hub snapshots are fetched while this one evaluates."""
     placement = placement or Placement()
     folder = options.out / spec.name
     path = protocol.model_lock(options.out, spec.name)
     try:
         with FileLock(path, f"{folder}", wait_s=placement.lock_wait_s) as lock:
-            return _run_locked(spec, options, placement, folder, lock)
+            return _run_locked(spec, options, placement, folder, lock, ahead)
     except Busy as error:
         log.warning(f"wsc_tasks: sweep: {spec.name}: not cleared nor run: {error}")
         return "busy"
 
 
 def _run_locked(
-    spec: ModelSpec, options: SweepOptions, placement: Placement, folder: Path, lock: FileLock
+    spec: ModelSpec,
+    options: SweepOptions,
+    placement: Placement,
+    folder: Path,
+    lock: FileLock,
+    ahead: Sequence[ModelSpec],
 ) -> str:
     asked = protocol.request(spec, options)
     try:
-        key = fingerprint(spec)
+        identity = identify(spec)
     except SystemExit as error:  # e.g. the default model is not installed
         protocol.write_error(folder, f"{error}")
         return "failed"
-    state = protocol.status(folder, asked, key)
+    key = identity.fingerprint
+    state = protocol.status(folder, asked, key, spec.hub)
     if state.state == "done" or (state.state == "failed" and not options.retry_failed):
         log.info(f"wsc_tasks: sweep: {spec.name}: {state.state}, skipped")
         return state.state
@@ -151,12 +167,23 @@ def _run_locked(
         log.info(f"wsc_tasks: sweep: {spec.name}: clearing an earlier {state.state} run")
     stops = _stops[0]
     protocol.start(folder, asked)
+    try:
+        weights.fetch(spec, options.out)
+    except Exception as error:  # noqa: BLE001 - any download error ends this model only
+        protocol.write_error(folder, f"its weights could not be fetched: {error}")
+        log.warning(f"wsc_tasks: sweep: {spec.name} failed: {protocol.error_summary(folder)}")
+        return "failed"
+    weights.prefetch(ahead[: options.prefetch], options.out)
     command = run_command(spec, folder, options, placement.processes)
     log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
-    env = dict(placement.env) if placement.env is not None else None
+    env = weights.env_for_run(spec, placement.env)
     started, clock = time.strftime("%FT%T%z"), time.monotonic()
+    if spec.hub:
+        weights.record(options.out, "run-start", spec)
     code = _run_child(command, folder / protocol.LOG, env, lock, stops)
     wall = time.monotonic() - clock
+    if spec.hub:
+        weights.record(options.out, "run-end", spec)
     if not options.keep_paths:
         local = local_model_paths(_named_files(spec))
         scrub([folder / protocol.LOG], {str(include_path()): "<wsc_tasks.task_configs>", **local})
@@ -164,6 +191,7 @@ def _run_locked(
     if code in STOPPED or _stops[0] != stops:
         log.warning(f"wsc_tasks: sweep: {spec.name}: stopped by a signal; run again next time")
         return "interrupted"
+    weights.remove(spec, options.out, options.keep_weights)
     if code != 0 or not results:
         protocol.write_error(folder, _why(folder / protocol.LOG, code, bool(results)))
         log.warning(f"wsc_tasks: sweep: {spec.name} failed: {protocol.error_summary(folder)}")
@@ -179,7 +207,7 @@ def _run_locked(
     }
     if placement.job:
         cost["job"] = placement.job
-    protocol.write_done(folder, asked, key, cost)
+    protocol.write_done(folder, asked, key, cost, spec.hub)
     return "done"
 
 

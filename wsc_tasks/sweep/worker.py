@@ -18,6 +18,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from wsc_tasks.sweep import hub
 from wsc_tasks.sweep.lock import STALE_S, job_id
 from wsc_tasks.sweep.models import ModelSpec
 from wsc_tasks.sweep.options import Placement, SweepOptions
@@ -38,12 +39,23 @@ def write_manifest(
     path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+def _spec(entry: dict[str, Any]) -> ModelSpec:
+    return ModelSpec(**{k: v for k, v in entry.items() if k != "gpus"})
+
+
 def read_manifest(path: Path, index: int) -> tuple[ModelSpec, SweepOptions, Placement]:
     manifest = json.loads(path.read_text(encoding="utf-8"))
     entry: dict[str, Any] = dict(manifest["models"][index])
-    gpus = float(entry.pop("gpus", 0))
+    gpus = float(entry.get("gpus", 0))
     placement = Placement(str(manifest["launcher"]), gpus, job=job_id(), lock_wait_s=STALE_S + 60)
-    return ModelSpec(**entry), SweepOptions.from_json(manifest["options"]), placement
+    return _spec(entry), SweepOptions.from_json(manifest["options"]), placement
+
+
+def following(path: Path, index: int, count: int) -> list[ModelSpec]:
+    """The ``count`` models after ``index`` in the manifest: their Hub weights are fetched while
+    this job's model evaluates (the next jobs then find them in the cache)."""
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    return [_spec(dict(entry)) for entry in manifest["models"][index + 1 : index + 1 + count]]
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -59,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     spec, options, placement = read_manifest(Path(argv[0]), int(argv[1]))
     print(f"wsc-tasks sweep: {spec.name} (job {placement.job})", flush=True)
-    state = run_one(spec, options, placement)
+    ahead = following(Path(argv[0]), int(argv[1]), options.prefetch)
+    state = run_one(spec, options, placement, ahead)
     print(f"wsc-tasks sweep: {spec.name}: {state}", flush=True)
+    hub.wait_for_prefetches()  # a download cut by the job's end would only be started again
     return EXIT[state]
 
 

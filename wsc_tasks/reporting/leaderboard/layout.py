@@ -93,7 +93,21 @@ def _versions(run: Run, done: dict[str, Any]) -> str | None:
     return ", ".join(parts)
 
 
-def _revision(run: Run) -> str | None:
+def _commit(done: dict[str, Any]) -> Links | str | None:
+    """A swept Hub model's commit, linked to its files on the Hub (``done.json``'s ``hub``)."""
+    hub = done.get("hub") or {}
+    commit = hub.get("commit")
+    if not commit:
+        return None
+    url = hub.get("url")
+    if url and markup.safe_href(url):
+        return Links(((str(commit)[:10], str(url)),))
+    return str(commit)
+
+
+def _revision(run: Run, done: dict[str, Any] | None = None) -> str | None:
+    if done and done.get("hub"):
+        return str(done["hub"].get("revision"))  # the revision asked; its commit has a column
     info = run.info
     if info.sha:
         return f"{info.revision or ''}@{info.sha[:12]}".lstrip("@")
@@ -193,6 +207,9 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
         ["model", "kind", "lm-eval model", "parameters", "precision", "revision",
          "fingerprint", "run date", "versions", COST, "files"],
     )  # fmt: skip
+    hub = any(e.done.get("hub") for e in everyone)  # a Hub sweep: each model's commit, linked
+    if hub:
+        models.columns.insert(models.columns.index("fingerprint"), "commit")
     for entry in everyone:
         if controls:
             control_table.rows.append([entry.label, *[entry.controls.get(c) for c in controls]])
@@ -208,7 +225,8 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
             run.model,
             parameters(run.info.parameters),
             precision(run),
-            _revision(run),
+            _revision(run, done),
+            *([_commit(done)] if hub else []),
             fingerprint[:12] if isinstance(fingerprint, str) else None,
             _date(run),
             _versions(run, done),

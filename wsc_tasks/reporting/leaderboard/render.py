@@ -95,6 +95,9 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
     checked = contamination_columns(board.entries)
     if len(checked.columns) > 1:
         frame = frame.merge(checked, on="model", how="left")
+    if "commit" in frame:  # the whole commit, not the link
+        commits = {e.label: (e.done.get("hub") or {}).get("commit") for e in board.entries}
+        frame["commit"] = [commits.get(str(m)) for m in frame["model"]]
     said = {label: markup.plain(text) for label, text in board.findings}
     frame["finding"] = [said.get(str(m), "") for m in frame["model"]]
     notes = {e.label: "; ".join(e.run.notes()) for e in board.entries}

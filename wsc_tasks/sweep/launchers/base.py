@@ -146,6 +146,10 @@ class Launcher(ABC):
                 values[setting.name] = setting.value(given[setting.name], setting.flag)
         return values
 
+    def running_at_once(self) -> int | None:
+        """How many models can run at once (None: no cap): bounds the Hub snapshots on disk."""
+        return None
+
     def adopt(self, specs: Sequence[ModelSpec]) -> set[str]:
         """The models whose run an earlier sweep left queued or running (not submitted again)."""
         return set()

@@ -91,17 +91,23 @@ class LocalLauncher(Launcher):
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(device)}
         return Placement(launcher=self.name, gpus=share, env=env)
 
-    def _run(self, spec: ModelSpec) -> str:
+    def running_at_once(self) -> int:
+        return len(self.slots)
+
+    def _run(self, spec: ModelSpec, ahead: Sequence[ModelSpec]) -> str:
         slot = self.free.get()
         self.started.add(spec.name)
         try:
-            return runner.run_one(spec, self.options, slot)
+            return runner.run_one(spec, self.options, slot, ahead)
         finally:
             self.free.put(slot)
 
     def submit(self, specs: Sequence[ModelSpec]) -> None:
-        for spec in specs:
-            self.futures[spec.name] = self.pool.submit(self._run, spec)
+        """Queue the runs in order; each fetches the Hub weights of the next ``--prefetch``."""
+        ahead = self.options.prefetch
+        for index, spec in enumerate(specs):
+            following = specs[index + 1 : index + 1 + ahead]
+            self.futures[spec.name] = self.pool.submit(self._run, spec, following)
 
     def states(self) -> dict[str, RunState]:
         found = {}

@@ -102,6 +102,9 @@ class SlurmLauncher(Launcher):
                         "login node, or use --launcher local or ray"
                     )
 
+    def running_at_once(self) -> int | None:
+        return int(self.values["max-parallel"]) or None
+
     # the batch script
 
     def script(self, manifest: Path, size: int) -> str:

@@ -1,0 +1,448 @@
+"""Hub models in a sweep: a query that expands to models, each pinned to its commit, checked before
+any job starts, its weights fetched ahead of its run and removed from the cache after it.
+
+- ``HubQuery``: what ``huggingface_hub.list_models`` filters (author, search, tags, library, sort,
+  limit) and a creation date; ``expand`` writes the models it found into the sweep folder
+  (``hub-models.yaml``), so a later sweep of the same query runs the same models.
+- ``pin``: the commit a model's ``revision`` (default ``main``) resolves to, through the Hub's API
+  when it answers, else the local cache (said in the log); a gated repository without access and
+  remote code (``auto_map`` in ``config.json``) without ``trust_remote_code`` are refused with one
+  line naming what to do. The run is made at ``revision=<commit>`` and the commit is recorded in
+  ``done.json``; a later sweep runs the model again when the revision moved.
+- ``fetch`` / ``prefetch`` / ``remove``: the snapshot of a model downloaded before its run (the
+  next ``--prefetch`` models' while it evaluates) and deleted once its run ended, unless
+  ``--keep-weights``, it was cached before the sweep, or another model of the sweep uses it.
+  Every fetch and removal is a line of ``<out>/.sweep/weights.jsonl`` with its time and the
+  cache's size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from wsc_tasks.sweep.models import ModelsFileError, ModelSpec
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+QUERY_KEYS = ("author", "search", "tags", "library", "sort", "limit", "created_after", "model",
+              "model_args", "trust_remote_code")  # fmt: skip
+EXPANDED = "hub-models.yaml"  # in the sweep folder: the models a query expanded to
+EVENTS = "weights.jsonl"  # in <out>/.sweep/: fetches and removals with the cache's size
+
+
+class Refused(Exception):
+    """A model that cannot run as asked (gated, remote code, unknown); the message says the fix."""
+
+
+class Unresolved(Refused):
+    """Offline, and the revision is not in the local cache: its commit cannot be known."""
+
+
+# -- the query -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class HubQuery:
+    """A Hub search whose results are a sweep's models (``list_models``' filters)."""
+
+    author: str | None = None
+    search: str | None = None
+    tags: tuple[str, ...] = ()
+    library: str | None = None
+    sort: str | None = None
+    limit: int | None = None
+    created_after: str | None = None  # an ISO date: models created on or after it
+    model: str = "hf"  # the lm-eval model type of every model found
+    model_args: str = ""  # added to each model's pretrained=<id>
+    trust_remote_code: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        found = {k: v for k, v in dataclasses.asdict(self).items() if v not in (None, (), "")}
+        if "tags" in found:
+            found["tags"] = list(self.tags)
+        return found
+
+
+def parse_query(given: Mapping[str, Any] | str, where: str) -> HubQuery:
+    """A query from a models file's ``hub:`` section or ``--hub-query 'author=x,limit=5'``; an
+    unknown key or bad value is an error naming ``where``."""
+    if isinstance(given, str):
+        pairs = [item.split("=", 1) for item in given.split(",") if item.strip()]
+        if any(len(pair) != 2 for pair in pairs):
+            raise ModelsFileError(f"{where}: expected KEY=VALUE,… (keys: {', '.join(QUERY_KEYS)})")
+        given = {key.strip(): value.strip() for key, value in pairs}
+    unknown = sorted(set(given) - set(QUERY_KEYS))
+    if unknown:
+        raise ModelsFileError(f"{where}: unknown key(s) {unknown} (keys: {', '.join(QUERY_KEYS)})")
+    values: dict[str, Any] = dict(given)
+    tags = values.get("tags", ())
+    values["tags"] = tuple(tags.split("+") if isinstance(tags, str) else (str(t) for t in tags))
+    try:
+        if values.get("limit") is not None:
+            values["limit"] = int(values["limit"])
+        if values.get("created_after") is not None:
+            values["created_after"] = dt.date.fromisoformat(
+                str(values["created_after"])
+            ).isoformat()
+    except ValueError as error:
+        raise ModelsFileError(f"{where}: {error}") from None
+    if isinstance(values.get("model_args"), dict):
+        values["model_args"] = ",".join(f"{k}={v}" for k, v in values["model_args"].items())
+    trust = str(values.get("trust_remote_code", False)).lower()
+    values["trust_remote_code"] = trust in ("1", "true", "yes")
+    if not any(values.get(key) for key in ("author", "search", "tags", "library")):
+        raise ModelsFileError(f"{where}: a Hub query needs author, search, tags or library")
+    return HubQuery(**values)
+
+
+def _name(repo: str, repos: Sequence[str]) -> str:
+    """The model's folder name: the repository's name, or ``author--name`` when two share it."""
+    short = repo.split("/")[-1]
+    same = sum(other.split("/")[-1] == short for other in repos)
+    return repo.replace("/", "--") if same > 1 else short
+
+
+def search(query: HubQuery) -> list[str]:
+    """The repository ids the Hub lists for ``query``, in its order."""
+    from huggingface_hub import HfApi
+
+    tags = [*query.tags, *([query.library] if query.library else [])]
+    limit = None if query.created_after else query.limit  # the date is filtered here
+    found = HfApi().list_models(
+        author=query.author, search=query.search, filter=tags or None, sort=query.sort, limit=limit
+    )
+    repos = []
+    for info in found:
+        created = info.created_at
+        if query.created_after and (
+            created is None or created.date().isoformat() < query.created_after
+        ):
+            continue
+        repos.append(info.id)
+        if query.limit is not None and len(repos) >= query.limit:
+            break
+    return repos
+
+
+def expand(query: HubQuery, out: Path) -> list[ModelSpec]:
+    """The models of ``query``: those an earlier sweep of the same query wrote into
+    ``<out>/hub-models.yaml``, else the Hub's answer, written there (a sweep is resumed and
+    reproduced with the same models even when the Hub's listing changed)."""
+    path = out / EXPANDED
+    if path.is_file():
+        written = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if written.get("hub") != query.to_json():
+            raise ModelsFileError(
+                f"{path} holds the models of another Hub query ({written.get('hub')}); use "
+                "another --out, or delete the file to query the Hub again"
+            )
+        specs = [ModelSpec(**entry) for entry in written.get("models", [])]
+        log.info(f"wsc_tasks: sweep: {len(specs)} models of the Hub query, as {path} lists them")
+        return specs
+    repos = search(query)
+    if not repos:
+        raise ModelsFileError(f"the Hub query {query.to_json()} found no models")
+    trust = "trust_remote_code=True" if query.trust_remote_code else ""
+    extra = "".join(f",{a}" for a in (query.model_args, trust) if a)
+    specs = [
+        ModelSpec(_name(repo, repos), query.model, f"pretrained={repo}{extra}") for repo in repos
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+    entries = [{"name": s.name, "model": s.model, "model_args": s.model_args} for s in specs]
+    text = yaml.safe_dump({"hub": query.to_json(), "models": entries}, sort_keys=False)
+    path.write_text(text, encoding="utf-8")
+    log.info(f"wsc_tasks: sweep: the Hub query found {len(specs)} models, written to {path}")
+    return specs
+
+
+# -- one model's commit ----------------------------------------------------------------------------
+
+
+def _args(spec: ModelSpec) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in spec.model_args.split(",") if "=" in item)
+
+
+def hub_repo(spec: ModelSpec) -> str | None:
+    """The Hub repository of ``pretrained=`` when it is one (not a local path, not ``default``)."""
+    value = _args(spec).get("pretrained", "")
+    if not value or value.startswith(("/", "~", ".")) or Path(value).expanduser().exists():
+        return None
+    return value if re.fullmatch(r"[\w.-]+/[\w.-]+|[\w.-]+", value) and "/" in value else None
+
+
+def _cache() -> Path:
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def _repo_folder(repo: str) -> Path:
+    return _cache() / f"models--{repo.replace('/', '--')}"
+
+
+def _offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def cached_commit(repo: str, revision: str) -> str | None:
+    """The commit ``revision`` resolves to in the local cache (a commit stands for itself)."""
+    if COMMIT.match(revision):
+        return revision if (_repo_folder(repo) / "snapshots" / revision).is_dir() else None
+    ref = _repo_folder(repo) / "refs" / revision
+    return ref.read_text(encoding="utf-8").strip() if ref.is_file() else None
+
+
+def _trusted(spec: ModelSpec) -> bool:
+    return _args(spec).get("trust_remote_code", "").lower() in ("true", "1", "yes")
+
+
+def _check_config(spec: ModelSpec, repo: str, config: Mapping[str, Any]) -> None:
+    if config.get("auto_map") and not _trusted(spec):
+        raise Refused(
+            f"{repo} runs its own code (auto_map in its config.json): read it, then add "
+            f"trust_remote_code=True to its model_args (or trust_remote_code: true to the query)"
+        )
+
+
+def pin(spec: ModelSpec) -> ModelSpec:
+    """``spec`` with its Hub commit (``spec.hub``) if ``pretrained=`` is a Hub repository, after
+    checking access and remote code; ``Refused`` says why a model cannot run."""
+    repo = hub_repo(spec)
+    if repo is None:
+        return spec
+    revision = _args(spec).get("revision", "main")
+    online = not _offline()
+    commit = None
+    if online:
+        commit = _pin_online(spec, repo, revision)
+    if commit is None:
+        commit = cached_commit(repo, revision)
+        if commit is None:
+            why = "HF_HUB_OFFLINE is set" if not online else "the Hub cannot be reached"
+            raise Unresolved(
+                f"{repo}: {why} and revision {revision} is not in the local cache: run the sweep "
+                "where the Hub answers, or download it first"
+            )
+        log.warning(
+            f"wsc_tasks: sweep: {spec.name}: offline: {repo}@{revision} resolved to {commit} "
+            "from the local cache, not the Hub"
+        )
+        config = _repo_folder(repo) / "snapshots" / commit / "config.json"
+        if config.is_file():
+            _check_config(spec, repo, json.loads(config.read_text(encoding="utf-8")))
+    before = (_repo_folder(repo) / "snapshots" / commit).is_dir() and not _incomplete(repo)
+    hub = {"repo": repo, "revision": revision, "commit": commit, "url": commit_url(repo, commit),
+           "cached_before": before}  # fmt: skip
+    return dataclasses.replace(spec, hub=hub)
+
+
+def commit_url(repo: str, commit: str) -> str:
+    """The page of the commit's files on the Hub (``HF_ENDPOINT``'s)."""
+    from huggingface_hub import constants
+
+    return f"{constants.ENDPOINT.rstrip('/')}/{repo}/tree/{commit}"
+
+
+def _incomplete(repo: str) -> bool:
+    return any((_repo_folder(repo) / "blobs").glob("*.incomplete"))
+
+
+def _pin_online(spec: ModelSpec, repo: str, revision: str) -> str | None:
+    """The commit from the Hub's API (None: the Hub cannot be reached). The model's info carries
+    its config (``auto_map``); a ``HEAD`` of its ``config.json`` is what a gated repository
+    refuses without access (nothing is downloaded)."""
+    import httpx2
+    from huggingface_hub import HfApi, get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    try:
+        info = HfApi().model_info(repo, revision=revision)
+        commit = str(info.sha)
+        get_hf_file_metadata(hf_hub_url(repo, "config.json", revision=commit))
+    except GatedRepoError:
+        raise Refused(
+            f"{repo} is gated: accept its terms on the Hub, then give a token with access "
+            "(HF_TOKEN=… or hf auth login)"
+        ) from None
+    except RevisionNotFoundError:
+        raise Refused(
+            f"{repo} has no revision {revision!r}: fix revision= in its model_args"
+        ) from None
+    except RepositoryNotFoundError:
+        raise Refused(
+            f"{repo} is not on the Hub, or private: check the id, or give a token with access "
+            "(HF_TOKEN=…)"
+        ) from None
+    except (httpx2.ConnectError, httpx2.TimeoutException, OfflineModeIsEnabled):
+        return None
+    _check_config(spec, repo, info.config or {})
+    return commit
+
+
+def run_args(spec: ModelSpec, args: str) -> str:
+    """``args`` at the pinned commit: ``revision=<commit>`` instead of a branch or tag."""
+    if not spec.hub:
+        return args
+    kept = [item for item in args.split(",") if item and not item.startswith("revision=")]
+    return ",".join([*kept, f"revision={spec.hub['commit']}"])
+
+
+# -- weights ---------------------------------------------------------------------------------------
+
+
+def cache_size() -> int:
+    """Bytes of the Hugging Face cache's model files (blobs, incomplete downloads included)."""
+    root = _cache()
+    return sum(p.stat().st_size for p in root.glob("models--*/blobs/*") if p.is_file())
+
+
+def record(out: Path, event: str, spec: ModelSpec, **more: Any) -> None:
+    """One line of ``<out>/.sweep/weights.jsonl``: what happened to whose weights, when, and the
+    cache's size right after."""
+    path = out / ".sweep" / EVENTS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = {"time": round(time.time(), 3), "event": event, "model": spec.name,
+            "cache_bytes": cache_size(), **more}  # fmt: skip
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line, sort_keys=True) + "\n")
+
+
+_fetching: dict[str, Future[None]] = {}  # commit -> its download in this process
+_guard = threading.Lock()
+_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="wsc-prefetch")
+
+
+def _download(spec: ModelSpec, out: Path, why: str) -> None:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.utils import disable_progress_bars
+
+    disable_progress_bars()  # the sweep has its own; a bar per file of each model is noise
+    hub = spec.hub
+    record(out, "fetch-start", spec, why=why)
+    clock = time.monotonic()
+    snapshot_download(hub["repo"], revision=hub["commit"])
+    if not COMMIT.match(hub["revision"]):  # as a download by branch would: offline, main resolves
+        ref = _repo_folder(hub["repo"]) / "refs" / hub["revision"]
+        ref.parent.mkdir(parents=True, exist_ok=True)
+        ref.write_text(hub["commit"], encoding="utf-8")
+    record(out, "fetch-end", spec, why=why, seconds=round(time.monotonic() - clock, 3))
+
+
+def _start(spec: ModelSpec, out: Path, why: str) -> Future[None]:
+    with _guard:
+        future = _fetching.get(spec.hub["commit"])
+        if future is None or (future.done() and future.exception() is not None):
+            future = _pool.submit(_download, spec, out, why)
+            _fetching[spec.hub["commit"]] = future
+        return future
+
+
+def fetch(spec: ModelSpec, out: Path) -> None:
+    """The model's snapshot in the cache before its run (waits for a prefetch under way)."""
+    if spec.hub and not _offline():
+        _start(spec, out, "its run").result()
+
+
+def prefetch(specs: Sequence[ModelSpec], out: Path) -> list[Future[None]]:
+    """Start downloading the snapshots of ``specs`` (the next models) in the background; a model
+    whose run has started (``spec.json`` in its folder: it fetches its own) is left alone, so a
+    snapshot is never fetched again after its run removed it."""
+    if _offline():
+        return []
+    return [
+        _start(spec, out, "ahead")
+        for spec in specs
+        if spec.hub and not (out / spec.name / "spec.json").exists()
+    ]
+
+
+def remove(spec: ModelSpec, out: Path, keep_weights: bool) -> None:
+    """Delete the model's snapshot once its run ended, unless it must stay (logged either way)."""
+    hub = spec.hub
+    if not hub:
+        return
+    keep = ("--keep-weights" if keep_weights else
+            "it was in the cache before the sweep" if hub.get("cached_before") else
+            "another model of the sweep uses it" if hub.get("shared") else "")  # fmt: skip
+    if keep:
+        log.info(f"wsc_tasks: sweep: {spec.name}: weights kept in the cache ({keep})")
+        return
+    from huggingface_hub import scan_cache_dir
+
+    with _guard:
+        _fetching.pop(hub["commit"], None)
+    strategy = scan_cache_dir().delete_revisions(hub["commit"])
+    strategy.execute()
+    record(out, "removed", spec, freed=strategy.expected_freed_size)
+    log.info(
+        f"wsc_tasks: sweep: {spec.name}: removed {hub['repo']}@{hub['commit'][:12]} from the "
+        f"cache ({strategy.expected_freed_size / 1e6:.1f} MB)"
+    )
+
+
+def mark_shared(specs: Sequence[ModelSpec]) -> list[ModelSpec]:
+    """``hub['shared']`` on models whose commit another model of the sweep also runs: their
+    weights stay until the sweep's end rather than being fetched twice."""
+    commits = [s.hub.get("commit") for s in specs if s.hub]
+    return [
+        dataclasses.replace(s, hub={**s.hub, "shared": True})
+        if s.hub and commits.count(s.hub["commit"]) > 1
+        else s
+        for s in specs
+    ]
+
+
+def disk_bound(specs: Sequence[ModelSpec], running: int | None, ahead: int) -> str:
+    """The sentence that states how many snapshots can be on disk at once, and their size."""
+    hub = [s for s in specs if s.hub]
+    if not hub:
+        return ""
+    if running is None:
+        return (
+            f"weights: {len(hub)} Hub models, {ahead} fetched ahead of each run; no bound on "
+            "the snapshots on disk at once without a cap on the models running (--max-parallel)"
+        )
+    most = min(len(hub), running + running * ahead)
+    return (
+        f"weights: {len(hub)} Hub models, each fetched before its run and {ahead} ahead, removed "
+        f"after it: at most {most} snapshots on disk at once ({running} running + {ahead} ahead "
+        f"of each)"
+    )
+
+
+def env_for_run(spec: ModelSpec, env: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The run's environment: offline once its snapshot is in the cache (nothing downloads
+    while the model evaluates, and a moved branch cannot change what it loads)."""
+    if not spec.hub:
+        return dict(env) if env is not None else None
+    return {**(env if env is not None else os.environ), "HF_HUB_OFFLINE": "1"}
+
+
+def wait_for_prefetches() -> None:
+    """Wait until the downloads this process started have ended (a scheduler's job, before it
+    exits); their errors are left to the models' own fetch."""
+    with _guard:
+        pending = list(_fetching.values())
+    for future in pending:
+        future.exception()
