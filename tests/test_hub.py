@@ -151,12 +151,13 @@ def test_a_query_sweep_pins_commits_fetches_ahead_clears_behind_and_refuses_earl
         assert sorted(removed) == ["gpt2-a", "gpt2-b", "gpt2-c", "gpt2-d"]
         assert _blobs(home) == [] and events[-1]["cache_bytes"] == 0
         assert "at most 2 snapshots on disk at once (1 running + 1 ahead of each)" in first.stderr
-        # the leaderboard shows and links each commit
+        # the leaderboard shows each commit (linked only to an https: Hub: this one is http:)
         with (out / "leaderboard.csv").open() as handle:
             rows = {row["model"]: row for row in csv.DictReader(handle)}
         assert rows["gpt2-b"]["commit"] == shas["tiny/gpt2-b"]
         board = (out / "leaderboard.md").read_text()
-        assert f"[{shas['tiny/gpt2-c'][:10]}]({server.url}/tiny/gpt2-c/tree/" in board
+        assert f"| {shas['tiny/gpt2-c'][:10]}" in board or shas["tiny/gpt2-c"] in board
+        assert f"]({server.url}" not in board  # no link to a plain-http address
 
         # main of one repository moves: that model runs again, at the new commit, and says so
         moved = server.push("tiny/gpt2-b", folders["b2"])
@@ -281,3 +282,17 @@ def test_a_query_sweep_on_slurm_fetches_ahead_in_each_job_and_clears_behind(
         assert sorted(e["model"] for e in events if e["event"] == "removed") == [
             "gpt2-a", "gpt2-b", "gpt2-c", "gpt2-d"]  # fmt: skip
         assert _blobs(home) == []
+
+
+def test_the_models_table_links_a_commit_on_an_https_hub_only():
+    from wsc_tasks.reporting.leaderboard.layout import _commit
+    from wsc_tasks.reporting.tables import Links
+
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    url = f"https://huggingface.co/org/name/tree/{sha}"
+    linked = _commit({"hub": {"commit": sha, "url": url}})
+    assert isinstance(linked, Links) and linked.items == ((sha[:10], url),)
+    assert _commit({"hub": {"commit": sha, "url": "javascript:alert(1)"}}) == sha
+    plain = f"http://127.0.0.1:9/org/name/tree/{sha}"
+    assert _commit({"hub": {"commit": sha, "url": plain}}) == sha
+    assert _commit({}) is None
