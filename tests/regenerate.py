@@ -6,7 +6,8 @@
 What it writes, each with the command a test compares against (``OUTPUTS``):
 
 - ``results/report/``: ``wsc-tasks report`` on the committed lm-eval folders of the sweep
-  (``tests/test_report.py``, byte for byte but for the figures' pixels);
+  (``tests/test_report.py``, byte for byte but for the figures' pixels), and the findings it
+  copies into ``results/README.md`` (``tests/test_results_prose.py``);
 - ``results/leaderboard.md|csv|html``: ``wsc-tasks leaderboard results`` (no model runs);
 - ``results/smollm2-135m/summary.md``: ``wsc-tasks summary`` of the main job;
 - ``tests/fixtures/reference_metrics.json``: the chance model's every metric
@@ -60,8 +61,9 @@ def _cli(argv: list[str]) -> None:
 def _report(root: Path) -> list[Path]:
     out = root / RESULTS / "report"
     shutil.rmtree(out, ignore_errors=True)  # a table no section writes any more goes too
-    _cli(report_argv(root / RESULTS, out))
-    return [out]
+    readme = root / RESULTS / "README.md"  # its findings block is the report's findings
+    _cli([*report_argv(root / RESULTS, out), "--readme", str(readme)])
+    return [out, readme]
 
 
 def _leaderboard(root: Path) -> list[Path]:
