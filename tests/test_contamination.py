@@ -22,8 +22,14 @@ from wsc_tasks.data import canonical, catalog
 from wsc_tasks.harness.contamination import ContaminationTask
 from wsc_tasks.metrics import contamination, multiple, registry
 from wsc_tasks.metrics.registry import Key, TaskKind
-from wsc_tasks.reporting import findings, leaderboard, runs
+from wsc_tasks.reporting import findings, leaderboard, markup, runs
 from wsc_tasks.reporting.sections import contamination as contamination_section
+
+
+def said_md(said):
+    """Sentences as report.md shows them (task names in code spans): the rules mark them."""
+    return markup.markdown(said) if isinstance(said, str) else [markup.markdown(s) for s in said]
+
 
 # the CI check: the first LIMIT shards of WSC273 cut in SHARDS, PERMUTATIONS shuffles each
 SHARDS, LIMIT, PERMUTATIONS = 34, 12, 5
@@ -223,12 +229,12 @@ def test_report_leaderboard_and_findings_say_it(models, tmp_path):
         assert checks[run.label][0].p == pytest.approx(row["contamination_p,none"])
     untouched = findings.Model("untouched", contamination=checks["untouched"])
     tuned = findings.Model("fine-tuned", contamination=checks["fine-tuned"])
-    assert findings.contamination(untouched)[0].startswith(
+    assert said_md(findings.contamination(untouched))[0].startswith(
         "No evidence of contamination on `wsc273_schemas` (p = "
     )
-    said = findings.contamination(tuned)[0]
+    said = said_md(findings.contamination(tuned))[0]
     assert said.startswith("On `wsc273_schemas` the canonical order is more likely than shuffles")
-    assert "likely contaminated" in findings.brief(tuned)
+    assert "likely contaminated" in said_md(findings.brief(tuned))
     # the report: its section and the findings' sentence
     assert report.main([f"untouched={models['untouched']}", f"tuned={models['fine-tuned']}",
                         "--iters", "200", "--out", str(tmp_path / "report")]) == 0  # fmt: skip
@@ -275,7 +281,7 @@ def test_contamination_sentences_by_the_findings_rule():
     assert multiple.holm([c.two_sided for c in model.contamination]) == pytest.approx(
         [0.02, 0.4, 0.012]
     )
-    said = findings.contamination(model)
+    said = said_md(findings.contamination(model))
     assert said[0] == (
         "On `a` the canonical order is more likely than shuffles: p = .01 (Holm over the 3 files "
         "checked: p = .02); +0.0100 nats/token [+0.0020, +0.0180], 16 shards. The model has "
@@ -288,13 +294,13 @@ def test_contamination_sentences_by_the_findings_rule():
         "distinguishable from shuffles (this does not show the files unseen)."
     )
     alone = findings.Model("m", contamination=(file("a", 0.01),))  # two-sided .02
-    assert findings.contamination(alone)[0].startswith("On `a`")
+    assert said_md(findings.contamination(alone))[0].startswith("On `a`")
     # beside three others at .5 its Holm p is .08: no evidence
     four = (file("a", 0.01), *(file(x, 0.5) for x in "bcd"))
-    assert findings.contamination(findings.Model("m", contamination=four))[0].startswith(
+    assert said_md(findings.contamination(findings.Model("m", contamination=four)))[0].startswith(
         "No evidence of contamination on `a` (p = .02), `b`"
     )
     # the interval must lie above 0 too (the findings' rule)
     crossing = findings.Model("m", contamination=(file("a", 0.01, low=-0.001),))
-    assert findings.contamination(crossing)[0].startswith("No evidence")
-    assert findings.contamination(findings.Model("m")) == []
+    assert said_md(findings.contamination(crossing))[0].startswith("No evidence")
+    assert said_md(findings.contamination(findings.Model("m"))) == []

@@ -13,10 +13,11 @@ import math
 from wsc_tasks.data import canonical
 from wsc_tasks.metrics import contamination, multiple, registry
 from wsc_tasks.metrics.registry import TaskKind
-from wsc_tasks.metrics.stats import format_p
+from wsc_tasks.metrics.stats import Estimate, format_p
 from wsc_tasks.reporting import findings
+from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.runs import Run, TaskRun
-from wsc_tasks.reporting.sections import Context, Section
+from wsc_tasks.reporting.sections import Context, Figure, Section
 from wsc_tasks.reporting.tables import Table
 
 ORDER = 75
@@ -95,6 +96,31 @@ def rows(run: Run) -> list[tuple[str, TaskRun, findings.Contamination, float]]:
     return [(run.label, t, c, q) for (t, c), q in zip(kept, adjusted, strict=True)]
 
 
+def figure(found: list[tuple[str, TaskRun, findings.Contamination, float]]) -> Figure:
+    """Each model's effect on each file with its 95% interval, against 0 (no preference for the
+    published order)."""
+    bars = [
+        Bar(
+            "effect",
+            check.dataset,
+            label,
+            Estimate(
+                check.effect, check.low, check.high, math.nan, check.two_sided, 0.0, check.shards, 0
+            ),
+        )  # fmt: skip
+        for label, _, check, _ in found
+    ]
+    return Figure(
+        "contamination",
+        bars,
+        "Is the published order more likely than shuffles?",
+        "The contamination check: canonical minus mean shuffled log-likelihood per token (nats), "
+        "with its 95% interval; 0: no preference for the published order",
+        chance={"effect": 0.0},
+        xlabel="nats per token",
+    )
+
+
 def build(context: Context) -> Section:
     section = Section("Has the model seen the test? The contamination check (Oren et al. 2024)")
     found = [row for run in context.runs for row in rows(run)]
@@ -105,6 +131,7 @@ def build(context: Context) -> Section:
         )
         return section
     section.tables.append(table(found))
+    section.figures.append(figure(found))
     section.text = (
         "If a model never saw a file, every order of its schemas is equally likely to it; a model "
         "trained on the published copy finds the published order more likely. Each file is cut "
