@@ -126,8 +126,8 @@ def build(context: Context) -> Section:
     found = [row for run in context.runs for row in rows(run)]
     if not found:
         section.skipped = (
-            "needs a contamination task (--tasks contamination_suite, or one file's "
-            "<dataset>_contamination)"
+            "needs a contamination task (`--tasks contamination_suite`, or one file's "
+            "`<dataset>_contamination`)"
         )
         return section
     section.tables.append(table(found))
