@@ -37,33 +37,34 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
     found = argparse.ArgumentParser(
         prog="wsc-tasks sweep",
         usage="wsc-tasks sweep MODELS_FILE [--out DIR] [--launcher L] [options] [lm_eval flags…]",
-        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30),
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=32),
         description="Run lm-eval on every model of MODELS_FILE (resumable) and write "
         "<out>/leaderboard.md, .csv and .html. Unknown flags go to every lm-eval run.",
-        epilog=f"Settings of another launcher: wsc-tasks sweep --launcher {'|'.join(others)} "
-        "--help (README: Sweeps on a cluster).",
+        epilog=f"Another launcher's settings: --launcher {'|'.join(others)} --help (README: Sweeps "
+        "on a cluster).",
     )
     found.add_argument(
         "models_file",
         nargs="?",
-        help="YAML or text list of models (see wsc_tasks.sweep); optional with --hub-query",
+        help="YAML or text list of models (README: sweeps); optional with --hub-query",
     )
     found.add_argument(
         "--hub-query",
-        help="models from the Hub: KEY=VALUE,… with author, search, tags (a+b), library, sort, "
-        "limit, created_after (YYYY-MM-DD), model_args, trust_remote_code; written to "
-        "<out>/hub-models.yaml",
+        metavar="K=V,…",
+        help="models from the Hub (keys: author, search, tags, library, sort, limit, "
+        "created_after, model, model_args, trust_remote_code; README: sweeps)",
     )
     found.add_argument(
         "--prefetch",
         type=int,
         default=1,
-        help="Hub models whose weights download while the current one evaluates (default 1)",
+        metavar="N",
+        help="Hub models downloading while one evaluates (default 1)",
     )
     found.add_argument(
         "--keep-weights",
         action="store_true",
-        help="keep each Hub model's snapshot in the cache after its run (default: removed)",
+        help="keep Hub weights in the cache after a run (default: removed)",
     )
     found.add_argument(
         "--out", default="results", metavar="DIR", help="one folder per model (default results)"
