@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import wsc_tasks.reporting.leaderboard.cache as cache
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ratios, stats
 from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC, TaskKind
 from wsc_tasks.paths import CHANCE_MODEL, SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS
 from wsc_tasks.reporting import findings
 from wsc_tasks.reporting.estimates import chance
-from wsc_tasks.reporting.leaderboard import cache
 from wsc_tasks.reporting.runs import Run, load_run
 from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import Delta, Interval
