@@ -30,14 +30,18 @@ from wsc_tasks.harness import chance  # noqa: F401  registers wsc-chance
 LIMIT = 10  # lm-eval's ``limit`` fixture
 GROUPS = ["wsc_group", "wsc266_suite", "wsc266_perturbations", "winogrande_suite",
           "reid250_suite", "zeroshot_suite"]  # fmt: skip
-ALL_TASKS = sorted(our_task_names() - set(GROUPS))  # every task YAML of the package
+OPTIONAL = "contamination_suite"  # beside wsc_group, not in it (it needs rolling log-likelihoods)
+CHECKS = sorted(name for name in our_task_names() if name.endswith("_contamination"))
+# every task YAML of wsc_group; with CHECKS, every task of the package
+ALL_TASKS = sorted(our_task_names() - set(GROUPS) - {OPTIONAL} - set(CHECKS))
 
 
 @pytest.fixture(scope="module")
 def tasks(tiny_gpt2_dir, data_dir, task_manager) -> dict:
-    """Every task, loaded through ``wsc_group`` as lm-eval's ``task_class`` loads them; the
-    tokenizer named in the metadata, as lm-eval's test builds requests without a model."""
-    return task_manager(tokenizer=str(tiny_gpt2_dir)).load(["wsc_group"])["tasks"]
+    """Every task, loaded through ``wsc_group`` and the contamination suite as lm-eval's
+    ``task_class`` loads them; the tokenizer named in the metadata, as lm-eval's test builds
+    requests without a model."""
+    return task_manager(tokenizer=str(tiny_gpt2_dir)).load(["wsc_group", OPTIONAL])["tasks"]
 
 
 def _docs(task) -> list[dict]:
@@ -47,11 +51,14 @@ def _docs(task) -> list[dict]:
 
 def test_wsc_group_holds_every_task_and_group(tasks, task_manager):
     loaded = task_manager().load(["wsc_group"])
-    assert set(tasks) == set(ALL_TASKS)
+    assert set(tasks) == set(ALL_TASKS) | set(CHECKS)
+    assert set(loaded["tasks"]) == set(ALL_TASKS)
     assert {group.name for group in loaded["groups"].values()} == set(GROUPS)
+    checks = task_manager().load([OPTIONAL])
+    assert set(checks["tasks"]) == set(CHECKS)
 
 
-@pytest.mark.parametrize("name", ALL_TASKS)
+@pytest.mark.parametrize("name", ALL_TASKS + CHECKS)
 def test_task_checks_of_lm_evals_test_tasks(tasks, name):
     task = tasks[name]
     task.download(task.config.dataset_kwargs)
@@ -75,7 +82,10 @@ def test_task_checks_of_lm_evals_test_tasks(tasks, name):
         if text and task.config.target_delimiter.isspace():
             assert not text[-1].isspace()
         target = task.doc_to_target(doc)
-        assert isinstance(target, list) and all(isinstance(x, int) for x in target)
+        if task.OUTPUT_TYPE == "loglikelihood_rolling":  # a whole text scored: no target
+            assert isinstance(target, str)
+        else:
+            assert isinstance(target, list) and all(isinstance(x, int) for x in target)
     requests = [task.construct_requests(doc=doc, ctx=task.doc_to_text(doc)) for doc in docs]
     assert len(requests) == LIMIT and all(requests)
     task.build_all_requests(rank=1, limit=LIMIT, world_size=1)
