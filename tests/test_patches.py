@@ -143,6 +143,7 @@ def test_lm_eval_still_scores_a_shorter_cache_hit_wrongly(tiny_gpt2_dir, monkeyp
 
     patches.apply()
     monkeypatch.setattr(Collator, "get_cache", patches.original(Collator, "get_cache"))
+    monkeypatch.setenv(patches.PER_REQUEST_ENV, "1")  # lm-eval's own loop, not section 18's
     lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=1)
     alone = _lls(lm, SHORT)
     assert _lls(lm, SHORT + LONG)[:2] != alone, _gone("1. slice_cache_hits")
