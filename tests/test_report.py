@@ -236,7 +236,7 @@ def test_reports_name_a_local_model_by_its_folder_unless_keep_paths(folders, tmp
         argv = [str(copy), "--iters", "20", "--quiet", "--out", str(tmp_path / out), *extra]
         assert report.main(argv) == 0
     for name, shown in (
-        ("report.md", "tokenizer=&lt;tok&gt;"),
+        ("report.md", "tokenizer=&lt;tok>"),
         ("report.html", "tokenizer=&lt;tok&gt;"),
     ):
         hidden = (tmp_path / "hidden" / name).read_text()
