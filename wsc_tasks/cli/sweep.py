@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         models, specs = models_of(args, out)
     except ModelsFileError as error:
-        print(f"wsc-tasks sweep: error: {error}", file=sys.stderr)
+        print(f"wsc-tasks: error: {error}", file=sys.stderr)
         return 2
     options = SweepOptions(
         out=out,
