@@ -99,7 +99,7 @@ def test_a_task_without_samples_is_reported_without_intervals(folders, tmp_path)
 
 def test_mismatching_samples_get_no_interval(folders, tmp_path):
     copy = tmp_path / "copy"
-    for path in folders[0].rglob("*.*"):
+    for path in _run_files(folders[0]):
         target = copy / path.relative_to(folders[0])
         target.parent.mkdir(parents=True, exist_ok=True)
         text = path.read_text()
@@ -152,8 +152,14 @@ def test_committed_report_regenerates_byte_for_byte(tmp_path):
         assert made[name] == content, name
 
 
+def _run_files(folder: Path) -> list[Path]:
+    """lm-eval's files of a run, not the summaries a report or leaderboard wrote beside them."""
+    written = ("wsc_summary_", "wsc_leaderboard_")
+    return [p for p in folder.rglob("*.*") if not p.name.startswith(written)]
+
+
 def _copy(folder: Path, target: Path, edit=None) -> Path:
-    for path in folder.rglob("*.*"):
+    for path in _run_files(folder):
         out = target / path.relative_to(folder)
         out.parent.mkdir(parents=True, exist_ok=True)
         text = path.read_text()
