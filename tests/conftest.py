@@ -120,6 +120,17 @@ def task_manager():
     return build
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _lm_eval_logging_once():
+    """lm-eval binds its one log handler to whatever ``sys.stderr`` is when a run first sets up
+    logging; set up here, that is the session's stream, as in a command-line process, not the
+    stream of whichever test came first (closed when that test ends, so every later log line
+    would print a "Logging error" traceback into another test's stderr)."""
+    from lm_eval.utils import setup_logging
+
+    setup_logging()
+
+
 @pytest.fixture(autouse=True)
 def _lm_eval_logs_reach_caplog():
     """lm-eval's CLI stops its ``lm_eval`` logger propagating to the root logger once a run set
