@@ -132,6 +132,29 @@ def test_false_positive_rate_by_simulation(shards):
         assert rate < ALPHA + 0.004
 
 
+@pytest.mark.parametrize("m", [1, 2, 4])
+@pytest.mark.parametrize("shards", [8, 15, 16])
+def test_false_positive_rate_with_few_shuffles(shards, m):
+    """Fewer shuffles per shard cost power, not validity: with m = 1 the shard's d_i is the
+    difference of two i.i.d. draws, symmetric about 0, where the t-test is at its most exact.
+    Vectorised over 40,000 simulated checks (2 standard errors at α: ±0.0022) for the shard
+    counts of the SmolLM2 runs with reduced shuffles, and 8 shards (a --limit run)."""
+    from scipy import stats as scipy_stats
+
+    rng = np.random.default_rng(11)
+    sims = 40_000
+    for draw in (rng.gumbel, rng.lognormal):
+        ll = draw(size=(sims, shards, 1 + m))
+        d = ll[:, :, 0] - ll[:, :, 1:].mean(axis=2)
+        t = d.mean(axis=1) / (d.std(axis=1, ddof=1) / math.sqrt(shards))
+        rate = float(np.mean(scipy_stats.t.sf(t, shards - 1) < ALPHA))
+        print(f"{draw.__name__}, {shards} shards, {m} shuffles: rate {rate:.4f} at α = {ALPHA}")
+        assert rate < ALPHA + 0.0022, (draw.__name__, shards, m, rate)
+        assert contamination.sharded_test(list(d[0])).p == pytest.approx(
+            float(scipy_stats.t.sf(t[0], shards - 1))
+        )
+
+
 # -- tiny models through lm-eval: flagged after fine-tuning, not before ----------------------------
 @pytest.fixture(scope="module")
 def one_thread():
