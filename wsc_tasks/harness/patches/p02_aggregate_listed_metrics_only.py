@@ -10,12 +10,9 @@ from wsc_tasks.harness.patches.base import (
     _replace,
     is_our_task,
     log,
+    original,
 )
 from wsc_tasks.harness.patches.p14_leave_out_undefined_metrics import leave_out_undefined
-
-PATCH = Patch(
-    "aggregate_listed_metrics_only", "lm_eval.evaluator_utils._compute_task_aggregations", TESTED
-)
 
 
 # lm-eval aggregates (with ``mean`` and a warning, if the task names no aggregation) every key
@@ -42,3 +39,28 @@ def _aggregate_listed_metrics_only() -> None:
         return aggregated, size
 
     _replace(evaluator_utils, "_compute_task_aggregations", compute)
+
+
+def lm_eval_aggregates_every_logged_metric() -> bool:
+    """lm-eval's ``_compute_task_aggregations`` aggregates a key the task does not list."""
+    from lm_eval import evaluator_utils
+    from lm_eval.api.metrics import mean
+
+    class Task:
+        task_name = "t"
+
+        def aggregation(self) -> dict[str, object]:
+            return {"acc": mean}
+
+    compute = original(evaluator_utils, "_compute_task_aggregations")
+    raw = {("acc", "none"): [1.0, 0.0], ("acc_logged_only", "none"): [1.0, 1.0]}
+    aggregated, _ = compute(Task(), raw, bootstrap_iters=0)
+    return "acc_logged_only,none" in aggregated
+
+
+PATCH = Patch(
+    "aggregate_listed_metrics_only",
+    "lm_eval.evaluator_utils._compute_task_aggregations",
+    TESTED,
+    still_needed=lm_eval_aggregates_every_logged_metric,
+)

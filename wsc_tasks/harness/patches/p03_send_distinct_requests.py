@@ -13,11 +13,13 @@ from wsc_tasks.harness.patches.base import (
     _replace,
     log,
 )
-from wsc_tasks.harness.patches.p04_remember_tokens import _encode_in_one_batch, _remember_tokens
+from wsc_tasks.harness.patches.p04_remember_tokens import (
+    _encode_in_one_batch,
+    _remember_tokens,
+    recording_template_lm,
+)
 from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import warn_unkeyed_request_cache
 from wsc_tasks.harness.patches.p13_tasks_meet_the_model import meet_the_model
-
-PATCH = Patch("send_distinct_requests", "lm_eval.evaluator.evaluate", TESTED)
 
 
 # lm-eval passes the loglikelihood requests of all tasks to the model in one call, duplicates
@@ -79,3 +81,21 @@ def _send_distinct_requests() -> None:
             del lm.loglikelihood
 
     _replace(evaluator, "evaluate", evaluate)
+
+
+def lm_eval_sends_every_duplicate() -> bool:
+    """lm-eval's ``TemplateLM.loglikelihood`` sends the same request three times when given it
+    three times."""
+    from lm_eval.api.instance import Instance
+
+    lm = recording_template_lm()
+    lm.loglikelihood([Instance("loglikelihood", {}, ("a b", " c"), 0) for _ in range(3)])
+    return len(lm.sent) == 3
+
+
+PATCH = Patch(
+    "send_distinct_requests",
+    "lm_eval.evaluator.evaluate",
+    TESTED,
+    still_needed=lm_eval_sends_every_duplicate,
+)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from wsc_tasks.harness.patches.base import (
     TESTED,
     Patch,
     _replace,
+    original,
 )
-
-PATCH = Patch("remember_tokens", "lm_eval.models.huggingface.HFLM.tok_encode", TESTED)
 
 
 # ``TemplateLM._encode_pair`` makes two tokenizer calls per request, one text at a time. An HF
@@ -75,3 +74,74 @@ def _remember_tokens() -> None:
         return list(memo[key])
 
     _replace(HFLM, "tok_encode", tok_encode)
+
+
+class RecordingTemplateLM(Protocol):
+    encoded: list[str]
+    sent: list[object]
+
+    def loglikelihood(self, requests: list[object]) -> list[tuple[float, bool]]: ...
+
+
+def recording_template_lm() -> RecordingTemplateLM:
+    """An lm-eval ``TemplateLM`` that records the texts it encodes and the requests it scores."""
+    from lm_eval.api.model import TemplateLM
+
+    class Recorder(TemplateLM):
+        eot_token_id = 0
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoded: list[str] = []
+            self.sent: list[object] = []
+
+        def tok_encode(self, string: str, **kwargs: object) -> list[int]:
+            self.encoded.append(string)
+            return [ord(c) for c in string]
+
+        def _loglikelihood_tokens(
+            self, requests: list[object], **kwargs: object
+        ) -> list[tuple[float, bool]]:
+            self.sent.extend(requests)
+            return [(0.0, False)] * len(requests)
+
+        def loglikelihood_rolling(self, requests: list[object], **kwargs: object) -> list[float]:
+            raise NotImplementedError
+
+        def generate_until(self, requests: list[object], **kwargs: object) -> list[str]:
+            raise NotImplementedError
+
+    recorder: RecordingTemplateLM = Recorder()
+    return recorder
+
+
+def lm_eval_encodes_a_text_again_on_every_call() -> bool:
+    """lm-eval's ``TemplateLM`` makes two tokenizer calls a request, and ``HFLM.tok_encode``
+    calls the tokenizer again for a text it has encoded before."""
+    from types import SimpleNamespace
+
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    lm = recording_template_lm()
+    lm.loglikelihood([Instance("loglikelihood", {}, ("a b", " c"), 0) for _ in range(3)])
+    calls: list[str] = []
+
+    def encode(text: str, **kwargs: object) -> list[int]:
+        calls.append(text)
+        return [1, 2]
+
+    tokenizer = SimpleNamespace(encode=encode, decode=lambda ids: "<bos>")
+    hf = SimpleNamespace(tokenizer=tokenizer, add_bos_token=False, prefix_token_id=0)
+    tok_encode = original(HFLM, "tok_encode")
+    tok_encode(hf, "same text")
+    tok_encode(hf, "same text")
+    return len(lm.encoded) == 6 and calls == ["same text", "same text"]
+
+
+PATCH = Patch(
+    "remember_tokens",
+    "lm_eval.models.huggingface.HFLM.tok_encode",
+    TESTED,
+    still_needed=lm_eval_encodes_a_text_again_on_every_call,
+)

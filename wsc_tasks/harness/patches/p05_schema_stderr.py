@@ -14,8 +14,6 @@ from wsc_tasks.harness.patches.base import (
     original,
 )
 
-PATCH = Patch("schema_stderr", "lm_eval.evaluator_utils.stderr_for_metric", TESTED)
-
 
 # lm-eval asks ``stderr_for_metric(aggregation, bootstrap_iters)`` for every metric; it knows no
 # error for an aggregation outside its own list and prints ``N/A``. This hook answers for this
@@ -50,3 +48,21 @@ def _schema_stderr() -> bool:
     if patched:
         log.debug("wsc_tasks: lm-eval's stderr for wsc_tasks metrics is now a schema bootstrap")
     return patched
+
+
+def lm_eval_has_no_stderr_for_our_aggregations() -> bool:
+    """lm-eval's ``stderr_for_metric`` knows no error for this package's aggregations."""
+    from lm_eval import evaluator_utils
+
+    from wsc_tasks.metrics import ratios
+
+    lookup = original(evaluator_utils, "stderr_for_metric")
+    return lookup(ratios.SCHEMA_ACCURACY, 1000) is None
+
+
+PATCH = Patch(
+    "schema_stderr",
+    "lm_eval.evaluator_utils.stderr_for_metric",
+    TESTED,
+    still_needed=lm_eval_has_no_stderr_for_our_aggregations,
+)

@@ -13,8 +13,6 @@ from wsc_tasks.harness.patches.base import (
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.methods import ScoringError
 
-PATCH = Patch("refuse_unserved_requests", "lm_eval.api.model.LM.<our request types>", TESTED)
-
 
 # Not a bug of lm-eval: an extension it has no hook for. lm-eval 0.4 runs each request type as
 # ``getattr(lm, request_type)(requests)``, whichever of model and tasks it built first; the masked
@@ -50,3 +48,22 @@ def refuse_unserved_requests() -> None:
     for family in families.FAMILIES.values():
         if not hasattr(LM, family.request_type):
             setattr(LM, family.request_type, _refusal(family))
+
+
+def lm_eval_has_no_method_for_our_request_types() -> bool:
+    """lm-eval's ``LM`` defines no method named like a request type of ours (``mlm_score``): each
+    such attribute is missing or this section's refusal."""
+    from lm_eval.api.model import LM
+
+    ours = {f.request_type for f in families.FAMILIES.values()} - {"loglikelihood"}
+    return bool(ours) and all(
+        getattr(getattr(LM, request_type, None), _MARK, True) for request_type in ours
+    )
+
+
+PATCH = Patch(
+    "refuse_unserved_requests",
+    "lm_eval.api.model.LM.<our request types>",
+    TESTED,
+    still_needed=lm_eval_has_no_method_for_our_request_types,
+)

@@ -13,11 +13,6 @@ from wsc_tasks.harness.patches.base import (
     is_our_task,
 )
 
-PATCH = Patch(
-    "check_served_logprobs", "lm_eval.evaluator.evaluate", TESTED, (f"{GITHUB}/issues/1949",)
-)
-
-
 # Not a bug of lm-eval's code: of what it trusts. Its API models (``local-completions``,
 # ``openai-completions``, ``sglang-generate``, ``gguf``) sum the prompt log-probabilities a server
 # echoes as they come, and check nothing (upstream #1949 asks whether servers' echoes are
@@ -61,3 +56,26 @@ def check_served_logprobs() -> bool:
         return results
 
     return _replace(evaluator, "evaluate", evaluate, CHECK_MARK)
+
+
+def lm_eval_sums_echoed_logprobs_unchecked() -> bool:
+    """lm-eval's completions model adds up whatever a server echoes, positive
+    "log-probabilities" included, without a word."""
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    echoed = {
+        "tokens": ["a", "b", "c", "d"],
+        "token_logprobs": [None, 3.0, 5.0, -1.0],
+        "top_logprobs": [None, {"b": 3.0}, {"c": 5.0}, {"d": -1.0}],
+    }
+    outputs = {"choices": [{"index": 0, "logprobs": echoed}]}
+    return bool(LocalCompletionsAPI.parse_logprobs(outputs, ctxlens=[1]) == [(8.0, True)])
+
+
+PATCH = Patch(
+    "check_served_logprobs",
+    "lm_eval.evaluator.evaluate",
+    TESTED,
+    (f"{GITHUB}/issues/1949",),
+    still_needed=lm_eval_sums_echoed_logprobs_unchecked,
+)

@@ -15,10 +15,6 @@ from wsc_tasks.harness.patches.base import (
 from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import _tasks_of
 from wsc_tasks.scoring.methods import ScoringError
 
-PATCH = Patch(
-    "tasks_meet_the_model", "lm_eval.evaluator.evaluate (simple_evaluate's model_args read)", TESTED
-)
-
 
 # Not a bug of lm-eval: an ordering it has no hook for. lm-eval builds the tasks before it hands
 # them a model, and its CLI (and ``simple_evaluate`` without a ``TaskManager``) merges the model
@@ -78,3 +74,52 @@ def meet_the_model(lm: Any, task_dict: Any) -> None:
                 )
     for task in tasks:
         task.meet_model(lm, keys, shared)
+
+
+def lm_eval_keeps_model_args_out_of_a_given_task_managers_metadata() -> bool:
+    """lm-eval's ``simple_evaluate(..., task_manager=...)`` builds its tasks without the model
+    arguments in their metadata (it merges them only into a ``TaskManager`` it builds itself)."""
+    import tempfile
+    from pathlib import Path
+    from unittest import mock
+
+    from lm_eval import evaluator
+    from lm_eval.tasks import TaskManager
+
+    class Built(Exception):
+        pass
+
+    built: dict[str, object] = {}
+
+    def evaluate(lm: object, task_dict: dict[str, dict[str, object]], **kwargs: object) -> None:
+        built.update(task_dict["tasks"])
+        raise Built
+
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "docs.jsonl").write_text('{"x": "a", "y": " b"}\n')
+        Path(folder, "probe.yaml").write_text(
+            "task: wsc_tasks_probe\ndataset_path: json\n"
+            f"dataset_kwargs:\n  data_files:\n    test: {Path(folder, 'docs.jsonl')}\n"
+            "output_type: loglikelihood\ntest_split: test\n"
+            "doc_to_text: '{{x}}'\ndoc_to_target: '{{y}}'\n"
+        )
+        manager = TaskManager(include_path=folder, include_defaults=False)
+        with mock.patch.object(evaluator, "evaluate", evaluate):
+            try:
+                original(evaluator, "simple_evaluate")(
+                    model="dummy", model_args="probe_key=1", tasks=["wsc_tasks_probe"],
+                    task_manager=manager,
+                )  # fmt: skip
+            except Built:
+                pass
+    task = built.get("wsc_tasks_probe")
+    metadata = getattr(getattr(task, "config", None), "metadata", None)
+    return task is not None and "probe_key" not in (metadata or {})
+
+
+PATCH = Patch(
+    "tasks_meet_the_model",
+    "lm_eval.evaluator.evaluate (simple_evaluate's model_args read)",
+    TESTED,
+    still_needed=lm_eval_keeps_model_args_out_of_a_given_task_managers_metadata,
+)

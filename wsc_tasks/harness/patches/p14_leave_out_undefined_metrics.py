@@ -8,10 +8,7 @@ from typing import Any
 from wsc_tasks.harness.patches.base import (
     TESTED,
     Patch,
-)
-
-PATCH = Patch(
-    "leave_out_undefined_metrics", "lm_eval.evaluator_utils._compute_task_aggregations", TESTED
+    original,
 )
 
 
@@ -39,3 +36,27 @@ def leave_out_undefined(task: Any, aggregated: dict[str, Any], raw_metrics: dict
         )
     for reason, metrics in why.items():
         notes.add(task, f"{', '.join(metrics)} not reported: {reason}")
+
+
+def lm_eval_stores_an_undefined_aggregation_as_nan() -> bool:
+    """lm-eval's ``_compute_task_aggregations`` stores a NaN aggregation as it is."""
+    from lm_eval import evaluator_utils
+
+    class Task:
+        task_name = "t"
+
+        def aggregation(self) -> dict[str, object]:
+            return {"acc": lambda items: float("nan")}
+
+    compute = original(evaluator_utils, "_compute_task_aggregations")
+    aggregated, _ = compute(Task(), {("acc", "none"): [1, 2]}, 0)
+    value = aggregated.get("acc,none")
+    return isinstance(value, float) and math.isnan(value)
+
+
+PATCH = Patch(
+    "leave_out_undefined_metrics",
+    "lm_eval.evaluator_utils._compute_task_aggregations",
+    TESTED,
+    still_needed=lm_eval_stores_an_undefined_aggregation_as_nan,
+)

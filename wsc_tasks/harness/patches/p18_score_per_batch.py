@@ -5,10 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from wsc_tasks.harness.patches.base import TESTED, Patch, _replace
-
-PATCH = Patch("score_per_batch", "lm_eval.models.huggingface.HFLM._loglikelihood_tokens", TESTED)
-
+from wsc_tasks.harness.patches.base import TESTED, Patch, _replace, bigram_hflm, original
 
 # ``HFLM._loglikelihood_tokens`` builds one tensor per request (``torch.tensor`` for its input and
 # again for its continuation), then, per request, slices, takes the argmax, compares, gathers, sums
@@ -163,3 +160,42 @@ def _batched_loglikelihood_tokens(
         pbar.update(len(keys))
     pbar.close()
     return re_ord.get_original(res)
+
+
+# sha256 of the source of lm-eval 0.4.13's HFLM._loglikelihood_tokens, which this section follows
+PER_REQUEST_LOOP_SHA = "994529f70fd23192"
+
+
+def lm_eval_scores_each_request_with_its_own_tensors() -> bool:
+    """lm-eval's ``HFLM._loglikelihood_tokens`` builds two tensors a request (input and
+    continuation), and its source is the one this section follows line by line (a change there
+    must be reviewed before the range is widened)."""
+    import hashlib
+    import inspect
+    from unittest import mock
+
+    import torch
+    from lm_eval.models.huggingface import HFLM
+
+    loop = original(HFLM, "_loglikelihood_tokens")
+    digest = hashlib.sha256(inspect.getsource(loop).encode()).hexdigest()[:16]
+    built: list[object] = []
+    tensor = torch.tensor
+
+    def counting(data: object, *args: object, **kwargs: object) -> torch.Tensor:
+        built.append(data)
+        return tensor(data, *args, **kwargs)
+
+    requests = [(("a", "b"), [1, 2, 3], [4 + i, 5]) for i in range(4)]
+    with mock.patch.object(torch, "tensor", counting):
+        loop(bigram_hflm(), requests, disable_tqdm=True)
+    per_request = [data for data in built if data]  # input and continuation ids
+    return digest == PER_REQUEST_LOOP_SHA and len(per_request) == 2 * len(requests)
+
+
+PATCH = Patch(
+    "score_per_batch",
+    "lm_eval.models.huggingface.HFLM._loglikelihood_tokens",
+    TESTED,
+    still_needed=lm_eval_scores_each_request_with_its_own_tensors,
+)
