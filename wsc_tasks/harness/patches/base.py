@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     import torch
     from lm_eval.models.huggingface import HFLM
 
+from wsc_tasks.harness.lm_eval_types import AggregatingTask, Answer, Request
+
+__all__ = ["AggregatingTask", "Answer", "Request"]  # for the patches
+
 log = logging.getLogger("lm_eval.wsc_tasks.harness.patches")
 
 _MARK = "_wsc_tasks_patch"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 from wsc_tasks.harness.patches.base import (
     GITHUB,
@@ -32,7 +35,9 @@ def _slice_cache_hits() -> bool:
 
     get_cache_original = Collator.get_cache
 
-    def get_cache(self: Any, *args: Any, **kwargs: Any) -> Iterator[tuple[Any, Any, Any]]:
+    def get_cache(
+        self: object, *args: object, **kwargs: object
+    ) -> Iterator[tuple[tuple[str, str], list[int], torch.Tensor]]:
         for request_str, cont_toks, logits in get_cache_original(self, *args, **kwargs):
             # logits: [1, positions of the longest continuation, vocab]; keep this request's own
             yield request_str, cont_toks, logits[:, -len(cont_toks) :, :]

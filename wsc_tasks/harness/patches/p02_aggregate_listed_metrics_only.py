@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from wsc_tasks.harness.patches.base import (
     TESTED,
+    AggregatingTask,
     Patch,
     _replace,
     is_our_task,
@@ -29,7 +28,12 @@ def _aggregate_listed_metrics_only() -> None:
         log.warning("wsc_tasks: lm-eval without _compute_task_aggregations: all metrics printed")
         return
 
-    def compute(task: Any, raw_metrics: dict, *args: Any, **kwargs: Any) -> Any:
+    def compute(
+        task: AggregatingTask,
+        raw_metrics: dict[tuple[str, str], list[object]],
+        *args: object,
+        **kwargs: object,
+    ) -> tuple[dict[str, object], int]:
         if not is_our_task(task):
             return compute_original(task, raw_metrics, *args, **kwargs)
         listed = task.aggregation()

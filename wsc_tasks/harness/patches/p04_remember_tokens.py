@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from wsc_tasks.harness.patches.base import (
     TESTED,
     Patch,
+    Request,
     _replace,
     original,
 )
@@ -18,7 +19,7 @@ from wsc_tasks.harness.patches.base import (
 # batched tokenizer call per model call (same tokenizer arguments as ``HFLM.tok_encode``). No
 # upstream issue found; upstream, ``TemplateLM.loglikelihood`` could encode the pairs with one
 # ``tokenizer(list)`` call.
-def _encode_in_one_batch(lm: Any, requests: Sequence[Any]) -> None:
+def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
     """Fill an HF causal model's text → tokens memo with one batched call for the texts that
     ``TemplateLM._encode_pair`` will encode."""
     from lm_eval.models.huggingface import HFLM
@@ -45,10 +46,11 @@ def _encode_in_one_batch(lm: Any, requests: Sequence[Any]) -> None:
             memo[(text, None)] = list(ids)
 
 
-def _memo(lm: Any) -> dict[tuple[str, bool | None], list[int]]:
-    if "_wsc_tasks_token_memo" not in vars(lm):
-        lm._wsc_tasks_token_memo = {}
-    return lm._wsc_tasks_token_memo
+def _memo(lm: object) -> dict[tuple[str, bool | None], list[int]]:
+    """``lm``'s text → tokens memo (made on first use, kept in the model object itself)."""
+    memo: dict[tuple[str, bool | None], list[int]]
+    memo = vars(lm).setdefault("_wsc_tasks_token_memo", {})
+    return memo
 
 
 def _remember_tokens() -> None:
@@ -57,11 +59,11 @@ def _remember_tokens() -> None:
     tok_encode_original = HFLM.tok_encode
 
     def tok_encode(
-        self: Any,
+        self: object,
         string: str,
         add_special_tokens: bool | None = None,
         left_truncate_len: int | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> list[int]:
         if left_truncate_len or kwargs:
             return tok_encode_original(

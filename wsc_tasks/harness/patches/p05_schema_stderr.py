@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from wsc_tasks.harness.patches.base import (
     TESTED,
@@ -30,14 +29,16 @@ def _schema_stderr() -> bool:
 
     lookup_original = original(evaluator_utils, "stderr_for_metric")
 
-    def stderr_for_metric(metric: Callable[..., Any], bootstrap_iters: int) -> Any:
+    def stderr_for_metric(
+        metric: Callable[..., object], bootstrap_iters: int
+    ) -> Callable[[Sequence[object]], float | str] | None:
         if not stderr.is_ours(metric):
             return lookup_original(metric, bootstrap_iters)
         if bootstrap_iters <= 0 or stderr.is_count(metric):
             return None
         iters = min(bootstrap_iters, stderr.MAX_ITERS)
 
-        def schema_stderr(items: Sequence[Any]) -> float | str:
+        def schema_stderr(items: Sequence[object]) -> float | str:
             value = stderr.schema_stderr(metric, items, iters)
             return "N/A" if math.isnan(value) else value  # no replicate had a value: none
 

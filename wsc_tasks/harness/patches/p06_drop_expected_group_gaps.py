@@ -15,9 +15,9 @@ from wsc_tasks.harness.patches.base import (
 # group row averages a metric over the tasks that have it, by design (task_configs/README.md), so
 # lm-eval's per-group warning "Group '<name>': metric '<m>' is missing in k/n tasks" (logged by
 # ``lm_eval.api.group.Group.aggregate``) is dropped for our groups, and only for them. A logging
-# filter, not a code patch: if lm-eval rewords the message, the warning shows again (and
-# tests/test_patches.py fails). No upstream issue found; upstream, a group could declare that its
-# metrics come from a subset of its tasks.
+# filter, not a code patch: if lm-eval rewords the message, the warning shows again (and its
+# check, ``still_needed``, fails). No upstream issue found; upstream, a group could declare that
+# its metrics come from a subset of its tasks.
 GROUP_LOGGER = "lm_eval.api.group"
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from wsc_tasks.harness.patches.base import (
     _MARK,
     TESTED,
     Patch,
+    Request,
 )
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.methods import ScoringError
@@ -20,9 +21,11 @@ from wsc_tasks.scoring.methods import ScoringError
 # would end in ``AttributeError: 'HFLM' object has no attribute 'mlm_score'``. ``LM`` gets a
 # method for every request type of ours it lacks that refuses with the command to use instead;
 # ``hf-mlm`` defines its own. If lm-eval ever defines such a method itself, this stops applying
-# (``tests/test_patches.py`` then fails).
-def _refusal(family: families.Family) -> Callable[..., Any]:
-    def refuse(self: Any, requests: list[Any], *args: Any, **kwargs: Any) -> Any:
+# (its check, ``still_needed``, then fails).
+def _refusal(family: families.Family) -> Callable[..., NoReturn]:
+    def refuse(
+        self: object, requests: Sequence[Request], *args: object, **kwargs: object
+    ) -> NoReturn:
         tasks = sorted({str(r.task_name) for r in requests if r.task_name}) or ["?"]
         raise ScoringError(
             f"task {', '.join(tasks)}: the model is a {family.name} language model; "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from wsc_tasks.harness.patches.base import (
     GITHUB,
@@ -30,12 +29,13 @@ def mark_cache_keyed(prefix: str) -> None:
     _KEYED_CACHES.add(prefix)
 
 
-def _tasks_of(task_dict: Any) -> Iterator[Any]:
+def _tasks_of(task_dict: object) -> Iterator[object]:
+    """The tasks of lm-eval's ``task_dict`` (groups' tasks included), as lm-eval nests them."""
     for value in (task_dict or {}).values() if isinstance(task_dict, dict) else ():
         yield from _tasks_of(value) if isinstance(value, dict) else (value,)
 
 
-def warn_unkeyed_request_cache(lm: Any, task_dict: Any) -> None:
+def warn_unkeyed_request_cache(lm: object, task_dict: object) -> None:
     """Warn once per cache file when ``lm`` is lm-eval's request cache, not keyed by the model,
     and one of this package's tasks is about to read it."""
     from lm_eval.api.model import CachingLM

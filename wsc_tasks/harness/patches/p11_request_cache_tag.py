@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import metadata
-from typing import Any
 
 from wsc_tasks.harness.patches.base import (
     TESTED,
@@ -20,7 +20,7 @@ from wsc_tasks.harness.patches.base import (
 # pass ``tokenizer_name`` with a tag of their metadata, the files it names and this package's
 # version (``tokenizer_name`` is used for that file name only), so each setup has its own file.
 # No upstream issue found; upstream, the cache name could include the task config's metadata.
-def request_cache_tag(task_metadata: dict[str, Any] | None) -> str:
+def request_cache_tag(task_metadata: Mapping[str, object] | None) -> str:
     """16 hex digits that change with the metadata, the model files it names, and the package."""
     import hashlib
     import json

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from wsc_tasks.harness.patches.base import (
     GITHUB,
@@ -22,12 +21,12 @@ from wsc_tasks.harness.patches.base import (
 # server's echo with its generation path (once per model object) and stop with one line if they
 # disagree; the outcome goes into the results (``served.RESULTS_KEY``). lm-eval's CLI merges
 # ``--model_args`` into the tasks' metadata, which is where ``logprob_check=false`` is read, and
-# its API models ignore model arguments they do not know; ``tests/test_patches.py`` checks all
-# three (unchecked echo, merged arguments, ignored argument).
+# its API models ignore model arguments they do not know; the unchecked echo is this module's check
+# (``still_needed``), the other two are tested in ``tests/test_patches.py``.
 CHECK_MARK = "_wsc_tasks_patch_check_served_logprobs"
 
 
-def our_tasks_metadata(task_dict: Any) -> list[tuple[str, dict[str, Any]]]:
+def our_tasks_metadata(task_dict: object) -> list[tuple[str, dict[str, object]]]:
     """(name, metadata) of this package's tasks among those lm-eval's ``evaluate`` was given."""
     tasks = task_dict.get("tasks", {}) if isinstance(task_dict, dict) else {}
     return [
@@ -46,7 +45,7 @@ def check_served_logprobs() -> bool:
     evaluate_before = evaluator.evaluate
 
     @functools.wraps(evaluate_before)
-    def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
+    def evaluate(lm: object, *args: object, **kwargs: object) -> object:
         task_dict = kwargs.get("task_dict", args[0] if args else None)
         ours = our_tasks_metadata(task_dict)
         outcome = served.preflight(lm, ours) if ours else None

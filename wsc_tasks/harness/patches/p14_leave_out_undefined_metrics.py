@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping, Sequence
 
+from wsc_tasks.harness.lm_eval_types import ConfiguredTask
 from wsc_tasks.harness.patches.base import (
     TESTED,
     Patch,
@@ -19,7 +20,11 @@ from wsc_tasks.harness.patches.base import (
 # with a note naming it and why (``TaskConventions.why_undefined``; ``notes``). Part of section 2's
 # replacement. No upstream issue found; upstream, an aggregation could return "undefined" with a
 # reason.
-def leave_out_undefined(task: Any, aggregated: dict[str, Any], raw_metrics: dict) -> None:
+def leave_out_undefined(
+    task: ConfiguredTask,
+    aggregated: dict[str, object],
+    raw_metrics: Mapping[tuple[str, str], Sequence[object]],
+) -> None:
     from wsc_tasks.harness import notes
 
     why: dict[str, list[str]] = {}
@@ -29,8 +34,10 @@ def leave_out_undefined(task: Any, aggregated: dict[str, Any], raw_metrics: dict
             continue
         del aggregated[f"{metric},{filter_key}"]
         aggregated.pop(f"{metric}_stderr,{filter_key}", None)
-        reason = task.why_undefined(metric, items) if hasattr(task, "why_undefined") else ""
-        where = task.documents_evaluated(len(items)) if hasattr(task, "why_undefined") else ""
+        why_undefined = getattr(task, "why_undefined", None)  # TaskConventions' reasons
+        reason = why_undefined(metric, items) if why_undefined else ""
+        documents = getattr(task, "documents_evaluated", None)
+        where = documents(len(items)) if why_undefined and documents else ""
         why.setdefault(f"{reason or 'undefined'} in {where or 'these documents'}", []).append(
             metric
         )

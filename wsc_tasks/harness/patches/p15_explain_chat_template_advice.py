@@ -17,8 +17,8 @@ from wsc_tasks.harness.patches.base import (
 # sentence by log-likelihood with no prompt, so there is nothing to put in a chat turn. The advice
 # is replaced by that explanation, in the same record lowered to INFO, since nothing is wrong (a
 # logging filter, not a code patch: if lm-eval rewords its advice, the original shows again and
-# tests/test_patches.py fails). No upstream issue found; upstream, a task could declare that it
-# takes no chat template.
+# its check, ``still_needed``, fails). No upstream issue found; upstream, a task could declare
+# that it takes no chat template.
 EVALUATOR_LOGGER = "lm_eval.evaluator"
 CHAT_ADVICE = "appears to be an instruct or chat variant but chat template is not applied"
 CHAT_EXPLANATION = (

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
 
 from wsc_tasks.harness.patches.base import (
     TESTED,
@@ -52,7 +51,7 @@ def print_counts_as_integers() -> bool:
     make_table_original = utils.make_table
 
     @functools.wraps(make_table_original)
-    def make_table(*args: Any, **kwargs: Any) -> str:
+    def make_table(*args: object, **kwargs: object) -> str:
         return integer_counts(make_table_original(*args, **kwargs))
 
     return _replace(utils, "make_table", make_table)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+    from lm_eval.models.huggingface import HFLM
 
 from wsc_tasks.harness.patches.base import TESTED, Patch, _replace, bigram_hflm, original
 
@@ -23,7 +27,11 @@ from wsc_tasks.harness.patches.base import TESTED, Patch, _replace, bigram_hflm,
 PER_REQUEST_ENV = "WSC_TASKS_PER_REQUEST_SCORING"  # 1: lm-eval's own per-request loop
 
 
-def _scores_per_batch(lm: Any) -> bool:
+# lm-eval's tokenized request: ((context, continuation), context tokens, continuation tokens)
+TokenRequest = tuple[tuple[str, str], list[int], list[int]]
+
+
+def _scores_per_batch(lm: object) -> bool:
     """Whether section 18's per-batch scoring serves ``lm`` (else lm-eval's own loop)."""
     import os
 
@@ -31,13 +39,16 @@ def _scores_per_batch(lm: Any) -> bool:
 
     return (
         getattr(lm, "backend", None) == "causal"
-        and type(lm)._select_cont_toks is HFLM._select_cont_toks
+        and getattr(type(lm), "_select_cont_toks", None) is HFLM._select_cont_toks
         and os.environ.get(PER_REQUEST_ENV, "") in ("", "0")
     )
 
 
 def batch_answers(
-    log_probs: Any, rows: Sequence[int], starts: Sequence[int], conts: Sequence[Sequence[int]]
+    log_probs: torch.Tensor,
+    rows: Sequence[int],
+    starts: Sequence[int],
+    conts: Sequence[Sequence[int]],
 ) -> list[tuple[float, bool]]:
     """(sum of log-probabilities, greedy) of each continuation ``conts[i]``, scored at positions
     ``starts[i]…`` of row ``rows[i]`` of ``log_probs`` ([batch, positions, vocab]): one gather,
@@ -78,7 +89,10 @@ def score_per_batch() -> bool:
     per_request = HFLM._loglikelihood_tokens
 
     def _loglikelihood_tokens(
-        self: Any, requests: list[Any], disable_tqdm: bool = False, override_bs: int | None = None
+        self: HFLM,
+        requests: list[TokenRequest],
+        disable_tqdm: bool = False,
+        override_bs: int | None = None,
     ) -> list[tuple[float, bool]]:
         if not _scores_per_batch(self):
             return per_request(self, requests, disable_tqdm, override_bs)
@@ -88,7 +102,7 @@ def score_per_batch() -> bool:
 
 
 def _batched_loglikelihood_tokens(
-    lm: Any, requests: list[Any], disable_tqdm: bool, override_bs: int | None
+    lm: HFLM, requests: list[TokenRequest], disable_tqdm: bool, override_bs: int | None
 ) -> list[tuple[float, bool]]:
     """lm-eval 0.4.13's ``HFLM._loglikelihood_tokens`` for a causal model, scored per batch."""
     import torch
