@@ -1,6 +1,6 @@
 """The parts of lm-eval's objects this package reads, as Protocols.
 
-lm-eval ships no type information (its names are ``Any`` to mypy here): where one of its objects
+lm-eval ships no type information (mypy here knows none of its names): where one of its objects
 crosses into this package, the parameter names what is read of it, so that the rest is checked.
 """
 
