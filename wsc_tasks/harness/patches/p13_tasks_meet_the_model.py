@@ -111,7 +111,8 @@ def lm_eval_keeps_model_args_out_of_a_given_task_managers_metadata() -> bool:
         Path(folder, "docs.jsonl").write_text('{"x": "a", "y": " b"}\n')
         Path(folder, "probe.yaml").write_text(
             "task: wsc_tasks_probe\ndataset_path: json\n"
-            f"dataset_kwargs:\n  data_files:\n    test: {Path(folder, 'docs.jsonl')}\n"
+            f"dataset_kwargs:\n  cache_dir: {folder}\n"  # nothing left in the user's cache
+            f"  data_files:\n    test: {Path(folder, 'docs.jsonl')}\n"
             "output_type: loglikelihood\ntest_split: test\n"
             "doc_to_text: '{{x}}'\ndoc_to_target: '{{y}}'\n"
         )
