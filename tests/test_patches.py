@@ -1,6 +1,8 @@
-"""The lm-eval patches of ``wsc_tasks.harness.patches``: what each fixes, and that the installed
-lm-eval, unpatched (``patches.original``), still behaves as its section says. A test named
-``test_lm_eval_still_*`` that fails means lm-eval changed there: the patch can probably go."""
+"""The lm-eval patches of ``wsc_tasks.harness.patches``: what each fixes, end to end where that
+needs a model or this package's tasks. That the installed lm-eval, unpatched, still behaves as
+each patch says is each module's own check (``Patch.still_needed``), run for every patch by
+``tests/test_patch_checks.py``; the tests here named ``test_lm_eval_still_*`` show what a patch
+relies on in lm-eval beyond it."""
 
 from __future__ import annotations
 
@@ -86,21 +88,7 @@ def test_deduplicated_batch_tokenized_requests_score_as_lm_eval(tiny_gpt2_dir):
     assert all(ids == lm.tokenizer.encode(text) for (text, _), ids in memo.items())
 
 
-def _gone(name: str) -> str:
-    return (
-        f"lm-eval {patches.installed_lm_eval()} no longer behaves as section {name} of "
-        "wsc_tasks/harness/patches/ says: check whether the patch is still needed, and delete it "
-        "(with this test) if not"
-    )
-
-
 # -- versions --------------------------------------------------------------------------------------
-def test_every_patch_declares_the_installed_lm_eval():
-    assert patches.version_warnings(patches.installed_lm_eval()) == [], (
-        "lm-eval is outside a patch's declared range: run this file, then adjust the ranges"
-    )
-
-
 def test_a_version_outside_the_range_names_each_patch():
     assert patches.version_warnings("0.4.13") == []
     for version in ("0.4.12", "0.5.0", "1.0"):
@@ -136,19 +124,6 @@ def test_every_patch_of_apply_is_marked_and_applied_once():
     assert sum(isinstance(f, patches.ExpectedGroupGaps) for f in filters) == 1
 
 
-# -- 1. slice_cache_hits ---------------------------------------------------------------------------
-@slow
-def test_lm_eval_still_scores_a_shorter_cache_hit_wrongly(tiny_gpt2_dir, monkeypatch):
-    from lm_eval.models.utils import Collator
-
-    patches.apply()
-    monkeypatch.setattr(Collator, "get_cache", patches.original(Collator, "get_cache"))
-    monkeypatch.setenv(patches.PER_REQUEST_ENV, "1")  # lm-eval's own loop, not section 18's
-    lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=1)
-    alone = _lls(lm, SHORT)
-    assert _lls(lm, SHORT + LONG)[:2] != alone, _gone("1. slice_cache_hits")
-
-
 # -- 2. aggregate_listed_metrics_only --------------------------------------------------------------
 RAW = {("acc", "none"): [1.0, 0.0], ("acc_logged_only", "none"): [1.0, 1.0]}
 
@@ -159,14 +134,6 @@ def _task(module: str) -> object:
     cls = type("Task", (), {"__module__": module, "task_name": "t"})
     cls.aggregation = lambda self: {"acc": mean}
     return cls()
-
-
-def test_lm_eval_still_aggregates_every_logged_metric():
-    from lm_eval import evaluator_utils
-
-    compute = patches.original(evaluator_utils, "_compute_task_aggregations")
-    aggregated, _ = compute(_task("elsewhere"), RAW, bootstrap_iters=0)
-    assert "acc_logged_only,none" in aggregated, _gone("2. aggregate_listed_metrics_only")
 
 
 def test_our_tasks_aggregate_only_what_they_list():
@@ -181,38 +148,7 @@ def test_our_tasks_aggregate_only_what_they_list():
 
 
 # -- 3. send_distinct_requests and 4. remember_tokens ----------------------------------------------
-def test_lm_eval_still_sends_and_tokenizes_every_duplicate():
-    from lm_eval.api.model import TemplateLM
-
-    class Recorder(TemplateLM):
-        eot_token_id = 0
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.encoded: list[str] = []
-            self.sent: list[object] = []
-
-        def tok_encode(self, string: str, **kwargs: object) -> list[int]:
-            self.encoded.append(string)
-            return [ord(c) for c in string]
-
-        def _loglikelihood_tokens(self, requests, **kwargs):
-            self.sent.extend(requests)
-            return [(0.0, False)] * len(requests)
-
-        def loglikelihood_rolling(self, requests, **kwargs):
-            raise NotImplementedError
-
-        def generate_until(self, requests, **kwargs):
-            raise NotImplementedError
-
-    lm = Recorder()
-    lm.loglikelihood([Instance("loglikelihood", {}, SHORT[0], 0) for _ in range(3)])
-    assert len(lm.sent) == 3, _gone("3. send_distinct_requests")
-    assert len(lm.encoded) == 6, _gone("4. remember_tokens (two tokenizer calls a request)")
-
-
-def test_lm_eval_still_encodes_a_text_again_on_every_call():
+def test_tok_encode_remembers_a_text():
     calls = []
     tokenizer = SimpleNamespace(
         encode=lambda text, **kwargs: calls.append(text) or [1, 2], decode=lambda ids: "<bos>"
@@ -221,18 +157,18 @@ def test_lm_eval_still_encodes_a_text_again_on_every_call():
     patches.apply()
     tok_encode = patches.original(HFLM, "tok_encode")
     assert tok_encode(lm, "same text") == tok_encode(lm, "same text") == [1, 2]
-    assert calls == ["same text", "same text"], _gone("4. remember_tokens")
+    assert calls == ["same text", "same text"]
     assert HFLM.tok_encode(lm, "same text") == HFLM.tok_encode(lm, "same text") == [1, 2]
     assert len(calls) == 3  # remembered
 
 
 # -- 5. schema_stderr ------------------------------------------------------------------------------
-def test_lm_eval_still_has_no_stderr_for_our_aggregations():
+def test_our_aggregations_get_a_schema_stderr():
     from lm_eval import evaluator_utils
 
     patches.apply()
     lookup = patches.original(evaluator_utils, "stderr_for_metric")
-    assert lookup(ratios.SCHEMA_ACCURACY, 1000) is None, _gone("5. schema_stderr")
+    assert lookup(ratios.SCHEMA_ACCURACY, 1000) is None
     assert evaluator_utils.stderr_for_metric(ratios.SCHEMA_ACCURACY, 1000) is not None
 
 
@@ -280,17 +216,6 @@ def _group_gap_records(group_name: str, monkeypatch) -> list[logging.LogRecord]:
     return records
 
 
-def test_lm_eval_still_warns_of_a_metric_missing_in_a_group(monkeypatch):
-    ours = sorted(patches.our_groups())[0]
-    records = _group_gap_records(ours, monkeypatch)
-    gaps = [r for r in records if "is missing in" in r.getMessage()]
-    assert len(gaps) == 1, _gone("6. drop_expected_group_gaps (the warning is gone or reworded)")
-    assert gaps[0].getMessage().startswith(f"Group '{ours}': metric 'acc,none' is missing in ")
-    drop = patches.ExpectedGroupGaps()
-    assert not drop.filter(gaps[0])
-    assert all(drop.filter(r) for r in records if r is not gaps[0])  # the rest passes
-
-
 def test_the_group_filter_keeps_other_groups_and_messages(monkeypatch):
     assert "somebody_elses_group" not in patches.our_groups()
     records = _group_gap_records("somebody_elses_group", monkeypatch)
@@ -321,7 +246,7 @@ def _task_folders(tmp_path):
     return folders
 
 
-def test_lm_eval_still_reads_include_path_as_one_folder(tmp_path):
+def test_include_path_names_several_folders(tmp_path):
     import os
 
     from lm_eval.tasks import manager
@@ -332,18 +257,12 @@ def test_lm_eval_still_reads_include_path_as_one_folder(tmp_path):
     unpatched = manager.TaskManager.__new__(manager.TaskManager)
     init = patches.original(manager.TaskManager, "__init__")
     init(unpatched, include_path=joined, include_defaults=False)
-    assert "mine_a" not in unpatched.all_tasks, _gone("7. accept_several_include_paths")
+    assert "mine_a" not in unpatched.all_tasks
     patched = manager.TaskManager(include_path=joined, include_defaults=False)
     assert {"mine_a", "mine_b"} <= set(patched.all_tasks)
 
 
 # -- 8. without_lm_eval_tasks ----------------------------------------------------------------------
-def test_lm_eval_run_still_has_no_flag_to_skip_its_own_tasks():
-    from lm_eval._cli import run
-
-    assert "include_defaults" not in inspect.getsource(run), _gone("8. without_lm_eval_tasks")
-
-
 def test_without_lm_eval_tasks_indexes_only_the_given_folders(tmp_path):
     from lm_eval.tasks import manager
 
@@ -356,9 +275,9 @@ def test_without_lm_eval_tasks_indexes_only_the_given_folders(tmp_path):
 
 
 # -- 9. refuse_unserved_requests -------------------------------------------------------------------
-def test_lm_eval_still_has_no_method_for_our_request_types():
-    """Section 9: the day lm-eval's ``LM`` defines a method named like one of our request types,
-    the refusal is no longer installed (this fails) and the section must be revisited."""
+def test_our_request_types_are_refused_on_lm_evals_lm():
+    """Section 9: after ``apply()`` lm-eval's ``LM`` has this package's refusal for each request
+    type of ours (the day lm-eval defines one itself, ``Patch.still_needed`` of p09 fails)."""
     from lm_eval.api.model import LM
 
     from wsc_tasks.scoring import families
@@ -384,18 +303,6 @@ def _constant_lm(value: float) -> object:
         "generate_until": None,
     }
     return type("Constant", (LM,), methods)()
-
-
-def test_lm_eval_still_keys_its_request_cache_by_the_request_only(tmp_path):
-    from lm_eval.api.model import CachingLM
-
-    request = Instance("loglikelihood", {}, SHORT[0], 0)
-    first = CachingLM(_constant_lm(-1.0), str(tmp_path / "shared.db"))
-    assert first.loglikelihood([request]) == [(-1.0, False)]
-    other_model = CachingLM(_constant_lm(-2.0), str(tmp_path / "shared.db"))
-    assert other_model.loglikelihood([request]) == [(-1.0, False)], _gone(
-        "10. warn_unkeyed_request_cache (the other model got its own answer)"
-    )
 
 
 def test_an_unkeyed_request_cache_of_our_tasks_warns_once(tmp_path, caplog):
@@ -438,7 +345,7 @@ def _loaded(task_manager, **metadata) -> object:
     return task_manager(**metadata).load(["wsc266_associative"])["tasks"]["wsc266_associative"]
 
 
-def test_lm_eval_still_names_its_request_cache_without_the_metadata(
+def test_our_request_cache_is_named_by_the_metadata(
     data_dir, monkeypatch, tiny_gpt2_dir, task_manager
 ):
     from lm_eval.api.task import ConfigurableTask
@@ -450,7 +357,7 @@ def test_lm_eval_still_names_its_request_cache_without_the_metadata(
     )
     theirs = [_cache_names(t, ConfigurableTask.build_all_requests, monkeypatch) for t in (
         partial, every)]  # fmt: skip
-    assert theirs[0] == theirs[1], _gone("11. request_cache_tag")
+    assert theirs[0] == theirs[1]  # lm-eval's own name: one file for both
     ours = [_cache_names(t, type(t).build_all_requests, monkeypatch) for t in (partial, every)]
     assert ours[0] != ours[1] and all("-wsc_tasks" in name[0] for name in ours)
     again = _cache_names(_loaded(task_manager, scoring="partial", **tokenizer),
@@ -470,19 +377,6 @@ def test_the_request_cache_tag_follows_metadata_and_named_files(tmp_path):
 
 
 # -- 12. check_served_logprobs -------------------------------------------------------------------
-def test_lm_eval_still_sums_echoed_logprobs_unchecked():
-    """Section 12: lm-eval adds up whatever a server echoes, positive "log-probabilities"
-    included, without a word. The day it checks them itself (this fails), section 12 may go."""
-    from lm_eval.models.openai_completions import LocalCompletionsAPI
-
-    echoed = {"tokens": ["a", "b", "c", "d"], "token_logprobs": [None, 3.0, 5.0, -1.0],
-              "top_logprobs": [None, {"b": 3.0}, {"c": 5.0}, {"d": -1.0}]}  # fmt: skip
-    outputs = {"choices": [{"index": 0, "logprobs": echoed}]}
-    assert LocalCompletionsAPI.parse_logprobs(outputs, ctxlens=[1]) == [(8.0, True)], _gone(
-        "12. check_served_logprobs"
-    )
-
-
 def test_lm_eval_still_merges_model_args_into_metadata_and_ignores_unknown_ones(tiny_gpt2_dir):
     """What section 12 relies on: ``logprob_check=false`` in ``--model_args`` reaches the tasks'
     metadata (lm-eval's CLI merges the model arguments in), and lm-eval's API models accept it
@@ -513,39 +407,6 @@ def test_the_check_wraps_evaluate_once_beside_section_3():
     assert list(lm_evals.parameters)[:2] == ["lm", "task_dict"]
 
 
-# -- 13. tasks_meet_the_model ----------------------------------------------------------------------
-def test_lm_eval_still_keeps_model_args_out_of_a_given_task_managers_metadata(
-    monkeypatch, data_dir, task_manager
-):
-    """Section 13: ``simple_evaluate`` merges ``model_args`` into the task metadata only when it
-    builds the ``TaskManager`` itself; the day it merges them into a given one too, the tasks
-    would find the tokenizer there and the section may go."""
-    from lm_eval import evaluator
-
-    from wsc_tasks.harness import chance  # noqa: F401  registers wsc-chance
-
-    class Built(Exception):
-        pass
-
-    built = {}
-
-    def evaluate(lm, task_dict, **kwargs):
-        built.update(task_dict["tasks"])
-        raise Built
-
-    assert "model_args" in inspect.signature(evaluator.simple_evaluate).parameters
-    import wsc_tasks.harness.task  # noqa: F401  applies the patches now, not around the stand-in
-
-    monkeypatch.setattr(evaluator, "evaluate", evaluate)
-    manager = task_manager()
-    with pytest.raises(Built):
-        evaluator.simple_evaluate(
-            model="wsc-chance", model_args="seed=1,tokenizer=gpt2", tasks=["wsc266"],
-            task_manager=manager,
-        )  # fmt: skip
-    assert "tokenizer" not in built["wsc266"].config.metadata, _gone("13. tasks_meet_the_model")
-
-
 # -- 14. leave_out_undefined_metrics ---------------------------------------------------------------
 def _undefined_task(module: str) -> object:
     cls = type("Task", (), {"__module__": module, "task_name": "t"})
@@ -554,16 +415,6 @@ def _undefined_task(module: str) -> object:
     cls.why_undefined = lambda self, metric, items: "no problem"
     cls.documents_evaluated = lambda self, n: f"the first {n} of its 9 documents (--limit)"
     return cls()
-
-
-def test_lm_eval_still_stores_an_undefined_aggregation_as_nan():
-    import math
-
-    from lm_eval import evaluator_utils
-
-    compute = patches.original(evaluator_utils, "_compute_task_aggregations")
-    aggregated, _ = compute(_undefined_task("elsewhere"), {("acc", "none"): [1, 2]}, 0)
-    assert math.isnan(aggregated["acc,none"]), _gone("14. leave_out_undefined_metrics")
 
 
 def test_our_undefined_metric_is_left_out_with_a_note():
@@ -598,10 +449,10 @@ def _chat_advice_records(monkeypatch) -> list[logging.LogRecord]:
     return records
 
 
-def test_lm_eval_still_advises_a_chat_template_for_instruct_models(monkeypatch):
+def test_lm_evals_chat_advice_becomes_the_explanation(monkeypatch):
     records = _chat_advice_records(monkeypatch)
     advice = [r for r in records if patches.CHAT_ADVICE in r.getMessage()]
-    assert len(advice) == 1, _gone("15. explain_chat_template_advice (advice gone or reworded)")
+    assert len(advice) == 1
     assert "Recommend setting" in advice[0].getMessage()
     assert "`apply_chat_template`" in advice[0].getMessage()
     assert patches.ChatTemplateAdvice().filter(advice[0])  # kept, as the explanation
@@ -648,15 +499,6 @@ TABLE_RESULTS = {
 def _row(table: str, metric: str) -> list[str]:
     rows = (line.split("|") for line in table.splitlines())
     return next(cells for cells in rows if len(cells) > 5 and cells[5].strip() == metric)
-
-
-def test_lm_eval_still_prints_a_whole_count_with_the_columns_decimals():
-    from lm_eval import utils
-
-    table = patches.original(utils, "make_table")(TABLE_RESULTS)
-    row = _row(table, "n_problems")
-    assert row[7].strip() == "266.0000", _gone("16. print_counts_as_integers (counts as integers)")
-    assert row[8].strip() == "±" and row[9].strip() == "N/A"
 
 
 def test_counts_print_as_integers_and_the_rest_as_lm_eval_prints_it():
@@ -707,11 +549,6 @@ def _git_lookup_outside_a_checkout(tmp_path, patch: str):
     )
 
 
-def test_lm_eval_still_lets_git_complain_outside_a_checkout(tmp_path):
-    done = _git_lookup_outside_a_checkout(tmp_path, "")
-    assert "not a git repository" in done.stderr, _gone("17. quiet_git_lookup (git is quiet)")
-
-
 def test_the_git_lookup_is_quiet_and_records_the_same_value(tmp_path):
     plain = _git_lookup_outside_a_checkout(tmp_path, "")
     patch = "; from wsc_tasks.harness import patches; patches.quiet_git_lookup()"
@@ -723,38 +560,6 @@ def test_the_git_lookup_is_quiet_and_records_the_same_value(tmp_path):
 
 
 # -- 18. score_per_batch ---------------------------------------------------------------------------
-# sha256 of the source of lm-eval 0.4.13's HFLM._loglikelihood_tokens, which section 18 follows
-PER_REQUEST_LOOP_SHA = "994529f70fd23192"
-
-
-def test_lm_eval_still_scores_each_request_with_its_own_tensors_and_syncs(tiny_gpt2_dir):
-    """lm-eval's loop builds two tensors and reads two values back per request; and its source
-    is the one section 18 follows line by line (a change there must be reviewed)."""
-    import hashlib
-
-    import torch
-
-    patches.apply()
-    loop = patches.original(HFLM, "_loglikelihood_tokens")
-    source = inspect.getsource(loop)
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    assert digest == PER_REQUEST_LOOP_SHA, _gone("18. score_per_batch (the loop's source)")
-    lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=4)
-    requests = [(p, [1, 2, 3], [4 + i, 5]) for i, p in enumerate([*SHORT, *LONG])]
-    built = []
-    tensor = torch.tensor
-
-    def counting(*args, **kwargs):
-        built.append(args)
-        return tensor(*args, **kwargs)
-
-    torch.tensor = counting
-    try:
-        loop(lm, requests)
-    finally:
-        torch.tensor = tensor
-    per_request = [args for args in built if args and args[0]]  # input and continuation ids
-    assert len(per_request) == 2 * len(requests), _gone("18. score_per_batch (tensors per request)")
 
 
 def _answers_per_request(log_probs, rows, starts, conts):

@@ -11,7 +11,8 @@ report`` recomputes the rest from the samples.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Any, TypeVar
 
 import datasets
 from lm_eval.api.instance import Instance
@@ -20,11 +21,13 @@ from lm_eval.api.task import ConfigurableTask
 from wsc_tasks.harness import flags, patches
 from wsc_tasks.harness.conventions import TaskConventions
 from wsc_tasks.metrics import registry
+from wsc_tasks.metrics.registry import Aggregation
 from wsc_tasks.scoring.methods import Request
 
 patches.apply()  # lm-eval as our tasks need it (logits cache, stderr, …); see that module
 
 METRIC_CHOICES = ("headline", "all")
+F = TypeVar("F")  # an aggregation, or whatever a task keeps per metric name
 
 
 def request_task_config(config: dict[str, Any] | None) -> dict[str, Any]:
@@ -38,7 +41,7 @@ def request_task_config(config: dict[str, Any] | None) -> dict[str, Any]:
     return config
 
 
-def metric_choice(task: str, metadata: dict[str, Any]) -> str:
+def metric_choice(task: str, metadata: Mapping[str, object]) -> str:
     """``metadata.metrics``: which aggregations lm-eval computes and prints (see the docstring)."""
     choice = metadata.get("metrics", "headline")
     if choice not in METRIC_CHOICES:
@@ -46,12 +49,12 @@ def metric_choice(task: str, metadata: dict[str, Any]) -> str:
             f"task {task}: metadata.metrics is {choice!r}; use 'headline' (the default: the "
             "metrics that define the task) or 'all' (--metadata '{\"metrics\": \"all\"}')"
         )
-    return choice
+    return str(choice)
 
 
 def select_metrics(
-    task: str, metadata: dict[str, Any], functions: dict[str, Any], headline: Any
-) -> dict[str, Any]:
+    task: str, metadata: Mapping[str, object], functions: dict[str, F], headline: Collection[str]
+) -> dict[str, F]:
     """``functions`` restricted to the names in ``headline`` unless ``metrics`` is ``all``.
 
     The other metrics' per-document values are still returned by ``process_results`` and logged;
@@ -89,13 +92,15 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
         """The task's lm-eval documents, in order."""
         raise NotImplementedError
 
-    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def download(
+        self, dataset_kwargs: Mapping[str, object] | None = None, **kwargs: object
+    ) -> None:
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(self.documents())})
 
     def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> str:
         return ""
 
-    def fewshot_context(self, doc: dict, num_fewshot: int = 0, **kwargs: Any) -> str:
+    def fewshot_context(self, doc: dict, num_fewshot: int = 0, **kwargs: object) -> str:
         if num_fewshot:
             raise ValueError(
                 f"task {self.config.task}: few-shot prompting is not part of log-likelihood "
@@ -108,7 +113,7 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
         """Every request of one document, in the order its results come back."""
         raise NotImplementedError
 
-    def construct_requests(self, doc: dict, ctx: str, **kwargs: Any) -> list[Instance]:
+    def construct_requests(self, doc: dict, ctx: str, **kwargs: object) -> list[Instance]:
         kwargs.pop("apply_chat_template", None)
         kwargs.pop("chat_template", None)
         return [
@@ -117,7 +122,7 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
         ]
 
     # -- metrics --------------------------------------------------------------------------------
-    def all_aggregations(self) -> dict[str, Any]:
+    def all_aggregations(self) -> dict[str, Aggregation]:
         """Every metric ``process_results`` gives a per-document value for."""
         raise NotImplementedError
 

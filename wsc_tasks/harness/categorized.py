@@ -17,7 +17,7 @@ from wsc_tasks.data.knowledge import CATEGORIES, knowledge_count, wsc273_categor
 from wsc_tasks.data.problems import Problem, Schema
 from wsc_tasks.harness.task import SchemaTask
 from wsc_tasks.metrics.accuracy import SchemaOutcome, restrict
-from wsc_tasks.metrics.registry import ACC, Key, bind
+from wsc_tasks.metrics.registry import ACC, Aggregation, Key, bind
 
 GROUPS = (*CATEGORIES, "single", "multiple")
 
@@ -52,7 +52,7 @@ class CategorizedSchemaTask(SchemaTask):
         category = key.category if key is not None else ""
         return f"{reason} of knowledge category {category}" if category else reason
 
-    def all_aggregations(self) -> dict[str, Any]:
+    def all_aggregations(self) -> dict[str, Aggregation]:
         functions = super().all_aggregations()
         for name in GROUPS:
             for key in (Key(ACC, category=name), Key("n_problems", category=name)):

@@ -20,13 +20,13 @@ import hashlib
 import json
 import logging
 import math
-from typing import Any
 
 # lm-eval loads its own models only while its registry is empty: fill it before adding ours.
 import lm_eval.models  # noqa: F401
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
+from wsc_tasks.harness.lm_eval_types import Answer, Request
 from wsc_tasks.paths import CHANCE_MODEL
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -37,7 +37,7 @@ TOKENIZER_ARGS = ("pretrained", "tokenizer", "gguf_file", "revision", "trust_rem
 IGNORED = {"batch_size", "max_batch_size", "device", *TOKENIZER_ARGS}
 
 
-def random_score(seed: int, arguments: tuple[Any, ...]) -> float:
+def random_score(seed: int, arguments: tuple[object, ...]) -> float:
     """A log-probability in (−∞, 0): log of a uniform draw keyed by ``seed`` and the request."""
     key = json.dumps([seed, list(arguments)], ensure_ascii=False).encode("utf-8")
     digest = hashlib.sha256(key).digest()
@@ -45,7 +45,7 @@ def random_score(seed: int, arguments: tuple[Any, ...]) -> float:
     return math.log(uniform)
 
 
-def check_seed(seed: Any) -> int:
+def check_seed(seed: object) -> int:
     """The seed as an integer; anything else (``abc``, ``1.5``) is an error, not another seed:
     ``int(1.5)`` would make two "different" baselines the same run."""
     if isinstance(seed, str) and seed.strip().lstrip("+-").isdigit():
@@ -64,7 +64,7 @@ class ChanceLM(LM):
     LABEL = "wsc-chance"
     ARGUMENTS = "seed=<int> (and tokenizer= or pretrained=, read by the tasks to count tokens)"
 
-    def __init__(self, seed: int = 0, **kwargs: Any) -> None:
+    def __init__(self, seed: int = 0, **kwargs: object) -> None:
         super().__init__()
         unknown = sorted(set(kwargs) - IGNORED)
         if unknown:
@@ -80,11 +80,11 @@ class ChanceLM(LM):
         self.tokenizer_metadata = {k: v for k, v in kwargs.items() if k in TOKENIZER_ARGS}
         log.info(f"wsc_tasks: wsc-chance model, seed {self.seed}")
 
-    def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple]:
+    def loglikelihood(self, requests: list[Request], disable_tqdm: bool = False) -> list[Answer]:
         return [(random_score(self.seed, tuple(r.args)), False) for r in requests]
 
-    def loglikelihood_rolling(self, requests: list[Any], disable_tqdm: bool = False) -> list:
+    def loglikelihood_rolling(self, requests: list[Request], disable_tqdm: bool = False) -> list:
         raise NotImplementedError("wsc-chance answers loglikelihood requests only")
 
-    def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list:
+    def generate_until(self, requests: list[Request], disable_tqdm: bool = False) -> list:
         raise NotImplementedError("wsc-chance answers loglikelihood requests only")

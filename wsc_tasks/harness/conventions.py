@@ -79,7 +79,7 @@ class TaskConventions(LmEvalTask):
         return named_tokenizer(self._requested) is None and not self._met
 
     def meet_model(
-        self, lm: Any, model_arguments: Collection[str] = (), shared: bool = False
+        self, lm: object, model_arguments: Collection[str] = (), shared: bool = False
     ) -> None:
         """lm-eval is about to build this task's requests for ``lm``; ``model_arguments``: the
         keys lm-eval merged into the metadata from the run's model arguments; ``shared``: other

@@ -12,7 +12,6 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from wsc_tasks.paths import MODEL_FILE_ARGS  # pretrained=, tokenizer=, peft=, delta=, gguf_file=
 
@@ -46,12 +45,16 @@ def _hub_commit(repo: str, revision: str | None) -> str | None:
     return ref.read_text(encoding="utf-8").strip() if ref.is_file() else None
 
 
-def model_fingerprint(args: str) -> dict[str, Any]:
+# a local path's files (name, size, mtime), or a Hub id and its cached commit
+Fingerprint = list[tuple[str, int, int]] | dict[str, str | None]
+
+
+def model_fingerprint(args: str) -> dict[str, Fingerprint]:
     """What identifies the weights and tokenizer named in ``args`` (``key=value,…``): for a local
     path the size and modification time of each of its files, for a Hub id its cached commit
     (else the id and ``revision=`` as given)."""
     values = dict(item.split("=", 1) for item in args.split(",") if "=" in item)
-    found: dict[str, Any] = {}
+    found: dict[str, Fingerprint] = {}
     for key in MODEL_FILE_ARGS:
         value = values.get(key)
         if not value:

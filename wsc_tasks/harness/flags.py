@@ -49,13 +49,13 @@ def message(flag: str, where: str = "wsc-tasks") -> str:
     return f"{where}: {flag} is not supported: {WHY[flag]}"
 
 
-def check_limit(value: Any) -> None:
+def check_limit(value: object) -> None:
     """``--limit`` as lm-eval reads it: a count if ≥ 1 (``int()``, so 2.5 would be 2), a share of
     each task if below 1; 0 and negatives would end in lm-eval's "did not find any docs" or an
     ``islice`` error."""
     try:
-        number = float(value)
-    except (TypeError, ValueError):
+        number = float(value) if isinstance(value, int | float | str) else float("nan")
+    except ValueError:
         number = float("nan")
     if not number > 0 or (number >= 1 and not number.is_integer()):
         raise UnsupportedFlag(f"wsc-tasks: --limit {value} is invalid; {LIMIT_ALLOWED}")
@@ -65,7 +65,7 @@ def check_task(
     task: str,
     *,
     num_fewshot: int | None = 0,
-    apply_chat_template: Any = False,
+    apply_chat_template: bool | str | None = False,  # lm-eval: a flag, or a template name
     system_instruction: str | None = None,
     limit: int | None = None,
 ) -> None:
@@ -94,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _true(value: Any) -> bool:
+def _true(value: object) -> bool:
     return value is True or str(value).lower() in ("true", "1", "yes")
 
 
@@ -102,7 +102,7 @@ def check_argv(argv: list[str]) -> None:
     """Raise for ``lm_eval run`` arguments (and a ``--config`` YAML file) asking for a refused
     flag; ``--num_fewshot 0`` and ``--fewshot_as_multiturn false`` change nothing and pass."""
     known, _ = _parser().parse_known_args(argv)
-    settings: dict[str, Any] = {}
+    settings: dict[str, object] = {}
     if known.config and Path(known.config).is_file():
         import yaml
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any
 
 from wsc_tasks.harness import served
 
@@ -57,7 +56,7 @@ def message(where: str, key: str, known: Iterable[str] = SETTINGS) -> str:
 
 def check(
     where: str,
-    metadata: Mapping[str, Any],
+    metadata: Mapping[str, object],
     model_arguments: Collection[str] = (),
     *,
     shared: bool = False,

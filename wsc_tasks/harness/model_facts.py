@@ -22,12 +22,12 @@ is built):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeGuard
 
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.families import ModelFacts
 from wsc_tasks.scoring.methods import ScoringError
-from wsc_tasks.scoring.tokens import TokenCounter, named_tokenizer
+from wsc_tasks.scoring.tokens import TokenCounter, Tokenizer, named_tokenizer
 
 PASS_TOKENIZER = (
     'pass the tokenizer as task metadata: --metadata \'{"tokenizer": "<name or path>"}\', or '
@@ -35,7 +35,7 @@ PASS_TOKENIZER = (
 )
 
 
-def unwrapped(lm: Any) -> Any:
+def unwrapped(lm: object) -> object:
     """The model behind lm-eval's request cache (``--use_cache`` wraps it in a ``CachingLM``)."""
     from lm_eval.api.model import CachingLM
 
@@ -44,25 +44,27 @@ def unwrapped(lm: Any) -> Any:
     return lm
 
 
-def _is_hf_tokenizer(tokenizer: Any) -> bool:
+def _is_hf_tokenizer(tokenizer: object) -> TypeGuard[Tokenizer]:
     from transformers import PreTrainedTokenizerBase
 
     return isinstance(tokenizer, PreTrainedTokenizerBase)
 
 
-def _counter(lm: Any, tokenizer: Any, add_bos: Any, family: families.Family) -> TokenCounter:
+def _counter(
+    lm: object, tokenizer: Tokenizer, add_bos: object, family: families.Family
+) -> TokenCounter:
     """One counter per model object, shared by all its tasks (their encodings are memoised);
     lm-eval encodes an encoder–decoder's contexts alone."""
     key = "_wsc_tasks_token_counter"
     found = vars(lm).get(key)
-    if found is None or found.tokenizer is not tokenizer:
+    if not isinstance(found, TokenCounter) or found.tokenizer is not tokenizer:
         add_special = None if add_bos is None else bool(add_bos)
         found = TokenCounter(tokenizer, add_special, family.context_alone)
         setattr(lm, key, found)
     return found
 
 
-def facts_of(lm: Any, task: str) -> ModelFacts:
+def facts_of(lm: object, task: str) -> ModelFacts:
     """The tokenizer and family of the model lm-eval evaluates; see the module docstring."""
     model = unwrapped(lm)
     name = getattr(model, "LABEL", type(model).__name__)
@@ -85,7 +87,7 @@ def facts_of(lm: Any, task: str) -> ModelFacts:
         family = families.family_of_config(config)
         add_bos = getattr(model, "add_bos_token", None)
         path = getattr(tokenizer, "name_or_path", None)
-        named: dict[str, Any] = {"tokenizer": path} if path else {}
+        named: dict[str, object] = {"tokenizer": path} if path else {}
         if add_bos is not None:
             named["add_bos_token"] = add_bos
         return ModelFacts(_counter(model, tokenizer, add_bos, family), family, named=named)

@@ -10,7 +10,8 @@ is undefined on the documents evaluated.
 from __future__ import annotations
 
 import logging
-from typing import Any
+
+from wsc_tasks.harness.lm_eval_types import ConfiguredTask
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -18,11 +19,12 @@ _RECORDED: dict[str, list[str]] = {}  # note -> the tasks that recorded it, firs
 LISTED = 6  # task names a footer line lists before "and N more"
 
 
-def add(task: Any, text: str) -> None:
+def add(task: ConfiguredTask, text: str) -> None:
     """Record ``text`` for ``task`` (an lm-eval task of this package); once per task and text."""
     name = str(task.config.task)
     meta = dict(task.config.metadata or {})
-    notes = list(meta.get("notes") or [])
+    found = meta.get("notes")
+    notes = [str(note) for note in found] if isinstance(found, list | tuple) else []
     if text not in notes:
         task.config.metadata = {**meta, "notes": [*notes, text]}
         log.warning(f"wsc_tasks: {name}: {text}")

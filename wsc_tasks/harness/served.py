@@ -55,6 +55,7 @@ CHECKED_MODELS = ("local-completions", "openai-completions", "sglang-generate", 
 # itself, watsonx goes through IBM's SDK; neither is checked, and a run says so
 UNCHECKED = ("lm_eval.models.textsynth", "lm_eval.models.ibm_watsonx_ai")
 RESULTS_KEY = "logprob_check"  # the outcome, a top-level entry of lm-eval's results
+KEPT = "_wsc_tasks_logprob_check"  # the outcome, kept on the model object: checked once
 
 __all__ = [
     "CHECKED_MODELS", "FIX_SERVER", "MIN_COMPARED", "NO_GENERATED", "PROBE", "RESULTS_KEY",
@@ -65,7 +66,11 @@ __all__ = [
 
 
 # -- asking the server ---------------------------------------------------------------------------
-def model_type(lm: Any) -> str:
+# what a check records in the results (``RESULTS_KEY``): model, server, outcome and its figures
+Outcome = dict[str, str | int | float]
+
+
+def model_type(lm: object) -> str:
     """The name(s) lm-eval registered the model's class under (``local-completions``,
     ``ggml/gguf``, …), read without importing any other model."""
     from lm_eval.api.registry import model_registry
@@ -82,7 +87,7 @@ class Server:
     (OpenAI's ``/v1/completions``: local-completions, openai-completions, gguf) or ``sglang``
     (SGLang's native ``/generate``: sglang-generate)."""
 
-    lm: Any
+    lm: Any  # lm-eval's API model (TemplateAPI or GGUFLM), asked for its settings
     url: str
     protocol: str
     text: bool  # prompts sent as text (lm-eval's tokenized_requests=False; gguf always)
@@ -92,7 +97,7 @@ class Server:
     def where(self) -> str:
         return f"served model {model_type(self.lm)} at {self.url}"
 
-    def post(self, payload: dict[str, Any], question: str) -> Any:
+    def post(self, payload: dict[str, Any], question: str) -> Any:  # JSON out, JSON back
         import requests
 
         headers = getattr(self.lm, "header", None)
@@ -196,7 +201,7 @@ class Server:
         return dict(tops[0]) if tops[0] else None
 
 
-def server_of(lm: Any) -> Server | None:
+def server_of(lm: object) -> Server | None:
     """The server behind an lm-eval model that scores log-likelihoods from a served model's echo;
     None for any other model (a local one, a chat API that cannot score log-likelihoods)."""
     lm = getattr(lm, "lm", lm)  # lm-eval's CachingLM (--use_cache) wraps the model
@@ -233,7 +238,7 @@ def prefixes(
     return {k: "".join(texts[:k]) for k in range(1, prompt + 1)}
 
 
-def check(lm: Any) -> dict[str, Any] | None:
+def check(lm: object) -> Outcome | None:
     """Compare the server's echo with its generation path (module docstring); the outcome to
     record, None when the model is not served. Raises ``ServedModelError`` with the finding."""
     server = server_of(lm)
@@ -268,7 +273,7 @@ def check(lm: Any) -> dict[str, Any] | None:
         verdict = compare(echo, nexts, prompt, generated)
     if verdict.finding:
         raise ServedModelError(f"{server.where}: {verdict.finding}; {verdict.advice}")
-    outcome = {
+    outcome: Outcome = {
         "model": model_type(server.lm),
         "base_url": server.url,
         "outcome": "passed",
@@ -285,7 +290,7 @@ def check(lm: Any) -> dict[str, Any] | None:
     return outcome
 
 
-def skip_requested(metadata: Sequence[tuple[str, Mapping[str, Any]]]) -> bool:
+def skip_requested(metadata: Sequence[tuple[str, Mapping[str, object]]]) -> bool:
     """Whether the tasks' metadata (``--metadata``, and ``--model_args`` merged in by lm-eval's
     CLI) say ``logprob_check=false``; any other value than true/false is an error."""
     values = set()
@@ -302,21 +307,22 @@ def skip_requested(metadata: Sequence[tuple[str, Mapping[str, Any]]]) -> bool:
     return values == {False}
 
 
-def preflight(lm: Any, metadata: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any] | None:
+def preflight(lm: object, metadata: Sequence[tuple[str, Mapping[str, object]]]) -> Outcome | None:
     """``check`` once per model object (the outcome is kept on it), or the record of its skip."""
     model = getattr(lm, "lm", lm)
-    if "_wsc_tasks_logprob_check" in vars(model):
-        return model._wsc_tasks_logprob_check
+    kept: dict[str, Outcome | None] = vars(model)
+    if KEPT in kept:
+        return kept[KEPT]
     skip = skip_requested(metadata)
     server = server_of(model) if skip else None
     if server is not None:
         log.warning(f"wsc_tasks: {server.where}: log-probability check skipped ({SKIP_KEY}=false)")
-        outcome: dict[str, Any] | None = {
+        outcome: Outcome | None = {
             "model": model_type(server.lm),
             "base_url": server.url,
             "outcome": f"skipped ({SKIP_KEY}=false)",
         }
     else:
         outcome = None if skip else check(model)
-    model._wsc_tasks_logprob_check = outcome
+    kept[KEPT] = outcome
     return outcome

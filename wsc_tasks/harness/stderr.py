@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
@@ -30,18 +30,21 @@ MAX_ITERS = 1000  # lm-eval's default of 100000 would cost minutes per task for 
 SEED = 1234  # lm-eval's own numpy seed, for the look of it; any fixed value will do
 
 
-def is_ours(aggregation: Callable[..., Any]) -> bool:
+T = TypeVar("T")  # one per-document value, as the task's process_results returned it
+
+
+def is_ours(aggregation: Callable[..., object]) -> bool:
     """A metric of ``registry`` (an aggregation bound to its record, or a pure aggregate)."""
     return registry.record_of(aggregation) is not None
 
 
-def is_count(aggregation: Callable[..., Any]) -> bool:
+def is_count(aggregation: Callable[..., object]) -> bool:
     """A metric whose record asks for no stderr (counts the data fixes: lm-eval prints N/A)."""
     found = registry.record_of(aggregation)
     return found is not None and not found.stderr
 
 
-def canonical(items: Sequence[Any]) -> list[Any]:
+def canonical(items: Sequence[T]) -> list[T]:
     """The per-document values in an order that does not depend on how ranks split them."""
     keyed = sorted(
         (json.dumps(item, sort_keys=True, default=str), i) for i, item in enumerate(items)
@@ -49,7 +52,7 @@ def canonical(items: Sequence[Any]) -> list[Any]:
     return [items[i] for _, i in keyed]
 
 
-def schema_stderr(aggregation: Callable[..., Any], items: Sequence[Any], iters: int) -> float:
+def schema_stderr(aggregation: Callable[..., object], items: Sequence[object], iters: int) -> float:
     """Bootstrap standard error of ``aggregation(items)``, documents resampled (ddof 1)."""
     values = canonical(items)
     reps = stats.replicates(values, aggregation, stats.resample_indexes(len(values), iters, SEED))

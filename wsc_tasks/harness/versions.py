@@ -9,9 +9,9 @@ scores from an older definition on the leaderboard.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -25,16 +25,18 @@ class _Loader(yaml.SafeLoader):
 _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> dict[str, object]:
     found = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
     return found if isinstance(found, dict) else {}
 
 
-def _version(config: dict[str, Any], folder: Path) -> Any:
-    version = (config.get("metadata") or {}).get("version")
-    if version is None and isinstance(config.get("include"), str):
-        return _version(_read(folder / config["include"]), folder)
-    return version
+def _version(config: dict[str, object], folder: Path) -> float | None:
+    metadata = config.get("metadata")
+    version = metadata.get("version") if isinstance(metadata, dict) else None
+    include = config.get("include")
+    if version is None and isinstance(include, str):
+        return _version(_read(folder / include), folder)
+    return None if version is None else float(version)
 
 
 @cache
@@ -47,11 +49,11 @@ def current() -> dict[str, float]:
         name = config.get("group") or config.get("task")  # a group's ``task`` is its list
         version = _version(config, folder)
         if isinstance(name, str) and version is not None:
-            out[name] = float(version)
+            out[name] = version
     return out
 
 
-def changed(recorded: dict[str, Any]) -> list[tuple[str, Any, float]]:
+def changed(recorded: Mapping[str, object]) -> list[tuple[str, object, float]]:
     """``(name, recorded version, current version)`` for each task or group of a results file's
     ``versions`` whose version is not the current one (names this package does not define are
     not its to judge)."""
@@ -61,8 +63,8 @@ def changed(recorded: dict[str, Any]) -> list[tuple[str, Any, float]]:
         if name not in now:
             continue
         try:
-            same = float(version) == now[name]
-        except (TypeError, ValueError):
+            same = isinstance(version, int | float | str) and float(version) == now[name]
+        except ValueError:
             same = False
         if not same:
             out.append((name, version, now[name]))

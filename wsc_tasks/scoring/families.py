@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from wsc_tasks.scoring import causal, masked, seq2seq
 from wsc_tasks.scoring.methods import (
@@ -39,11 +39,17 @@ MASKED_TYPES = {"bert", "roberta", "xlm-roberta", "albert", "deberta", "deberta-
                 "electra", "camembert", "mpnet", "modernbert"}  # fmt: skip
 
 
-def _is_encoder_decoder(config: Any) -> bool:
+class ModelConfig(Protocol):
+    """A transformers model config, as far as telling the family goes."""
+
+    model_type: str
+
+
+def _is_encoder_decoder(config: ModelConfig) -> bool:
     return bool(getattr(config, "is_encoder_decoder", False))
 
 
-def _is_masked(config: Any) -> bool:
+def _is_masked(config: ModelConfig) -> bool:
     architectures = " ".join(getattr(config, "architectures", None) or [])
     return config.model_type in MASKED_TYPES or "MaskedLM" in architectures
 
@@ -55,7 +61,7 @@ class Family:
     name: str
     # recognises the family from the model's transformers config; None: the family of every
     # model no other family claims (and of a run whose metadata names no model)
-    detects: Callable[[Any], bool] | None
+    detects: Callable[[ModelConfig], bool] | None
     methods: Mapping[str, ScoringMethod]
     headline: str  # behind ``acc``/``schema_acc`` unless ``metadata.headline`` says otherwise
     token_free: str  # the method that runs when no tokenizer is known
@@ -128,7 +134,7 @@ def get_methods(names: Sequence[str], family: str = "causal") -> list[ScoringMet
     return [available[n] for n in names]
 
 
-def family_of_config(config: Any) -> Family:
+def family_of_config(config: ModelConfig | None) -> Family:
     """The first family whose test recognises the config, else (or with no config) the default
     family."""
     for family in FAMILIES.values():
@@ -143,7 +149,7 @@ def _detect(
 ) -> Family:
     from transformers import AutoConfig
 
-    kwargs: dict[str, Any] = {"trust_remote_code": trust}
+    kwargs: dict[str, bool | str] = {"trust_remote_code": trust}
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
     if revision:  # the config of the revision that runs (a sweep's pinned commit), not main's
@@ -153,16 +159,17 @@ def _detect(
     return family_of_config(config)
 
 
-def detect(metadata: Mapping[str, Any]) -> Family:
+def detect(metadata: Mapping[str, object]) -> Family:
     """The family of the model named in the metadata (lm-eval merges ``--model_args`` in); the
     default family (causal) when none is named."""
     pretrained = metadata.get("pretrained")
     if not isinstance(pretrained, str):
         return family_of_config(None)
     revision = metadata.get("revision")
+    gguf_file = metadata.get("gguf_file")
     return _detect(
         pretrained,
-        metadata.get("gguf_file"),
+        str(gguf_file) if gguf_file else None,
         bool(metadata.get("trust_remote_code", False)),
         str(revision) if revision else None,
     )
@@ -177,7 +184,7 @@ class ModelFacts:
     family: Family | None = None  # None: the default family
     why: str = ""  # why there is no tokenizer, for the run's notes
     # the tokenizer as metadata would name it (``tokenizer=``…), recorded in the task's config
-    named: dict[str, Any] = field(default_factory=dict)
+    named: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

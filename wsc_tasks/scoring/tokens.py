@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from wsc_tasks.data.problems import Problem
 
@@ -22,13 +22,27 @@ class RequestMismatch(ValueError):
     """A request would not give the model the tokens its scoring formula means."""
 
 
+class Tokenizer(Protocol):
+    """A Hugging Face tokenizer, as far as counting tokens goes."""
+
+    eos_token: str | None
+
+    def __len__(self) -> int: ...
+
+    def encode(self, text: str, *, add_special_tokens: bool = ...) -> list[int]: ...
+
+    def __call__(
+        self, text: str, *, add_special_tokens: bool, return_offsets_mapping: bool
+    ) -> Mapping[str, Sequence[Sequence[int]]]: ...
+
+
 # hashed by identity: one counter per tokenizer and encoding rule, a key of scoring caches; frozen,
 # since every task of a run shares it (``_counter``)
 @dataclass(frozen=True, eq=False)
 class TokenCounter:
     """Counts continuation tokens the way ``lm_eval.api.model.TemplateLM._encode_pair`` does."""
 
-    tokenizer: Any
+    tokenizer: Tokenizer
     add_special_tokens: bool | None = None  # None: the tokenizer's default, as lm-eval's HFLM
     seq2seq: bool = False  # lm-eval encodes an encoder–decoder's context on its own
     _cache: dict[tuple[str, bool | None], tuple[int, ...]] = field(default_factory=dict, repr=False)
@@ -125,7 +139,7 @@ class TokenCounter:
 
 def check_request(
     counter: TokenCounter,
-    request: tuple[str, tuple[Any, ...]],
+    request: tuple[str, tuple[str, str]],
     intended: tuple[Sequence[int], Sequence[int]],
 ) -> None:
     """Raise ``RequestMismatch`` unless lm-eval turns ``request`` into exactly ``intended``
@@ -144,7 +158,7 @@ def check_request(
         )
 
 
-_GGUF_PARSES: dict[str, Any] = {}
+_GGUF_PARSES: dict[str, object] = {}
 
 
 @contextmanager
@@ -159,7 +173,7 @@ def gguf_parsed_once() -> Iterator[None]:
 
     original = gguf_utils.load_gguf_checkpoint
 
-    def load(path: Any, return_tensors: bool = False, *args: Any, **kwargs: Any) -> Any:
+    def load(path: object, return_tensors: bool = False, *args: object, **kwargs: object) -> object:
         if return_tensors or args or kwargs:
             return original(path, return_tensors, *args, **kwargs)
         key = str(path)
@@ -176,19 +190,22 @@ def gguf_parsed_once() -> Iterator[None]:
 
 
 @lru_cache(maxsize=8)
-def _load_tokenizer(name: str, gguf_file: str | None, revision: str | None, trust: bool) -> Any:
+def _load_tokenizer(
+    name: str, gguf_file: str | None, revision: str | None, trust: bool
+) -> Tokenizer:
     from transformers import AutoTokenizer
 
-    kwargs: dict[str, Any] = {"trust_remote_code": trust}
+    kwargs: dict[str, bool | str] = {"trust_remote_code": trust}
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
     if revision:
         kwargs["revision"] = revision
     with gguf_parsed_once():
-        return AutoTokenizer.from_pretrained(name, **kwargs)
+        tokenizer: Tokenizer = AutoTokenizer.from_pretrained(name, **kwargs)
+    return tokenizer
 
 
-def named_tokenizer(metadata: Mapping[str, Any]) -> str | None:
+def named_tokenizer(metadata: Mapping[str, object]) -> str | None:
     """The tokenizer the metadata names (``tokenizer``, else ``pretrained``), if any."""
     name = metadata.get("tokenizer") or metadata.get("pretrained")
     return name if isinstance(name, str) else None

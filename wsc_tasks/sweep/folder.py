@@ -13,9 +13,9 @@ import gzip
 import json
 import platform
 import shutil
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from wsc_tasks.harness import versions as task_versions
 from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS, hide_model_paths, read_done
@@ -41,7 +41,7 @@ def model_lock(out: Path, name: str) -> Path:
     return bookkeeping(out, "locks", f"{name}.lock")
 
 
-def request(spec: ModelSpec, options: SweepOptions) -> dict[str, Any]:
+def request(spec: ModelSpec, options: SweepOptions) -> dict[str, object]:
     """What was asked of one model; a finished run of another request is run again. An absolute
     model path is written ``<its last component>`` (``hide_model_paths``) unless ``keep_paths``:
     the weights themselves are told apart by the fingerprint."""
@@ -64,7 +64,7 @@ class Status:
     why: str = ""
 
 
-def recorded_versions(folder: Path) -> dict[str, Any]:
+def recorded_versions(folder: Path) -> dict[str, object]:
     """The task versions lm-eval recorded in a model's newest results file (empty if none)."""
     found = sorted((folder / SWEEP_RESULTS).rglob("results_*.json"), key=lambda p: p.name)
     try:
@@ -75,7 +75,10 @@ def recorded_versions(folder: Path) -> dict[str, Any]:
 
 
 def status(
-    folder: Path, asked: dict[str, Any], fingerprint: str, hub: dict[str, Any] | None = None
+    folder: Path,
+    asked: Mapping[str, object],
+    fingerprint: str,
+    hub: Mapping[str, object] | None = None,
 ) -> Status:
     """A model's state from its folder. A ``done.json`` whose request or fingerprint differs is
     ``stale``: the entry changed, or the weights or tokenizer did (for a Hub model: its revision
@@ -128,7 +131,7 @@ def error_summary(folder: Path) -> str:
     return lines[0] if lines else "no message"
 
 
-def start(folder: Path, asked: dict[str, Any]) -> None:
+def start(folder: Path, asked: Mapping[str, object]) -> None:
     """Clear whatever an earlier run left and write ``spec.json`` (the caller holds the lock)."""
     if folder.exists():
         shutil.rmtree(folder)
@@ -156,10 +159,10 @@ def versions() -> dict[str, str]:
 
 def write_done(
     folder: Path,
-    asked: dict[str, Any],
+    asked: Mapping[str, object],
     fingerprint: str,
-    cost: dict[str, Any],
-    hub: dict[str, Any] | None = None,
+    cost: Mapping[str, object],
+    hub: Mapping[str, object] | None = None,
 ) -> None:
     """``done.json``, written last: the model counts as finished only once it exists. A Hub
     model's ``hub`` records its repository, the revision asked and the commit that ran."""

@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TypedDict
 
 HEARTBEAT_S = 30.0
 STALE_S = 300.0
@@ -69,7 +69,18 @@ def _alive(pid: int, started: str | None) -> bool:
     return started is None or now is None or now == started
 
 
-def _describe(holder: dict[str, Any] | None) -> str:
+class Holder(TypedDict, total=False):
+    """A lock file's record of the process holding it (empty: its holder never wrote it)."""
+
+    host: str
+    pid: int
+    pid_started: str | None  # the process's start time, so that a reused pid is told apart
+    job: str | None  # the scheduler's job id (Slurm), if any
+    started: str
+    token: str  # this lock's own, so that a stale lock is broken only by its taker
+
+
+def _describe(holder: Holder | None) -> str:
     if not holder:
         return "another process"
     job = f" (job {holder['job']})" if holder.get("job") else ""
@@ -87,7 +98,7 @@ class FileLock:
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
 
-    def _holder_record(self, pid: int) -> dict[str, Any]:
+    def _holder_record(self, pid: int) -> Holder:
         return {
             "host": socket.gethostname(),
             "pid": pid,
@@ -97,13 +108,14 @@ class FileLock:
             "token": self.token,
         }
 
-    def read(self) -> tuple[dict[str, Any] | None, float | None]:
+    def read(self) -> tuple[Holder | None, float | None]:
         """(holder, age of its heartbeat in seconds), or (None, None) if there is no lock."""
         try:
             text = self.path.read_text(encoding="utf-8")
             mtime = self.path.stat().st_mtime
         except FileNotFoundError:
             return None, None
+        holder: Holder
         try:
             holder = json.loads(text)
         except ValueError:
@@ -121,7 +133,7 @@ class FileLock:
         finally:
             probe.unlink(missing_ok=True)
 
-    def stale(self, holder: dict[str, Any], age: float) -> str | None:
+    def stale(self, holder: Holder, age: float) -> str | None:
         """Why the lock of ``holder`` is stale, or None while it may still be held."""
         if not holder:
             return "its holder never wrote it" if age > YOUNG_S else None
@@ -145,7 +157,7 @@ class FileLock:
             json.dump(self._holder_record(os.getpid()), handle)
         return True
 
-    def _break(self, holder: dict[str, Any]) -> None:
+    def _break(self, holder: Holder) -> None:
         """Move a stale lock aside; if another taker replaced it meanwhile, put theirs back."""
         aside = self.path.with_name(f"{self.path.name}.stale.{self.token}")
         try:

@@ -55,7 +55,8 @@ class ModelsFile:
         return f"{self.path}:{line}" if line else str(self.path)
 
 
-def _spec(entry: Any, where: str) -> ModelSpec:
+def _spec(entry: object, where: str) -> ModelSpec:
+    """One model of a models file (a YAML entry, a mapping or a name; a line's fields)."""
     if isinstance(entry, str):
         entry = {"model_args": f"pretrained={entry}", "name": Path(entry).name}
     if not isinstance(entry, dict) or not entry.get("name"):
@@ -146,7 +147,7 @@ def _read_text(path: Path, text: str) -> ModelsFile:
             continue
         if len(fields) == 2:
             raise ModelsFileError(f"{where}: expected NAME MODEL MODEL_ARGS [METADATA_JSON]")
-        entry: dict[str, Any] = dict(zip(("name", "model", "model_args"), fields, strict=False))
+        entry: dict[str, object] = dict(zip(("name", "model", "model_args"), fields, strict=False))
         if len(fields) == 4:
             try:
                 entry["metadata"] = json.loads(fields[3])

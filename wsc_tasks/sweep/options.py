@@ -25,7 +25,7 @@ class SweepOptions:
     prefetch: int = 1  # Hub models whose weights are fetched while the current one evaluates
     keep_weights: bool = False  # keep each Hub model's snapshot in the cache after its run
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         found = asdict(self)
         found["out"] = str(self.out)
         found["lm_eval_flags"] = list(self.lm_eval_flags)

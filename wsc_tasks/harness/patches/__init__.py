@@ -1,13 +1,14 @@
 """Every change this package makes to lm-eval's behaviour, one module each (``pNN_<name>.py``).
 
 Each module holds one patch and its record, ``PATCH``: ``PATCHES`` lists them in the order of their
-modules, found here as the package is imported (a new patch is a new module, and its test). Each
-names the lm-eval versions it was written for (``Patch.lm_eval``; checked against the installed
-lm-eval when this package is imported, with a warning outside it), the
-upstream issue or pull request where one exists, what it fixes and why. ``tests/test_patches.py``
-shows, for each, that the installed lm-eval still behaves as the section says (calling the
-function saved before patching, ``original``): the day one of those tests fails, lm-eval has
-changed there and the patch can probably go.
+modules, found here as the package is imported (a new patch is a new module). Each names the
+lm-eval versions it was written for (``Patch.lm_eval``; checked against the installed lm-eval when
+this package is imported, with a warning outside it), the upstream issue or pull request where one
+exists, what it fixes and why, and its check (``Patch.still_needed``, defined beside the patch):
+lm-eval's own code, unpatched (the function saved before patching, ``original``), run on a small
+case that shows the behaviour the patch changes. ``tests/test_patch_checks.py`` runs every
+registered patch's check and range: the day one fails, lm-eval has fixed or changed it there and
+the patch can probably go. ``tests/test_patches.py`` tests what each patch does, end to end.
 
 When they apply (as before this package existed; N: the module ``pNN_…``):
 
@@ -34,6 +35,7 @@ import logging
 import pkgutil
 import re
 import warnings
+from collections.abc import Sequence
 from importlib import metadata
 
 from wsc_tasks.harness.patches.base import _MARK, GITHUB, TESTED, Patch, is_our_task, original
@@ -192,18 +194,19 @@ def installed_lm_eval() -> str:
     return metadata.version("lm_eval")
 
 
-def version_warnings(installed: str) -> list[str]:
-    """One line per patch whose declared lm-eval range does not hold ``installed``."""
+def version_warnings(installed: str, among: Sequence[Patch] = PATCHES) -> list[str]:
+    """One line per patch (of ``among``) whose declared lm-eval range does not hold
+    ``installed``."""
     found = _version(installed)
     lines = []
-    for patch in PATCHES:
+    for patch in among:
         low, below = patch.lm_eval
         if not _version(low) <= found < _version(below):
             lines.append(
                 f"wsc_tasks: patch {patch.name} ({patch.target}) was written for lm-eval "
                 f">={low},<{below} but lm-eval {installed} is installed; run "
-                "tests/test_patches.py to see whether lm-eval still needs it, then adjust its "
-                "range in its module under wsc_tasks/harness/patches/"
+                "tests/test_patch_checks.py to see whether lm-eval still needs it, then adjust "
+                "its range in its module under wsc_tasks/harness/patches/"
             )
     return lines
 

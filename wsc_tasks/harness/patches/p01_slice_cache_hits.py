@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 from wsc_tasks.harness.patches.base import (
     GITHUB,
     TESTED,
     Patch,
     _replace,
+    bigram_hflm,
     log,
-)
-
-PATCH = Patch(
-    "slice_cache_hits",
-    "lm_eval.models.utils.Collator.get_cache",
-    TESTED,
-    (f"{GITHUB}/issues/2984", f"{GITHUB}/pull/2987"),
+    original,
 )
 
 
@@ -37,7 +35,9 @@ def _slice_cache_hits() -> bool:
 
     get_cache_original = Collator.get_cache
 
-    def get_cache(self: Any, *args: Any, **kwargs: Any) -> Iterator[tuple[Any, Any, Any]]:
+    def get_cache(
+        self: object, *args: object, **kwargs: object
+    ) -> Iterator[tuple[tuple[str, str], list[int], torch.Tensor]]:
         for request_str, cont_toks, logits in get_cache_original(self, *args, **kwargs):
             # logits: [1, positions of the longest continuation, vocab]; keep this request's own
             yield request_str, cont_toks, logits[:, -len(cont_toks) :, :]
@@ -46,3 +46,30 @@ def _slice_cache_hits() -> bool:
     if patched:
         log.debug("wsc_tasks: lm-eval Collator.get_cache now slices each cache hit to its own")
     return patched
+
+
+def lm_eval_scores_a_shorter_cache_hit_wrongly() -> bool:
+    """lm-eval's own loop and ``get_cache`` (section 18 off): a request whose
+    ``context + continuation[:-1]`` equals a longer one's scores otherwise beside it than alone."""
+    from unittest import mock
+
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.models.utils import Collator
+
+    lm = bigram_hflm()
+    loop = original(HFLM, "_loglikelihood_tokens")
+    short = (("a b c d", " e"), [1, 2, 3, 4], [5])
+    longer = (("a b c", " d e"), [1, 2, 3], [4, 5])  # the same tokens, split one earlier
+    with mock.patch.object(Collator, "get_cache", original(Collator, "get_cache")):
+        alone = loop(lm, [short], disable_tqdm=True)
+        beside = loop(lm, [short, longer], disable_tqdm=True)
+    return bool(beside[0] != alone[0])
+
+
+PATCH = Patch(
+    "slice_cache_hits",
+    "lm_eval.models.utils.Collator.get_cache",
+    TESTED,
+    (f"{GITHUB}/issues/2984", f"{GITHUB}/pull/2987"),
+    still_needed=lm_eval_scores_a_shorter_cache_hit_wrongly,
+)

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from wsc_tasks.harness.patches.base import (
     TESTED,
+    AggregatingTask,
     Patch,
     _replace,
     is_our_task,
     log,
+    original,
 )
 from wsc_tasks.harness.patches.p14_leave_out_undefined_metrics import leave_out_undefined
-
-PATCH = Patch(
-    "aggregate_listed_metrics_only", "lm_eval.evaluator_utils._compute_task_aggregations", TESTED
-)
 
 
 # lm-eval aggregates (with ``mean`` and a warning, if the task names no aggregation) every key
@@ -32,7 +28,12 @@ def _aggregate_listed_metrics_only() -> None:
         log.warning("wsc_tasks: lm-eval without _compute_task_aggregations: all metrics printed")
         return
 
-    def compute(task: Any, raw_metrics: dict, *args: Any, **kwargs: Any) -> Any:
+    def compute(
+        task: AggregatingTask,
+        raw_metrics: dict[tuple[str, str], list[object]],
+        *args: object,
+        **kwargs: object,
+    ) -> tuple[dict[str, object], int]:
         if not is_our_task(task):
             return compute_original(task, raw_metrics, *args, **kwargs)
         listed = task.aggregation()
@@ -42,3 +43,28 @@ def _aggregate_listed_metrics_only() -> None:
         return aggregated, size
 
     _replace(evaluator_utils, "_compute_task_aggregations", compute)
+
+
+def lm_eval_aggregates_every_logged_metric() -> bool:
+    """lm-eval's ``_compute_task_aggregations`` aggregates a key the task does not list."""
+    from lm_eval import evaluator_utils
+    from lm_eval.api.metrics import mean
+
+    class Task:
+        task_name = "t"
+
+        def aggregation(self) -> dict[str, object]:
+            return {"acc": mean}
+
+    compute = original(evaluator_utils, "_compute_task_aggregations")
+    raw = {("acc", "none"): [1.0, 0.0], ("acc_logged_only", "none"): [1.0, 1.0]}
+    aggregated, _ = compute(Task(), raw, bootstrap_iters=0)
+    return "acc_logged_only,none" in aggregated
+
+
+PATCH = Patch(
+    "aggregate_listed_metrics_only",
+    "lm_eval.evaluator_utils._compute_task_aggregations",
+    TESTED,
+    still_needed=lm_eval_aggregates_every_logged_metric,
+)

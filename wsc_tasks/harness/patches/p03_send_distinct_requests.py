@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 from wsc_tasks.harness.patches.base import (
     _MARK,
     TESTED,
+    Answer,
     Patch,
+    Request,
     _replace,
     log,
 )
-from wsc_tasks.harness.patches.p04_remember_tokens import _encode_in_one_batch, _remember_tokens
+from wsc_tasks.harness.patches.p04_remember_tokens import (
+    _encode_in_one_batch,
+    _remember_tokens,
+    recording_template_lm,
+)
 from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import warn_unkeyed_request_cache
 from wsc_tasks.harness.patches.p13_tasks_meet_the_model import meet_the_model
-
-PATCH = Patch("send_distinct_requests", "lm_eval.evaluator.evaluate", TESTED)
-
 
 # lm-eval passes the loglikelihood requests of all tasks to the model in one call, duplicates
 # included; overlapping tasks (``wsc266`` and its subsets, every consistency task's original side,
@@ -27,10 +30,13 @@ PATCH = Patch("send_distinct_requests", "lm_eval.evaluator.evaluate", TESTED)
 # back out (a deterministic model's result depends on the request's arguments only). No upstream
 # issue found; upstream this belongs in ``TemplateLM.loglikelihood``, before
 # ``_loglikelihood_tokens``.
-def distinct(requests: Sequence[Any]) -> tuple[list[Any], list[int]]:
+R = TypeVar("R", bound=Request)
+
+
+def distinct(requests: Sequence[R]) -> tuple[list[R], list[int]]:
     """The requests with distinct arguments, in first-seen order, and where each request went."""
-    first: dict[Any, int] = {}
-    unique: list[Any] = []
+    first: dict[tuple[str, str], int] = {}
+    unique: list[R] = []
     where: list[int] = []
     for request in requests:
         index = first.setdefault(request.args, len(unique))
@@ -40,10 +46,10 @@ def distinct(requests: Sequence[Any]) -> tuple[list[Any], list[int]]:
     return unique, where
 
 
-def deduplicated(method: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+def deduplicated(method: Callable[..., list[Answer]]) -> Callable[..., list[Answer]]:
     """``lm.loglikelihood`` that sends each distinct request once."""
 
-    def loglikelihood(requests: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+    def loglikelihood(requests: list[Request], *args: object, **kwargs: object) -> list[Answer]:
         unique, where = distinct(requests)
         log.info(
             f"wsc_tasks: {len(requests)} loglikelihood requests, {len(unique)} distinct sent to "
@@ -66,16 +72,34 @@ def _send_distinct_requests() -> None:
     _remember_tokens()
 
     @functools.wraps(evaluate_original)
-    def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
+    def evaluate(lm: object, *args: object, **kwargs: object) -> object:
         meet_the_model(lm, kwargs["task_dict"] if "task_dict" in kwargs else args[0])  # 13
         method = getattr(lm, "loglikelihood", None)
         if method is None or getattr(method, _MARK, False):
             return evaluate_original(lm, *args, **kwargs)
         warn_unkeyed_request_cache(lm, kwargs.get("task_dict", args[0] if args else {}))
-        lm.loglikelihood = deduplicated(method)
+        setattr(lm, "loglikelihood", deduplicated(method))  # noqa: B010  (this object only)
         try:
             return evaluate_original(lm, *args, **kwargs)
         finally:
-            del lm.loglikelihood
+            delattr(lm, "loglikelihood")
 
     _replace(evaluator, "evaluate", evaluate)
+
+
+def lm_eval_sends_every_duplicate() -> bool:
+    """lm-eval's ``TemplateLM.loglikelihood`` sends the same request three times when given it
+    three times."""
+    from lm_eval.api.instance import Instance
+
+    lm = recording_template_lm()
+    lm.loglikelihood([Instance("loglikelihood", {}, ("a b", " c"), 0) for _ in range(3)])
+    return len(lm.sent) == 3
+
+
+PATCH = Patch(
+    "send_distinct_requests",
+    "lm_eval.evaluator.evaluate",
+    TESTED,
+    still_needed=lm_eval_sends_every_duplicate,
+)

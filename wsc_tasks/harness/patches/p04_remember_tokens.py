@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Protocol
 
 from wsc_tasks.harness.patches.base import (
     TESTED,
     Patch,
+    Request,
     _replace,
+    original,
 )
-
-PATCH = Patch("remember_tokens", "lm_eval.models.huggingface.HFLM.tok_encode", TESTED)
 
 
 # ``TemplateLM._encode_pair`` makes two tokenizer calls per request, one text at a time. An HF
@@ -19,7 +19,7 @@ PATCH = Patch("remember_tokens", "lm_eval.models.huggingface.HFLM.tok_encode", T
 # batched tokenizer call per model call (same tokenizer arguments as ``HFLM.tok_encode``). No
 # upstream issue found; upstream, ``TemplateLM.loglikelihood`` could encode the pairs with one
 # ``tokenizer(list)`` call.
-def _encode_in_one_batch(lm: Any, requests: Sequence[Any]) -> None:
+def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
     """Fill an HF causal model's text → tokens memo with one batched call for the texts that
     ``TemplateLM._encode_pair`` will encode."""
     from lm_eval.models.huggingface import HFLM
@@ -46,10 +46,11 @@ def _encode_in_one_batch(lm: Any, requests: Sequence[Any]) -> None:
             memo[(text, None)] = list(ids)
 
 
-def _memo(lm: Any) -> dict[tuple[str, bool | None], list[int]]:
-    if "_wsc_tasks_token_memo" not in vars(lm):
-        lm._wsc_tasks_token_memo = {}
-    return lm._wsc_tasks_token_memo
+def _memo(lm: object) -> dict[tuple[str, bool | None], list[int]]:
+    """``lm``'s text → tokens memo (made on first use, kept in the model object itself)."""
+    memo: dict[tuple[str, bool | None], list[int]]
+    memo = vars(lm).setdefault("_wsc_tasks_token_memo", {})
+    return memo
 
 
 def _remember_tokens() -> None:
@@ -58,11 +59,11 @@ def _remember_tokens() -> None:
     tok_encode_original = HFLM.tok_encode
 
     def tok_encode(
-        self: Any,
+        self: object,
         string: str,
         add_special_tokens: bool | None = None,
         left_truncate_len: int | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> list[int]:
         if left_truncate_len or kwargs:
             return tok_encode_original(
@@ -75,3 +76,74 @@ def _remember_tokens() -> None:
         return list(memo[key])
 
     _replace(HFLM, "tok_encode", tok_encode)
+
+
+class RecordingTemplateLM(Protocol):
+    encoded: list[str]
+    sent: list[object]
+
+    def loglikelihood(self, requests: list[object]) -> list[tuple[float, bool]]: ...
+
+
+def recording_template_lm() -> RecordingTemplateLM:
+    """An lm-eval ``TemplateLM`` that records the texts it encodes and the requests it scores."""
+    from lm_eval.api.model import TemplateLM
+
+    class Recorder(TemplateLM):
+        eot_token_id = 0
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoded: list[str] = []
+            self.sent: list[object] = []
+
+        def tok_encode(self, string: str, **kwargs: object) -> list[int]:
+            self.encoded.append(string)
+            return [ord(c) for c in string]
+
+        def _loglikelihood_tokens(
+            self, requests: list[object], **kwargs: object
+        ) -> list[tuple[float, bool]]:
+            self.sent.extend(requests)
+            return [(0.0, False)] * len(requests)
+
+        def loglikelihood_rolling(self, requests: list[object], **kwargs: object) -> list[float]:
+            raise NotImplementedError
+
+        def generate_until(self, requests: list[object], **kwargs: object) -> list[str]:
+            raise NotImplementedError
+
+    recorder: RecordingTemplateLM = Recorder()
+    return recorder
+
+
+def lm_eval_encodes_a_text_again_on_every_call() -> bool:
+    """lm-eval's ``TemplateLM`` makes two tokenizer calls a request, and ``HFLM.tok_encode``
+    calls the tokenizer again for a text it has encoded before."""
+    from types import SimpleNamespace
+
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    lm = recording_template_lm()
+    lm.loglikelihood([Instance("loglikelihood", {}, ("a b", " c"), 0) for _ in range(3)])
+    calls: list[str] = []
+
+    def encode(text: str, **kwargs: object) -> list[int]:
+        calls.append(text)
+        return [1, 2]
+
+    tokenizer = SimpleNamespace(encode=encode, decode=lambda ids: "<bos>")
+    hf = SimpleNamespace(tokenizer=tokenizer, add_bos_token=False, prefix_token_id=0)
+    tok_encode = original(HFLM, "tok_encode")
+    tok_encode(hf, "same text")
+    tok_encode(hf, "same text")
+    return len(lm.encoded) == 6 and calls == ["same text", "same text"]
+
+
+PATCH = Patch(
+    "remember_tokens",
+    "lm_eval.models.huggingface.HFLM.tok_encode",
+    TESTED,
+    still_needed=lm_eval_encodes_a_text_again_on_every_call,
+)

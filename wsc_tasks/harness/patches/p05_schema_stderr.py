@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from wsc_tasks.harness.patches.base import (
     TESTED,
@@ -13,8 +12,6 @@ from wsc_tasks.harness.patches.base import (
     log,
     original,
 )
-
-PATCH = Patch("schema_stderr", "lm_eval.evaluator_utils.stderr_for_metric", TESTED)
 
 
 # lm-eval asks ``stderr_for_metric(aggregation, bootstrap_iters)`` for every metric; it knows no
@@ -32,14 +29,16 @@ def _schema_stderr() -> bool:
 
     lookup_original = original(evaluator_utils, "stderr_for_metric")
 
-    def stderr_for_metric(metric: Callable[..., Any], bootstrap_iters: int) -> Any:
+    def stderr_for_metric(
+        metric: Callable[..., object], bootstrap_iters: int
+    ) -> Callable[[Sequence[object]], float | str] | None:
         if not stderr.is_ours(metric):
             return lookup_original(metric, bootstrap_iters)
         if bootstrap_iters <= 0 or stderr.is_count(metric):
             return None
         iters = min(bootstrap_iters, stderr.MAX_ITERS)
 
-        def schema_stderr(items: Sequence[Any]) -> float | str:
+        def schema_stderr(items: Sequence[object]) -> float | str:
             value = stderr.schema_stderr(metric, items, iters)
             return "N/A" if math.isnan(value) else value  # no replicate had a value: none
 
@@ -50,3 +49,21 @@ def _schema_stderr() -> bool:
     if patched:
         log.debug("wsc_tasks: lm-eval's stderr for wsc_tasks metrics is now a schema bootstrap")
     return patched
+
+
+def lm_eval_has_no_stderr_for_our_aggregations() -> bool:
+    """lm-eval's ``stderr_for_metric`` knows no error for this package's aggregations."""
+    from lm_eval import evaluator_utils
+
+    from wsc_tasks.metrics import ratios
+
+    lookup = original(evaluator_utils, "stderr_for_metric")
+    return lookup(ratios.SCHEMA_ACCURACY, 1000) is None
+
+
+PATCH = Patch(
+    "schema_stderr",
+    "lm_eval.evaluator_utils.stderr_for_metric",
+    TESTED,
+    still_needed=lm_eval_has_no_stderr_for_our_aggregations,
+)

@@ -6,9 +6,8 @@ from wsc_tasks.harness.patches.base import (
     TESTED,
     Patch,
     _replace,
+    original,
 )
-
-PATCH = Patch("accept_several_include_paths", "lm_eval.tasks.manager.TaskManager.__init__", TESTED)
 
 
 # lm-eval's ``TaskManager`` takes a list of folders but its ``run --include_path`` passes one string
@@ -30,3 +29,36 @@ def accept_several_include_paths() -> bool:
         init_original(self, *args, include_path=include_path, **kwargs)
 
     return _replace(manager.TaskManager, "__init__", init)
+
+
+def lm_eval_reads_include_path_as_one_folder() -> bool:
+    """lm-eval's ``TaskManager`` given ``a:b`` as its ``include_path`` (as ``run`` passes it)
+    finds none of the tasks of ``a`` and ``b``."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from lm_eval.tasks import manager
+
+    with tempfile.TemporaryDirectory() as folder:
+        paths = []
+        for name in ("mine_a", "mine_b"):
+            path = Path(folder, name)
+            path.mkdir()
+            (path / f"{name}.yaml").write_text(
+                f"task: {name}\ndataset_path: json\noutput_type: loglikelihood\n"
+                "test_split: test\ndoc_to_text: x\ndoc_to_target: y\n"
+            )
+            paths.append(str(path))
+        unpatched = manager.TaskManager.__new__(manager.TaskManager)
+        init = original(manager.TaskManager, "__init__")
+        init(unpatched, include_path=os.pathsep.join(paths), include_defaults=False)
+    return not {"mine_a", "mine_b"} & set(unpatched.all_tasks)
+
+
+PATCH = Patch(
+    "accept_several_include_paths",
+    "lm_eval.tasks.manager.TaskManager.__init__",
+    TESTED,
+    still_needed=lm_eval_reads_include_path_as_one_folder,
+)

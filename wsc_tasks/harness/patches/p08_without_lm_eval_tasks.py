@@ -11,13 +11,6 @@ from wsc_tasks.harness.patches.base import (
     Patch,
 )
 
-PATCH = Patch(
-    "without_lm_eval_tasks",
-    "lm_eval.tasks.manager.TaskManager.__init__",
-    TESTED,
-    (f"{GITHUB}/issues/1801",),
-)
-
 
 # lm-eval's ``TaskManager`` reads the YAMLs of its thousands of tasks before it loads any (about 14
 # s of CPU); a run of this package's tasks needs none of them.
@@ -40,3 +33,21 @@ def without_lm_eval_tasks() -> Iterator[None]:
         yield
     finally:
         manager.TaskManager.__init__ = init_before
+
+
+def lm_eval_run_has_no_flag_to_skip_its_own_tasks() -> bool:
+    """lm-eval's ``run`` command never passes ``include_defaults`` to its ``TaskManager``."""
+    import inspect
+
+    from lm_eval._cli import run
+
+    return "include_defaults" not in inspect.getsource(run)
+
+
+PATCH = Patch(
+    "without_lm_eval_tasks",
+    "lm_eval.tasks.manager.TaskManager.__init__",
+    TESTED,
+    (f"{GITHUB}/issues/1801",),
+    still_needed=lm_eval_run_has_no_flag_to_skip_its_own_tasks,
+)

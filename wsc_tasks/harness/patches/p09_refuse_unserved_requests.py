@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from wsc_tasks.harness.patches.base import (
     _MARK,
     TESTED,
     Patch,
+    Request,
 )
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.methods import ScoringError
-
-PATCH = Patch("refuse_unserved_requests", "lm_eval.api.model.LM.<our request types>", TESTED)
 
 
 # Not a bug of lm-eval: an extension it has no hook for. lm-eval 0.4 runs each request type as
@@ -22,9 +21,11 @@ PATCH = Patch("refuse_unserved_requests", "lm_eval.api.model.LM.<our request typ
 # would end in ``AttributeError: 'HFLM' object has no attribute 'mlm_score'``. ``LM`` gets a
 # method for every request type of ours it lacks that refuses with the command to use instead;
 # ``hf-mlm`` defines its own. If lm-eval ever defines such a method itself, this stops applying
-# (``tests/test_patches.py`` then fails).
-def _refusal(family: families.Family) -> Callable[..., Any]:
-    def refuse(self: Any, requests: list[Any], *args: Any, **kwargs: Any) -> Any:
+# (its check, ``still_needed``, then fails).
+def _refusal(family: families.Family) -> Callable[..., NoReturn]:
+    def refuse(
+        self: object, requests: Sequence[Request], *args: object, **kwargs: object
+    ) -> NoReturn:
         tasks = sorted({str(r.task_name) for r in requests if r.task_name}) or ["?"]
         raise ScoringError(
             f"task {', '.join(tasks)}: the model is a {family.name} language model; "
@@ -50,3 +51,22 @@ def refuse_unserved_requests() -> None:
     for family in families.FAMILIES.values():
         if not hasattr(LM, family.request_type):
             setattr(LM, family.request_type, _refusal(family))
+
+
+def lm_eval_has_no_method_for_our_request_types() -> bool:
+    """lm-eval's ``LM`` defines no method named like a request type of ours (``mlm_score``): each
+    such attribute is missing or this section's refusal."""
+    from lm_eval.api.model import LM
+
+    ours = {f.request_type for f in families.FAMILIES.values()} - {"loglikelihood"}
+    return bool(ours) and all(
+        getattr(getattr(LM, request_type, None), _MARK, True) for request_type in ours
+    )
+
+
+PATCH = Patch(
+    "refuse_unserved_requests",
+    "lm_eval.api.model.LM.<our request types>",
+    TESTED,
+    still_needed=lm_eval_has_no_method_for_our_request_types,
+)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from wsc_tasks.harness.patches.base import (
     GITHUB,
@@ -12,14 +11,6 @@ from wsc_tasks.harness.patches.base import (
     is_our_task,
     log,
 )
-
-PATCH = Patch(
-    "warn_unkeyed_request_cache",
-    "lm_eval.api.model.CachingLM (a warning)",
-    TESTED,
-    (f"{GITHUB}/issues/2715", f"{GITHUB}/issues/4063"),
-)
-
 
 # lm-eval's ``--use_cache PATH`` (``CachingLM``, a SQLite file ``PATH_rank<r>.db``) keys each answer
 # by the request alone (``hash_args``: request type and arguments), not by the model (upstream
@@ -38,12 +29,13 @@ def mark_cache_keyed(prefix: str) -> None:
     _KEYED_CACHES.add(prefix)
 
 
-def _tasks_of(task_dict: Any) -> Iterator[Any]:
+def _tasks_of(task_dict: object) -> Iterator[object]:
+    """The tasks of lm-eval's ``task_dict`` (groups' tasks included), as lm-eval nests them."""
     for value in (task_dict or {}).values() if isinstance(task_dict, dict) else ():
         yield from _tasks_of(value) if isinstance(value, dict) else (value,)
 
 
-def warn_unkeyed_request_cache(lm: Any, task_dict: Any) -> None:
+def warn_unkeyed_request_cache(lm: object, task_dict: object) -> None:
     """Warn once per cache file when ``lm`` is lm-eval's request cache, not keyed by the model,
     and one of this package's tasks is about to read it."""
     from lm_eval.api.model import CachingLM
@@ -61,3 +53,37 @@ def warn_unkeyed_request_cache(lm: Any, task_dict: Any) -> None:
         "or run `wsc-tasks run`, which keys the path by the model"
     )
     log.warning(line)
+
+
+def lm_eval_keys_its_request_cache_by_the_request_only() -> bool:
+    """lm-eval's ``CachingLM``: a second model on the same cache file reads the first one's
+    answer as its own."""
+    import tempfile
+    from pathlib import Path
+
+    from lm_eval.api.instance import Instance
+    from lm_eval.api.model import LM, CachingLM
+
+    def constant(value: float) -> LM:
+        methods = {
+            "loglikelihood": lambda self, requests, **kwargs: [(value, False) for _ in requests],
+            "loglikelihood_rolling": None,
+            "generate_until": None,
+        }
+        return type("Constant", (LM,), methods)()
+
+    request = Instance("loglikelihood", {}, ("a b", " c"), 0)
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder, "shared.db"))
+        first = CachingLM(constant(-1.0), path).loglikelihood([request])
+        second = CachingLM(constant(-2.0), path).loglikelihood([request])
+    return bool(first == second == [(-1.0, False)])
+
+
+PATCH = Patch(
+    "warn_unkeyed_request_cache",
+    "lm_eval.api.model.CachingLM (a warning)",
+    TESTED,
+    (f"{GITHUB}/issues/2715", f"{GITHUB}/issues/4063"),
+    still_needed=lm_eval_keys_its_request_cache_by_the_request_only,
+)

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import metadata
-from typing import Any
 
 from wsc_tasks.harness.patches.base import (
     TESTED,
     Patch,
-)
-
-PATCH = Patch(
-    "request_cache_tag", "lm_eval.api.task.Task.build_all_requests(tokenizer_name=)", TESTED
 )
 
 
@@ -24,7 +20,7 @@ PATCH = Patch(
 # pass ``tokenizer_name`` with a tag of their metadata, the files it names and this package's
 # version (``tokenizer_name`` is used for that file name only), so each setup has its own file.
 # No upstream issue found; upstream, the cache name could include the task config's metadata.
-def request_cache_tag(task_metadata: dict[str, Any] | None) -> str:
+def request_cache_tag(task_metadata: Mapping[str, object] | None) -> str:
     """16 hex digits that change with the metadata, the model files it names, and the package."""
     import hashlib
     import json
@@ -41,3 +37,39 @@ def request_cache_tag(task_metadata: dict[str, Any] | None) -> str:
     identity = {"metadata": meta, "files": model_fingerprint(named), "wsc_tasks": package}
     text = json.dumps(identity, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def lm_eval_names_its_request_cache_without_the_metadata() -> bool:
+    """lm-eval's ``Task.build_all_requests`` names the same request-cache file for two setups of a
+    task that differ only in its metadata."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from lm_eval.api import task as lm_task
+
+    class Named(Exception):
+        pass
+
+    names: list[str] = []
+
+    def load_from_cache(file_name: str, cache: bool) -> None:
+        names.append(file_name)
+        raise Named  # the name is all this check needs: no document is read
+
+    for scoring in ("partial", "all"):
+        config = SimpleNamespace(task="t", num_fewshot=0, metadata={"scoring": scoring})
+        task = SimpleNamespace(_config=config, config=config)
+        with mock.patch.object(lm_task, "load_from_cache", load_from_cache):
+            try:
+                lm_task.Task.build_all_requests(task, cache_requests=True)
+            except Named:
+                pass
+    return len(names) == 2 and names[0] == names[1]
+
+
+PATCH = Patch(
+    "request_cache_tag",
+    "lm_eval.api.task.Task.build_all_requests(tokenizer_name=)",
+    TESTED,
+    still_needed=lm_eval_names_its_request_cache_without_the_metadata,
+)

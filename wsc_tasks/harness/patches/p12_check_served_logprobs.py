@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from wsc_tasks.harness.patches.base import (
     GITHUB,
@@ -12,11 +11,6 @@ from wsc_tasks.harness.patches.base import (
     _replace,
     is_our_task,
 )
-
-PATCH = Patch(
-    "check_served_logprobs", "lm_eval.evaluator.evaluate", TESTED, (f"{GITHUB}/issues/1949",)
-)
-
 
 # Not a bug of lm-eval's code: of what it trusts. Its API models (``local-completions``,
 # ``openai-completions``, ``sglang-generate``, ``gguf``) sum the prompt log-probabilities a server
@@ -27,12 +21,12 @@ PATCH = Patch(
 # server's echo with its generation path (once per model object) and stop with one line if they
 # disagree; the outcome goes into the results (``served.RESULTS_KEY``). lm-eval's CLI merges
 # ``--model_args`` into the tasks' metadata, which is where ``logprob_check=false`` is read, and
-# its API models ignore model arguments they do not know; ``tests/test_patches.py`` checks all
-# three (unchecked echo, merged arguments, ignored argument).
+# its API models ignore model arguments they do not know; the unchecked echo is this module's check
+# (``still_needed``), the other two are tested in ``tests/test_patches.py``.
 CHECK_MARK = "_wsc_tasks_patch_check_served_logprobs"
 
 
-def our_tasks_metadata(task_dict: Any) -> list[tuple[str, dict[str, Any]]]:
+def our_tasks_metadata(task_dict: object) -> list[tuple[str, dict[str, object]]]:
     """(name, metadata) of this package's tasks among those lm-eval's ``evaluate`` was given."""
     tasks = task_dict.get("tasks", {}) if isinstance(task_dict, dict) else {}
     return [
@@ -51,7 +45,7 @@ def check_served_logprobs() -> bool:
     evaluate_before = evaluator.evaluate
 
     @functools.wraps(evaluate_before)
-    def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
+    def evaluate(lm: object, *args: object, **kwargs: object) -> object:
         task_dict = kwargs.get("task_dict", args[0] if args else None)
         ours = our_tasks_metadata(task_dict)
         outcome = served.preflight(lm, ours) if ours else None
@@ -61,3 +55,26 @@ def check_served_logprobs() -> bool:
         return results
 
     return _replace(evaluator, "evaluate", evaluate, CHECK_MARK)
+
+
+def lm_eval_sums_echoed_logprobs_unchecked() -> bool:
+    """lm-eval's completions model adds up whatever a server echoes, positive
+    "log-probabilities" included, without a word."""
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    echoed = {
+        "tokens": ["a", "b", "c", "d"],
+        "token_logprobs": [None, 3.0, 5.0, -1.0],
+        "top_logprobs": [None, {"b": 3.0}, {"c": 5.0}, {"d": -1.0}],
+    }
+    outputs = {"choices": [{"index": 0, "logprobs": echoed}]}
+    return bool(LocalCompletionsAPI.parse_logprobs(outputs, ctxlens=[1]) == [(8.0, True)])
+
+
+PATCH = Patch(
+    "check_served_logprobs",
+    "lm_eval.evaluator.evaluate",
+    TESTED,
+    (f"{GITHUB}/issues/1949",),
+    still_needed=lm_eval_sums_echoed_logprobs_unchecked,
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from types import FrameType
-from typing import Any
+from typing import TypedDict
 
 from wsc_tasks.harness.patches.base import (
     TESTED,
@@ -14,10 +14,6 @@ from wsc_tasks.harness.patches.base import (
 )
 from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import _tasks_of
 from wsc_tasks.scoring.methods import ScoringError
-
-PATCH = Patch(
-    "tasks_meet_the_model", "lm_eval.evaluator.evaluate (simple_evaluate's model_args read)", TESTED
-)
 
 
 # Not a bug of lm-eval: an ordering it has no hook for. lm-eval builds the tasks before it hands
@@ -30,7 +26,15 @@ PATCH = Patch(
 # ``simple_evaluate``'s own ``model_args`` while it runs (the only record of which metadata keys
 # are model arguments, so that a misspelt key can be told from one). Its ``metadata`` argument,
 # which lm-eval ignores when a ``task_manager`` is given, is checked against the tasks' metadata.
-def simple_evaluate_arguments() -> dict[str, Any] | None:
+class RunArguments(TypedDict):
+    """Arguments of the running ``simple_evaluate`` (lm-eval's own values, as it was called)."""
+
+    model_args: str | dict[str, object] | None
+    metadata: dict[str, object] | None
+    task_manager: object
+
+
+def simple_evaluate_arguments() -> RunArguments | None:
     """``model_args``, ``metadata`` and ``task_manager`` of the running ``simple_evaluate``;
     None outside it (``evaluate`` called directly)."""
     import inspect
@@ -43,11 +47,15 @@ def simple_evaluate_arguments() -> dict[str, Any] | None:
         frame = frame.f_back
     if frame is None:
         return None
-    names = ("model_args", "metadata", "task_manager")
-    return {name: frame.f_locals.get(name) for name in names}
+    found = frame.f_locals
+    return RunArguments(
+        model_args=found.get("model_args"),
+        metadata=found.get("metadata"),
+        task_manager=found.get("task_manager"),
+    )
 
 
-def model_argument_keys(model_args: Any) -> frozenset[str]:
+def model_argument_keys(model_args: object) -> frozenset[str]:
     """The keys of ``simple_evaluate``'s ``model_args`` (a ``k=v,…`` string or a mapping)."""
     if isinstance(model_args, str):
         from lm_eval.utils import simple_parse_args_string
@@ -56,17 +64,17 @@ def model_argument_keys(model_args: Any) -> frozenset[str]:
     return frozenset(model_args) if isinstance(model_args, dict) else frozenset()
 
 
-def meet_the_model(lm: Any, task_dict: Any) -> None:
+def meet_the_model(lm: object, task_dict: object) -> None:
     """Hand each of our tasks in ``task_dict`` the model and the run's model-argument keys."""
     from lm_eval.api.task import Task
 
-    run = simple_evaluate_arguments() or {}
-    keys = model_argument_keys(run.get("model_args"))
+    run = simple_evaluate_arguments()
+    keys = model_argument_keys(run["model_args"] if run else None)
     every = [t for t in _tasks_of(task_dict) if isinstance(t, Task)]
     tasks = [t for t in every if is_our_task(t) and hasattr(t, "meet_model")]
     shared = len(tasks) < len(every)  # other packages' tasks read the same metadata
-    given = run.get("metadata") or {}
-    if run.get("task_manager") is not None and isinstance(given, dict):
+    given = (run["metadata"] if run else None) or {}
+    if run and run["task_manager"] is not None and isinstance(given, dict):
         for task in tasks:
             requested = task._requested
             ignored = sorted(k for k, v in given.items() if k not in requested or requested[k] != v)
@@ -78,3 +86,53 @@ def meet_the_model(lm: Any, task_dict: Any) -> None:
                 )
     for task in tasks:
         task.meet_model(lm, keys, shared)
+
+
+def lm_eval_keeps_model_args_out_of_a_given_task_managers_metadata() -> bool:
+    """lm-eval's ``simple_evaluate(..., task_manager=...)`` builds its tasks without the model
+    arguments in their metadata (it merges them only into a ``TaskManager`` it builds itself)."""
+    import tempfile
+    from pathlib import Path
+    from unittest import mock
+
+    from lm_eval import evaluator
+    from lm_eval.tasks import TaskManager
+
+    class Built(Exception):
+        pass
+
+    built: dict[str, object] = {}
+
+    def evaluate(lm: object, task_dict: dict[str, dict[str, object]], **kwargs: object) -> None:
+        built.update(task_dict["tasks"])
+        raise Built
+
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "docs.jsonl").write_text('{"x": "a", "y": " b"}\n')
+        Path(folder, "probe.yaml").write_text(
+            "task: wsc_tasks_probe\ndataset_path: json\n"
+            f"dataset_kwargs:\n  cache_dir: {folder}\n"  # nothing left in the user's cache
+            f"  data_files:\n    test: {Path(folder, 'docs.jsonl')}\n"
+            "output_type: loglikelihood\ntest_split: test\n"
+            "doc_to_text: '{{x}}'\ndoc_to_target: '{{y}}'\n"
+        )
+        manager = TaskManager(include_path=folder, include_defaults=False)
+        with mock.patch.object(evaluator, "evaluate", evaluate):
+            try:
+                original(evaluator, "simple_evaluate")(
+                    model="dummy", model_args="probe_key=1", tasks=["wsc_tasks_probe"],
+                    task_manager=manager,
+                )  # fmt: skip
+            except Built:
+                pass
+    task = built.get("wsc_tasks_probe")
+    metadata = getattr(getattr(task, "config", None), "metadata", None)
+    return task is not None and "probe_key" not in (metadata or {})
+
+
+PATCH = Patch(
+    "tasks_meet_the_model",
+    "lm_eval.evaluator.evaluate (simple_evaluate's model_args read)",
+    TESTED,
+    still_needed=lm_eval_keeps_model_args_out_of_a_given_task_managers_metadata,
+)

@@ -7,10 +7,9 @@ import logging
 from wsc_tasks.harness.patches.base import (
     TESTED,
     Patch,
+    original,
+    records_of,
 )
-
-PATCH = Patch("explain_chat_template_advice", "logger lm_eval.evaluator", TESTED)
-
 
 # ``simple_evaluate`` warns for any model whose arguments contain "inst" or "chat" (the embedded
 # SmolLM2-135M-Instruct among them) that the chat template is not applied and recommends
@@ -18,8 +17,8 @@ PATCH = Patch("explain_chat_template_advice", "logger lm_eval.evaluator", TESTED
 # sentence by log-likelihood with no prompt, so there is nothing to put in a chat turn. The advice
 # is replaced by that explanation, in the same record lowered to INFO, since nothing is wrong (a
 # logging filter, not a code patch: if lm-eval rewords its advice, the original shows again and
-# tests/test_patches.py fails). No upstream issue found; upstream, a task could declare that it
-# takes no chat template.
+# its check, ``still_needed``, fails). No upstream issue found; upstream, a task could declare
+# that it takes no chat template.
 EVALUATOR_LOGGER = "lm_eval.evaluator"
 CHAT_ADVICE = "appears to be an instruct or chat variant but chat template is not applied"
 CHAT_EXPLANATION = (
@@ -46,3 +45,28 @@ def explain_chat_template_advice() -> bool:
         return False
     logger.addFilter(ChatTemplateAdvice())
     return True
+
+
+def lm_eval_advises_a_chat_template_for_instruct_models() -> bool:
+    """lm-eval's ``simple_evaluate`` advises ``apply_chat_template`` for a model whose arguments
+    say "Instruct", in the words ``ChatTemplateAdvice`` rewrites (before it loads any model: an
+    unknown model name stops it right after)."""
+    from lm_eval import evaluator
+
+    with records_of(EVALUATOR_LOGGER) as records:
+        try:
+            original(evaluator, "simple_evaluate")(
+                model="no-such-model", model_args="pretrained=SmolLM2-135M-Instruct", tasks=["x"]
+            )
+        except ValueError:
+            pass
+    advice = [r.getMessage() for r in records if CHAT_ADVICE in r.getMessage()]
+    return len(advice) == 1 and "`apply_chat_template`" in advice[0]
+
+
+PATCH = Patch(
+    "explain_chat_template_advice",
+    "logger lm_eval.evaluator",
+    TESTED,
+    still_needed=lm_eval_advises_a_chat_template_for_instruct_models,
+)

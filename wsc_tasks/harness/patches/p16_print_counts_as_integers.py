@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
 
 from wsc_tasks.harness.patches.base import (
     TESTED,
     Patch,
     _replace,
+    original,
 )
-
-PATCH = Patch("print_counts_as_integers", "lm_eval.utils.make_table", TESTED)
 
 
 # lm-eval's printed table writes every value of the Value column with the column's precision, so a
@@ -53,7 +51,33 @@ def print_counts_as_integers() -> bool:
     make_table_original = utils.make_table
 
     @functools.wraps(make_table_original)
-    def make_table(*args: Any, **kwargs: Any) -> str:
+    def make_table(*args: object, **kwargs: object) -> str:
         return integer_counts(make_table_original(*args, **kwargs))
 
     return _replace(utils, "make_table", make_table)
+
+
+def lm_eval_prints_a_whole_count_with_the_columns_decimals() -> bool:
+    """lm-eval's ``make_table`` prints a count of 266 beside an accuracy as ``266.0000 ± N/A``."""
+    from lm_eval import utils
+
+    values: dict[str, float | str] = {"acc,none": 0.61654, "acc_stderr,none": 0.02}
+    values |= {"n_problems,none": 266, "n_problems_stderr,none": "N/A"}
+    results = {
+        "results": {"wsc266": values},
+        "versions": {"wsc266": 1.0},
+        "n-shot": {"wsc266": 0},
+        "higher_is_better": {"wsc266": {"acc": True, "n_problems": None}},
+    }
+    table = original(utils, "make_table")(results)
+    rows = [line.split("|") for line in table.splitlines()]
+    [row] = [cells for cells in rows if len(cells) == 11 and cells[5].strip() == "n_problems"]
+    return [cell.strip() for cell in row[7:10]] == ["266.0000", "±", "N/A"]
+
+
+PATCH = Patch(
+    "print_counts_as_integers",
+    "lm_eval.utils.make_table",
+    TESTED,
+    still_needed=lm_eval_prints_a_whole_count_with_the_columns_decimals,
+)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from wsc_tasks.harness.patches.base import TESTED, Patch, _replace
-
-PATCH = Patch("quiet_git_lookup", "lm_eval.evaluator.get_git_commit_hash", TESTED)
+from wsc_tasks.harness.patches.base import TESTED, Patch, _replace, original
 
 
 # ``simple_evaluate`` records ``git_hash`` by running ``git describe --always`` in the working
@@ -33,3 +31,39 @@ def quiet_git_lookup() -> bool:
     patched = _replace(evaluator, "get_git_commit_hash", get_git_commit_hash)
     _replace(logger_utils, "get_git_commit_hash", evaluator.get_git_commit_hash)
     return patched
+
+
+def lm_eval_lets_git_complain_outside_a_checkout() -> bool:
+    """lm-eval's ``get_git_commit_hash``, run outside a git checkout, lets git write ``fatal: not
+    a git repository`` to the terminal (without git: its call passes no ``stderr``)."""
+    import inspect
+    import shutil
+    import tempfile
+    from unittest import mock
+
+    from lm_eval.loggers import utils as logger_utils
+
+    lookup = original(logger_utils, "get_git_commit_hash")
+    if shutil.which("git") is None:
+        return "stderr" not in inspect.getsource(lookup)
+    saved, cwd = os.dup(2), os.getcwd()
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as stderr:
+        os.dup2(stderr.fileno(), 2)  # what git writes to the terminal
+        try:
+            with mock.patch.dict(os.environ, {"GIT_CEILING_DIRECTORIES": folder}):
+                os.chdir(folder)
+                lookup()
+        finally:
+            os.chdir(cwd)
+            os.dup2(saved, 2)
+            os.close(saved)
+        stderr.seek(0)
+        return b"not a git repository" in stderr.read()
+
+
+PATCH = Patch(
+    "quiet_git_lookup",
+    "lm_eval.evaluator.get_git_commit_hash",
+    TESTED,
+    still_needed=lm_eval_lets_git_complain_outside_a_checkout,
+)

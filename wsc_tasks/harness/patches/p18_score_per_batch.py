@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-from wsc_tasks.harness.patches.base import TESTED, Patch, _replace
+if TYPE_CHECKING:
+    import torch
+    from lm_eval.models.huggingface import HFLM
 
-PATCH = Patch("score_per_batch", "lm_eval.models.huggingface.HFLM._loglikelihood_tokens", TESTED)
-
+from wsc_tasks.harness.patches.base import TESTED, Patch, _replace, bigram_hflm, original
 
 # ``HFLM._loglikelihood_tokens`` builds one tensor per request (``torch.tensor`` for its input and
 # again for its continuation), then, per request, slices, takes the argmax, compares, gathers, sums
@@ -26,7 +27,11 @@ PATCH = Patch("score_per_batch", "lm_eval.models.huggingface.HFLM._loglikelihood
 PER_REQUEST_ENV = "WSC_TASKS_PER_REQUEST_SCORING"  # 1: lm-eval's own per-request loop
 
 
-def _scores_per_batch(lm: Any) -> bool:
+# lm-eval's tokenized request: ((context, continuation), context tokens, continuation tokens)
+TokenRequest = tuple[tuple[str, str], list[int], list[int]]
+
+
+def _scores_per_batch(lm: object) -> bool:
     """Whether section 18's per-batch scoring serves ``lm`` (else lm-eval's own loop)."""
     import os
 
@@ -34,13 +39,16 @@ def _scores_per_batch(lm: Any) -> bool:
 
     return (
         getattr(lm, "backend", None) == "causal"
-        and type(lm)._select_cont_toks is HFLM._select_cont_toks
+        and getattr(type(lm), "_select_cont_toks", None) is HFLM._select_cont_toks
         and os.environ.get(PER_REQUEST_ENV, "") in ("", "0")
     )
 
 
 def batch_answers(
-    log_probs: Any, rows: Sequence[int], starts: Sequence[int], conts: Sequence[Sequence[int]]
+    log_probs: torch.Tensor,
+    rows: Sequence[int],
+    starts: Sequence[int],
+    conts: Sequence[Sequence[int]],
 ) -> list[tuple[float, bool]]:
     """(sum of log-probabilities, greedy) of each continuation ``conts[i]``, scored at positions
     ``starts[i]…`` of row ``rows[i]`` of ``log_probs`` ([batch, positions, vocab]): one gather,
@@ -81,7 +89,10 @@ def score_per_batch() -> bool:
     per_request = HFLM._loglikelihood_tokens
 
     def _loglikelihood_tokens(
-        self: Any, requests: list[Any], disable_tqdm: bool = False, override_bs: int | None = None
+        self: HFLM,
+        requests: list[TokenRequest],
+        disable_tqdm: bool = False,
+        override_bs: int | None = None,
     ) -> list[tuple[float, bool]]:
         if not _scores_per_batch(self):
             return per_request(self, requests, disable_tqdm, override_bs)
@@ -91,7 +102,7 @@ def score_per_batch() -> bool:
 
 
 def _batched_loglikelihood_tokens(
-    lm: Any, requests: list[Any], disable_tqdm: bool, override_bs: int | None
+    lm: HFLM, requests: list[TokenRequest], disable_tqdm: bool, override_bs: int | None
 ) -> list[tuple[float, bool]]:
     """lm-eval 0.4.13's ``HFLM._loglikelihood_tokens`` for a causal model, scored per batch."""
     import torch
@@ -163,3 +174,42 @@ def _batched_loglikelihood_tokens(
         pbar.update(len(keys))
     pbar.close()
     return re_ord.get_original(res)
+
+
+# sha256 of the source of lm-eval 0.4.13's HFLM._loglikelihood_tokens, which this section follows
+PER_REQUEST_LOOP_SHA = "994529f70fd23192"
+
+
+def lm_eval_scores_each_request_with_its_own_tensors() -> bool:
+    """lm-eval's ``HFLM._loglikelihood_tokens`` builds two tensors a request (input and
+    continuation), and its source is the one this section follows line by line (a change there
+    must be reviewed before the range is widened)."""
+    import hashlib
+    import inspect
+    from unittest import mock
+
+    import torch
+    from lm_eval.models.huggingface import HFLM
+
+    loop = original(HFLM, "_loglikelihood_tokens")
+    digest = hashlib.sha256(inspect.getsource(loop).encode()).hexdigest()[:16]
+    built: list[object] = []
+    tensor = torch.tensor
+
+    def counting(data: object, *args: object, **kwargs: object) -> torch.Tensor:
+        built.append(data)
+        return tensor(data, *args, **kwargs)
+
+    requests = [(("a", "b"), [1, 2, 3], [4 + i, 5]) for i in range(4)]
+    with mock.patch.object(torch, "tensor", counting):
+        loop(bigram_hflm(), requests, disable_tqdm=True)
+    per_request = [data for data in built if data]  # input and continuation ids
+    return digest == PER_REQUEST_LOOP_SHA and len(per_request) == 2 * len(requests)
+
+
+PATCH = Patch(
+    "score_per_batch",
+    "lm_eval.models.huggingface.HFLM._loglikelihood_tokens",
+    TESTED,
+    still_needed=lm_eval_scores_each_request_with_its_own_tensors,
+)

@@ -31,7 +31,7 @@ def _boolean(text: str) -> bool:
     raise ValueError(f"expected true or false, got {text!r}")
 
 
-def _lines(value: Any) -> tuple[str, ...]:
+def _lines(value: object) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list | tuple) else (str(value),)
 
 
@@ -75,21 +75,21 @@ def flag_setting(name: str, help: str, command_line_only: bool = False) -> Setti
     return Setting(name, help, _boolean, False, "flag", command_line_only)
 
 
-def positive_int(text: Any) -> int:
+def positive_int(text: str | int) -> int:
     value = int(text)
     if value < 1:
         raise ValueError(f"expected a positive whole number, got {text!r}")
     return value
 
 
-def count(text: Any) -> int:
+def count(text: str | int) -> int:
     value = int(text)
     if value < 0:
         raise ValueError(f"expected 0 or more, got {text!r}")
     return value
 
 
-def fraction(text: Any) -> float:
+def fraction(text: str | int | float) -> float:
     value = float(text)
     if value < 0:
         raise ValueError(f"expected 0 or more, got {text!r}")

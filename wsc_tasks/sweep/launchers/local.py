@@ -24,10 +24,10 @@ from wsc_tasks.sweep.launchers.base import (
     register,
 )
 from wsc_tasks.sweep.models import ModelSpec
-from wsc_tasks.sweep.options import Placement
+from wsc_tasks.sweep.options import Placement, SweepOptions
 
 
-def _devices(text: Any) -> tuple[int, ...]:
+def _devices(text: object) -> tuple[int, ...]:
     found = tuple(int(part) for part in str(text).split(",") if part.strip())
     if any(device < 0 for device in found):
         raise ValueError(f"expected CUDA device numbers such as 0,1, got {text!r}")
@@ -54,7 +54,7 @@ class LocalLauncher(Launcher):
     )
     poll_s = 0.2
 
-    def __init__(self, values: dict[str, Any], options: Any) -> None:
+    def __init__(self, values: dict[str, Any], options: SweepOptions) -> None:
         super().__init__(values, options)
         devices = self.values["devices"]
         self.devices: tuple[int, ...] = (

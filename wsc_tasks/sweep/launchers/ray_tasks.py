@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
 
 from wsc_tasks.sweep.launchers.base import (
     Launcher,
@@ -65,7 +68,7 @@ class RayLauncher(Launcher):
         self.ray = ray
         self.started_ray = False
         self.pending: list[ModelSpec] = []
-        self.refs: dict[str, Any] = {}
+        self.refs: dict[str, ObjectRef] = {}  # each model's Ray task
         self.results: dict[str, RunState] = {}
 
     def _connect(self) -> None:
