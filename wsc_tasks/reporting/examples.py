@@ -20,7 +20,8 @@ from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema
 from wsc_tasks.metrics import registry
 from wsc_tasks.metrics.registry import ACC, Key, TaskKind
-from wsc_tasks.reporting.runs import TaskRun, _read_samples
+from wsc_tasks.reporting.output_files import read_samples
+from wsc_tasks.reporting.runs import TaskRun
 from wsc_tasks.scoring.causal import partial_request
 from wsc_tasks.scoring.methods import ScoringError
 
@@ -189,7 +190,7 @@ def task_examples(task: TaskRun, model: str) -> TaskExamples | None:
     """The examples of one task of one model; None when it has no schema samples."""
     if task.samples is None:
         return None
-    rows = _read_samples(task.samples)
+    rows = read_samples(task.samples)
     if not rows:
         return None
     found = TaskExamples(task.task, model)
