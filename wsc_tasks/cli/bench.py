@@ -29,11 +29,9 @@ wall time over the time inside the model's forward calls, and the largest score 
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,42 +39,19 @@ from typing import Any
 
 import torch
 
+from wsc_tasks.cli.bench_models import small_random_roberta, tiny_gpt2
+from wsc_tasks.cli.bench_phases import (  # noqa: F401 - the phase accounting, used from here
+    PHASES,
+    PhaseTimer,
+    instrument,
+    model_parameters,
+    report,
+    uninstrument,
+)
 from wsc_tasks.cli.run import run_lm_eval
 from wsc_tasks.data import catalog
 from wsc_tasks.harness import mlm
 from wsc_tasks.scoring.masked import answer_spans
-
-
-def roberta_tokenizer(core: Any) -> Any:
-    """Wrap a byte-level BPE whose ids 0-3 are <s>, <pad>, </s>, <unk> (RoBERTa's numbering, with
-    <mask> in the vocabulary) as a RoBERTa-style tokenizer: <s> … </s> around every text."""
-    from tokenizers import processors
-    from transformers import PreTrainedTokenizerFast
-
-    core.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
-    return PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token="<s>", eos_token="</s>", cls_token="<s>",
-        sep_token="</s>", pad_token="<pad>", mask_token="<mask>", unk_token="<unk>",
-    )  # fmt: skip
-
-
-def small_random_roberta(folder: Path, sentences: list[str], layers: int, width: int) -> None:
-    """A small random RoBERTa with a byte-level BPE trained on ``sentences``."""
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import RobertaConfig, RobertaForMaskedLM
-
-    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(sentences, vocab_size=2000, special_tokens=specials)
-    tokenizer = roberta_tokenizer(bpe._tokenizer)
-    torch.manual_seed(0)
-    config = RobertaConfig(
-        vocab_size=len(tokenizer), hidden_size=width, num_hidden_layers=layers,
-        num_attention_heads=max(width // 64, 1), intermediate_size=4 * width,
-        max_position_embeddings=130, pad_token_id=1,
-    )  # fmt: skip
-    RobertaForMaskedLM(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
 
 
 def per_copy_scores(
@@ -271,211 +246,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # -- wsc-tasks bench ---------------------------------------------------------------------------
-PHASES = ("task building", "request building", "tokenization", "model forward",
-          "result processing", "aggregation", "printing")  # fmt: skip
-
-
-class PhaseTimer:
-    """Exclusive wall time per phase of functions wrapped with ``wrap``; counts beside."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = defaultdict(float)
-        self.counts: dict[str, int] = defaultdict(int)
-        self._stack: list[list[float]] = []  # [start, time spent in nested phases]
-        self.cuda = False  # a forward call ran on CUDA
-        self.parameters = 0  # the model's, its input embedding left out (``model_parameters``)
-
-    def wrap(self, owner: Any, name: str, phase: str) -> None:
-        original = getattr(owner, name, None)
-        if original is None or getattr(original, "_wsc_tasks_phase", None):
-            return
-        timer = self
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            if phase == "model forward":
-                timer._synchronize()
-            frame = [time.perf_counter(), 0.0]
-            timer._stack.append(frame)
-            try:
-                return original(*args, **kwargs)
-            finally:
-                if phase == "model forward":
-                    timer._synchronize()
-                timer._stack.pop()
-                elapsed = time.perf_counter() - frame[0]
-                timer.seconds[phase] += elapsed - frame[1]
-                if timer._stack:
-                    timer._stack[-1][1] += elapsed
-
-        functools.update_wrapper(timed, original)  # keeps the marks of the patches' wrappers
-        timed._wsc_tasks_phase = phase  # type: ignore[attr-defined]
-        _replace(owner, name, timed)
-
-    def _synchronize(self) -> None:
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            torch.cuda.synchronize()
-
-
-_WRAPPED: list[tuple[Any, str, Any]] = []  # (owner, name, what it was), undone by uninstrument
-
-
-def _replace(owner: Any, name: str, new: Any) -> None:
-    _WRAPPED.append((owner, name, vars(owner).get(name, _ABSENT) if isinstance(owner, type)
-                     else getattr(owner, name)))  # fmt: skip
-    setattr(owner, name, new)
-
-
-_ABSENT = object()
-
-
-def uninstrument() -> None:
-    """Undo ``instrument``: the next run gets a fresh timer."""
-    while _WRAPPED:
-        owner, name, before = _WRAPPED.pop()
-        if before is _ABSENT:
-            delattr(owner, name)
-        else:
-            setattr(owner, name, before)
-
-
-def model_parameters(model: Any) -> int:
-    """Parameters whose weights multiply each token position: all but the input embedding
-    (unless it is also the output layer, tied)."""
-    seen = {id(p): p.numel() for p in model.parameters()}
-    embedding = getattr(model, "get_input_embeddings", lambda: None)()
-    output = getattr(model, "get_output_embeddings", lambda: None)()
-    weight = getattr(embedding, "weight", None)
-    if weight is not None and (output is None or output.weight is not weight):
-        seen.pop(id(weight), None)
-    return sum(seen.values())
-
-
-def _subclasses(cls: type) -> list[type]:
-    out = [cls]
-    sub: type
-    for sub in cls.__subclasses__():
-        out += _subclasses(sub)
-    return out
-
-
-def instrument(timer: PhaseTimer) -> None:
-    """Wrap the functions of every phase (lm-eval 0.4.13 and this package's)."""
-    import lm_eval.evaluator as evaluator
-    import lm_eval.utils as lm_utils
-    from lm_eval.api.model import TemplateLM
-    from lm_eval.api.task import Task
-    from lm_eval.models.huggingface import HFLM
-    from lm_eval.tasks import TaskManager
-
-    from wsc_tasks.data import zeroshot  # noqa: F401
-    from wsc_tasks.harness import categorized, chance, patches, task, winowhy  # noqa: F401
-    from wsc_tasks.harness.patches import p03_send_distinct_requests as sender
-    from wsc_tasks.scoring import tokens  # noqa: F401
-
-    timer.wrap(TaskManager, "__init__", "task building")
-    timer.wrap(TaskManager, "load", "task building")
-    for cls in _subclasses(Task):
-        if "build_all_requests" in vars(cls):
-            timer.wrap(cls, "build_all_requests", "request building")
-        if "process_results" in vars(cls):
-            timer.wrap(cls, "process_results", "result processing")
-    for name in ("_encode", "first_token_text"):
-        timer.wrap(tokens.TokenCounter, name, "tokenization")
-    for name in ("tok_encode", "tok_batch_encode"):
-        timer.wrap(HFLM, name, "tokenization")
-    timer.wrap(TemplateLM, "_encode_pair", "tokenization")
-    timer.wrap(sender, "_encode_in_one_batch", "tokenization")  # by the name its caller uses
-    timer.wrap(HFLM, "_model_call", "model forward")
-    timer.wrap(chance.ChanceLM, "loglikelihood", "model forward")
-    timer.wrap(mlm, "_masked_logits", "model forward")
-    timer.wrap(evaluator, "_process_results", "aggregation")
-    timer.wrap(lm_utils, "make_table", "printing")
-    _count_requests(timer, sender)
-    _count_tokens(timer, HFLM, mlm)
-
-
-def _count_requests(timer: PhaseTimer, fixes: Any) -> None:
-    original = fixes.distinct
-
-    def distinct(requests: Any) -> tuple[list[Any], list[int]]:
-        unique, where = original(requests)
-        timer.counts["requests"] += len(requests)
-        timer.counts["distinct requests"] += len(unique)
-        return unique, where
-
-    _replace(fixes, "distinct", distinct)
-
-
-def _count_tokens(timer: PhaseTimer, hflm: Any, mlm_module: Any) -> None:
-    def counting(forward: Any) -> Any:
-        """``forward(owner, input_ids, …)`` (HFLM's ``_model_call``, mlm's ``_masked_logits``)."""
-
-        def counted(owner: Any, ids: Any, *args: Any, **kwargs: Any) -> Any:
-            timer.counts["token positions through the model"] += int(ids.numel())
-            timer.counts["forward calls"] += 1
-            if not timer.parameters:
-                timer.parameters = model_parameters(getattr(owner, "model", owner))
-                timer.cuda = ids.is_cuda
-            return forward(owner, ids, *args, **kwargs)
-
-        return counted
-
-    _replace(hflm, "_model_call", counting(hflm._model_call))
-    _replace(mlm_module, "_masked_logits", counting(mlm_module._masked_logits))
-
-
-def report(timer: PhaseTimer, wall: float, cpu: float | None = None) -> str:
-    lines = ["", "wsc-tasks bench: where the wall time went (exclusive seconds per phase)"]
-    measured = sum(timer.seconds[p] for p in PHASES)
-    for phase in PHASES:
-        share = timer.seconds[phase] / wall if wall else 0.0
-        lines.append(f"  {phase:18s} {timer.seconds[phase]:9.2f} s  {share:6.1%}")
-    other = wall - measured
-    lines.append(f"  {'other':18s} {other:9.2f} s  {other / wall if wall else 0:6.1%}")
-    lines.append(f"  {'wall':18s} {wall:9.2f} s")
-    if cpu is not None:  # on a shared machine, wall time also counts other processes' turns
-        lines.append(f"  {'process CPU time':18s} {cpu:9.2f} s  (all threads of this process)")
-    for name in ("requests", "distinct requests", "forward calls",
-                 "token positions through the model"):  # fmt: skip
-        lines.append(f"  {name}: {timer.counts[name]:,}")
-    model = timer.seconds["model forward"]
-    ratio = f"{wall / model:.1f}" if model > 0 else "inf (no model time)"
-    lines.append(f"  wall / model forward time: {ratio}")
-    return "\n".join(lines)
-
-
 NO_COMPARE = "--no-winogrande"  # skip the run of lm-eval's own winogrande
 TINY = "--tiny-gpt2"  # the CPU benchmark's model, built at start (``tiny_gpt2``)
-
-
-def tiny_gpt2(folder: Path, vocab: int = 1000) -> Path:
-    """A random GPT-2 (width 32, 2 layers) with a ``vocab``-token byte-level BPE trained on the
-    Winogrande dev sentences of ``WSC_TASKS_DATA``: its forward and log-softmax cost little, so
-    that what a run costs outside the model shows on a CPU."""
-    import json
-
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    from wsc_tasks.data import catalog, sources
-
-    dev = sources.resolve(catalog.WINOGRANDE_DEV)
-    lines = dev.read_text(encoding="utf-8").splitlines()
-    sentences = [json.loads(line)["sentence"] for line in lines if line.strip()]
-    bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(sentences, vocab_size=vocab, special_tokens=["<|endoftext|>"])
-    end = "<|endoftext|>"
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe._tokenizer, bos_token=end, eos_token=end, unk_token=end
-    )
-    torch.manual_seed(0)
-    config = GPT2Config(
-        vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=256,
-        bos_token_id=0, eos_token_id=0,
-    )  # fmt: skip
-    GPT2LMHeadModel(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 WINOGRANDE_TASK = "winogrande_local"
