@@ -12,6 +12,7 @@ from wsc_tasks.harness.patches.base import (
     original,
 )
 from wsc_tasks.harness.patches.p14_leave_out_undefined_metrics import leave_out_undefined
+from wsc_tasks.metrics.registry import ACC, column
 
 
 # lm-eval aggregates (with ``mean`` and a warning, if the task names no aggregation) every key
@@ -54,12 +55,12 @@ def lm_eval_aggregates_every_logged_metric() -> bool:
         task_name = "t"
 
         def aggregation(self) -> dict[str, object]:
-            return {"acc": mean}
+            return {ACC: mean}
 
     compute = original(evaluator_utils, "_compute_task_aggregations")
-    raw = {("acc", "none"): [1.0, 0.0], ("acc_logged_only", "none"): [1.0, 1.0]}
+    raw = {(ACC, "none"): [1.0, 0.0], ("acc_logged_only", "none"): [1.0, 1.0]}
     aggregated, _ = compute(Task(), raw, bootstrap_iters=0)
-    return "acc_logged_only,none" in aggregated
+    return column("acc_logged_only") in aggregated
 
 
 PATCH = Patch(

@@ -10,6 +10,7 @@ from wsc_tasks.harness.patches.base import (
     Patch,
     records_of,
 )
+from wsc_tasks.metrics.registry import ACC, column
 
 # Our groups mix tasks that report accuracies with consistency tasks that report pair metrics; each
 # group row averages a metric over the tasks that have it, by design (task_configs/README.md), so
@@ -65,7 +66,7 @@ def lm_eval_warns_of_a_metric_missing_in_a_group() -> bool:
     from lm_eval.config.group import AggMetricConfig
 
     ours = sorted(our_groups())[0]
-    group = Group(ours, aggregate_metric_list=[AggMetricConfig("acc", ["none"])])
+    group = Group(ours, aggregate_metric_list=[AggMetricConfig(ACC, ["none"])])
     for name in ("with_acc", "without_acc"):
         task = ConfigurableTask.__new__(ConfigurableTask)
         task._config = SimpleNamespace(task=name)
@@ -78,7 +79,7 @@ def lm_eval_warns_of_a_metric_missing_in_a_group() -> bool:
             }
         )
     dropped = [r for r in records if not ExpectedGroupGaps().filter(r)]
-    return len(dropped) == 1 and "metric 'acc,none' is missing in " in dropped[0].getMessage()
+    return len(dropped) == 1 and f"metric '{column(ACC)}' is missing in " in dropped[0].getMessage()
 
 
 PATCH = Patch(

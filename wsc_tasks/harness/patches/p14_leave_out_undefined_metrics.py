@@ -11,6 +11,7 @@ from wsc_tasks.harness.patches.base import (
     Patch,
     original,
 )
+from wsc_tasks.metrics.registry import ACC
 
 
 # lm-eval stores and prints whatever an aggregation returns, NaN included ("NaN ± nan"), and then
@@ -53,10 +54,10 @@ def lm_eval_stores_an_undefined_aggregation_as_nan() -> bool:
         task_name = "t"
 
         def aggregation(self) -> dict[str, object]:
-            return {"acc": lambda items: float("nan")}
+            return {ACC: lambda items: float("nan")}
 
     compute = original(evaluator_utils, "_compute_task_aggregations")
-    aggregated, _ = compute(Task(), {("acc", "none"): [1, 2]}, 0)
+    aggregated, _ = compute(Task(), {(ACC, "none"): [1, 2]}, 0)
     value = aggregated.get("acc,none")
     return isinstance(value, float) and math.isnan(value)
 

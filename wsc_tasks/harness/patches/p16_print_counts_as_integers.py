@@ -11,6 +11,7 @@ from wsc_tasks.harness.patches.base import (
     _replace,
     original,
 )
+from wsc_tasks.metrics.registry import ACC
 
 
 # lm-eval's printed table writes every value of the Value column with the column's precision, so a
@@ -67,7 +68,7 @@ def lm_eval_prints_a_whole_count_with_the_columns_decimals() -> bool:
         "results": {"wsc266": values},
         "versions": {"wsc266": 1.0},
         "n-shot": {"wsc266": 0},
-        "higher_is_better": {"wsc266": {"acc": True, "n_problems": None}},
+        "higher_is_better": {"wsc266": {ACC: True, "n_problems": None}},
     }
     table = original(utils, "make_table")(results)
     rows = [line.split("|") for line in table.splitlines()]
