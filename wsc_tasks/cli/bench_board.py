@@ -8,7 +8,10 @@ runs them) with its wall time and its peak resident memory (the child's ``ru_max
 
 - ``leaderboard, first``: the first leaderboard of the folder (each run read from its samples);
 - ``leaderboard, again``: the same command once more (what each run's summary saves);
-- ``leaderboard, +1 model``: one more copy added, never read before, and the board written again;
+- ``leaderboard, +1 model (its run's summary)``: one more copy added with the summary its run
+  wrote at its end (``wsc-tasks run``), its leaderboard figures computed, the board written again;
+- ``leaderboard, +1 model (its sweep's figures)``: one more, also with the figures a sweep's
+  runner writes at the end of the model's run;
 - ``report``: ``wsc-tasks report`` over the first N folders, for N up to ``--report-max``.
 
 Sizes above ``--max-seconds`` of the previous size's first leaderboard extrapolated are skipped.
@@ -47,9 +50,10 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
-def copy_run(source: Path, target: Path, carry: bool = False) -> None:
-    """One model folder copied under another name: the run's own files, and with ``carry`` its
-    summary and leaderboard figures (as if the copy had been read once; their keys hold)."""
+def copy_run(source: Path, target: Path, carry: bool = False, summary: bool = False) -> None:
+    """One model folder copied under another name: the run's own files, with ``summary`` or
+    ``carry`` its summary, with ``carry`` its leaderboard figures too (as if the copy had been
+    read once; their keys hold)."""
     target.mkdir(parents=True)
     for name in (SWEEP_DONE, "spec.json", "log.txt"):
         if (source / name).is_file():
@@ -59,20 +63,22 @@ def copy_run(source: Path, target: Path, carry: bool = False) -> None:
             shutil.copy2(path, target / path.name)
     lm_eval = target / SWEEP_RESULTS
     lm_eval.mkdir()
-    kept = ("results_", "samples_", *(("wsc_summary_",) if carry else ()))
+    kept = ("results_", "samples_", *(("wsc_summary_",) if carry or summary else ()))
     for path in sorted((source / SWEEP_RESULTS).iterdir()):
         if path.name.startswith(kept):
             _link_or_copy(str(path), str(lm_eval / path.name))
 
 
-def grow(folder: Path, runs: list[Path], count: int, carry: bool = False) -> list[str]:
+def grow(
+    folder: Path, runs: list[Path], count: int, carry: bool = False, summary: bool = False
+) -> list[str]:
     """``folder`` holding ``count`` model folders (copies of ``runs`` in turn); their names."""
     names = []
     for index in range(count):
         source = runs[index % len(runs)]
         name = f"{source.name}-{index:04d}"
         if not (folder / name).exists():
-            copy_run(source, folder / name, carry)
+            copy_run(source, folder / name, carry, summary)
         names.append(name)
     return names
 
@@ -136,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[int, str, float, float]] = []
     print(f"{len(runs)} finished runs under {args.runs}, copies under {work}", file=sys.stderr)
     per_model: float | None = None
+    largest = max(runs, key=lambda run: sum(p.stat().st_size for p in run.rglob("samples_*")))
     for size in sizes:
         if per_model is not None and per_model * size > args.max_seconds:
             print(f"N = {size}: skipped (about {per_model * size:.0f} s)", file=sys.stderr)
@@ -148,10 +155,14 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((size, what, wall, peak))
             print(f"N = {size}: {what}: {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
             per_model = per_model or wall / size
-        grow(board, runs, size + 1)
-        wall, peak = timed(["leaderboard", str(board), *extra])
-        rows.append((size, "leaderboard, +1 model", wall, peak))
-        print(f"N = {size}: +1 model: {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
+        for added, what in enumerate(("its run's summary", "its sweep's figures"), 1):
+            # the new model: a copy of the largest run, its folder as its run left it
+            new = board / f"{largest.name}-new{added}"
+            if not new.exists():
+                copy_run(largest, new, carry=added == 2, summary=True)
+            wall, peak = timed(["leaderboard", str(board), *extra])
+            rows.append((size, f"leaderboard, +1 model ({what})", wall, peak))
+            print(f"N = {size}: +1 model ({what}): {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
     for size in report_sizes:
         if size > args.report_max:
             continue

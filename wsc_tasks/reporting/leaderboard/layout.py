@@ -163,6 +163,7 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
     models."""
     task = board.task
     everyone = [*ranked, *checks]
+    board.prepare([entry.run for entry in everyone])  # the paired differences' replicates
     headline = ["model", "rank", "A", "a", "A − next", "controls above chance", "lowest C", COST]
     ranking = Table("leaderboard", f"Models ranked by schema accuracy A on {task}", headline)
     chance_models = Table(
