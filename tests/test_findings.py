@@ -10,7 +10,7 @@ import pytest
 from wsc_tasks.metrics import multiple
 from wsc_tasks.metrics.stats import Estimate
 from wsc_tasks.reporting import findings as rules
-from wsc_tasks.reporting import markup
+from wsc_tasks.reporting import markup, wording
 from wsc_tasks.reporting.findings import Accuracy, Control, Model, Perturbation
 
 
@@ -281,8 +281,8 @@ def test_the_models_above_chance_are_one_family():
 
 
 def test_every_label_and_task_goes_through_one_helper(monkeypatch):
-    monkeypatch.setattr(rules, "code", lambda text: f"<{text}>")
-    monkeypatch.setattr(rules, "name", lambda text: f"«{text}»")
+    monkeypatch.setattr(wording, "code", lambda text: f"<{text}>")
+    monkeypatch.setattr(wording, "name", lambda text: f"«{text}»")
     models = [
         Model("m", ranking=Accuracy("wsc266", a_ABOVE, A_ABOVE),
               controls=[control("c", "wsc266", a_UNCLEAR, a_ABOVE)],

@@ -56,7 +56,13 @@ def html_text(board: Leaderboard) -> str:
         )
     elif board.notes:
         body.append(html_report.notes_html(board.notes))
-    body += [f"<p>{html_report.inline(board.intro)}</p>"]
+    if len(items) > FIRST_SCREEN:  # the ranking right after the findings on the first screen
+        body.append(
+            "<details><summary>how to read the tables</summary>"
+            f"<p>{html_report.inline(board.intro)}</p></details>"
+        )
+    else:
+        body += [f"<p>{html_report.inline(board.intro)}</p>"]
     for table in board.tables.shown():
         body.append(html_report.table_html(table))
         if table is board.tables.ranking or (
@@ -127,12 +133,18 @@ def write(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
 
 
 def printed(board: Leaderboard) -> list[str]:
-    """What a sweep prints at its end: the findings and the notes, as the leaderboard opens."""
+    """What a sweep prints at its end: the findings (of the first ``FIRST_SCREEN`` models of a
+    large board) and the notes, as the leaderboard opens."""
 
     def shown(text: str) -> str:  # this package's backticks dropped, names as they are
         return markup.plain(text, lambda own: own.replace("`", ""))
 
     lines = [shown(board.overview)] if board.overview else []
-    lines += [f"- {markup.visible(label)}: {shown(said)}" for label, said in board.findings]
+    lines += [
+        f"- {markup.visible(label)}: {shown(said)}" for label, said in board.findings[:FIRST_SCREEN]
+    ]
+    if len(board.findings) > FIRST_SCREEN:  # a large board: the rest in its files
+        rest = len(board.findings) - FIRST_SCREEN
+        lines.append(f"- and {rest} more models: their findings are in leaderboard.md, .html, .csv")
     lines += [f"Note: {markup.visible(note)}." for note in board.notes]
     return lines
