@@ -83,8 +83,10 @@ def grow(
     return names
 
 
-def timed(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak resident MB of ``python -m wsc_tasks.cli ARGV`` in a fresh process."""
+def timed(argv: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system: what a busy shared machine does not inflate as
+    much as the wall) and peak resident MB of ``python -m wsc_tasks.cli ARGV`` in a fresh
+    process."""
     started = time.monotonic()
     child = subprocess.Popen(
         [sys.executable, "-m", "wsc_tasks.cli", *argv],
@@ -101,7 +103,7 @@ def timed(argv: list[str]) -> tuple[float, float]:
         raise SystemExit(f"wsc-tasks bench-board: {' '.join(argv[:2])} failed: {' '.join(tail)}")
     # ru_maxrss is in kilobytes on Linux, in bytes on macOS
     peak = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
-    return wall, peak
+    return wall, usage.ru_utime + usage.ru_stime, peak
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = finished_runs(Path(args.runs))
     extra = ["--iters", str(args.iters)] if args.iters else []
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="wsc-bench-board-"))
-    rows: list[tuple[int, str, float, float]] = []
+    rows: list[tuple[int, str, float, float, float]] = []
     print(f"{len(runs)} finished runs under {args.runs}, copies under {work}", file=sys.stderr)
     per_model: float | None = None
     largest = max(runs, key=lambda run: sum(p.stat().st_size for p in run.rglob("samples_*")))
@@ -151,18 +153,20 @@ def main(argv: list[str] | None = None) -> int:
         board.mkdir(parents=True, exist_ok=True)
         grow(board, runs, size, args.with_summaries)
         for what in ("leaderboard, first", "leaderboard, again"):
-            wall, peak = timed(["leaderboard", str(board), *extra])
-            rows.append((size, what, wall, peak))
-            print(f"N = {size}: {what}: {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
+            wall, cpu, peak = timed(["leaderboard", str(board), *extra])
+            rows.append((size, what, wall, cpu, peak))
+            print(
+                f"N = {size}: {what}: {wall:.1f} s, {cpu:.1f} s CPU, {peak:.0f} MB", file=sys.stderr
+            )
             per_model = per_model or wall / size
         for added, what in enumerate(("its run's summary", "its sweep's figures"), 1):
             # the new model: a copy of the largest run, its folder as its run left it
             new = board / f"{largest.name}-new{added}"
             if not new.exists():
                 copy_run(largest, new, carry=added == 2, summary=True)
-            wall, peak = timed(["leaderboard", str(board), *extra])
-            rows.append((size, f"leaderboard, +1 model ({what})", wall, peak))
-            print(f"N = {size}: +1 model ({what}): {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
+            wall, cpu, peak = timed(["leaderboard", str(board), *extra])
+            rows.append((size, f"leaderboard, +1 model ({what})", wall, cpu, peak))
+            print(f"N = {size}: +1 model ({what}): {wall:.1f} s, {cpu:.1f} s CPU", file=sys.stderr)
     for size in report_sizes:
         if size > args.report_max:
             continue
@@ -171,21 +175,23 @@ def main(argv: list[str] | None = None) -> int:
         names = grow(board, runs, size, args.with_summaries)
         folders = [f"{name}={board / name / SWEEP_RESULTS}" for name in names]
         out = work / f"report-{size}-out"
-        wall, peak = timed(["report", *folders, "--quiet", "--out", str(out), *extra])
-        rows.append((size, "report", wall, peak))
-        print(f"N = {size}: report: {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
+        wall, cpu, peak = timed(["report", *folders, "--quiet", "--out", str(out), *extra])
+        rows.append((size, "report", wall, cpu, peak))
+        print(f"N = {size}: report: {wall:.1f} s, {cpu:.1f} s CPU, {peak:.0f} MB", file=sys.stderr)
     print(table(rows))
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
-def table(rows: list[tuple[int, str, float, float]]) -> str:
+def table(rows: list[tuple[int, str, float, float, float]]) -> str:
     """The measures as a Markdown table, with the seconds per model."""
     lines = [
-        "| N | command | wall (s) | per model (s) | peak memory (MB) |",
-        "|---|---|---|---|---|",
+        "| N | command | wall (s) | CPU (s) | per model (s) | peak memory (MB) |",
+        "|---|---|---|---|---|---|",
     ]
-    for size, what, wall, peak in rows:
-        lines.append(f"| {size} | {what} | {wall:.1f} | {wall / size:.3f} | {peak:.0f} |")
+    for size, what, wall, cpu, peak in rows:
+        lines.append(
+            f"| {size} | {what} | {wall:.1f} | {cpu:.1f} | {wall / size:.3f} | {peak:.0f} |"
+        )
     return "\n".join(lines)
