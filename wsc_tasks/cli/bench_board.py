@@ -135,7 +135,17 @@ def main(argv: list[str] | None = None) -> int:
         help="copies carry their source's summary and figures (run the leaderboard on --runs "
         "first): times the board once every run was read, without reading N runs first",
     )
+    parser.add_argument(
+        "--page",
+        default=None,
+        help="instead: measure this leaderboard.html in headless Chromium (load, a sort, a "
+        "filter by --query, where the ranking starts)",
+    )
+    parser.add_argument("--query", default="0", help="the filter's text for --page")
     args = parser.parse_args(argv)
+    if args.page:
+        print(page_measures(Path(args.page), args.query))
+        return 0
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     report_sizes = sorted(int(s) for s in (args.report_sizes or args.sizes).split(",") if s.strip())
     runs = finished_runs(Path(args.runs))
@@ -182,6 +192,47 @@ def main(argv: list[str] | None = None) -> int:
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+PAGE_JS = """
+const table = document.getElementById('table-leaderboard');
+const nav = performance.getEntriesByType('navigation')[0];
+const head = table.tHead.rows[0].cells[2];
+let start = performance.now(); head.click(); const sort = performance.now() - start;
+const box = document.querySelector('input.filter[data-table="table-leaderboard"]');
+box.value = arguments[0];
+start = performance.now(); box.dispatchEvent(new Event('input'));
+const filter = performance.now() - start;
+const shown = Array.from(table.tBodies[0].rows).filter(r => !r.hidden).length;
+return [nav.loadEventEnd, sort, filter, shown, table.tBodies[0].rows.length,
+        table.getBoundingClientRect().top + window.scrollY, window.innerHeight];
+"""
+
+
+def page_measures(page: Path, query: str) -> str:
+    """The leaderboard page in headless Chromium (selenium, ``/usr/bin/chromium``), 1,400 ×
+    1,000 px: its load, a sort of A, a filter of the models by ``query`` and where the ranking
+    starts (on the first screen when above the window's height)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    profile = tempfile.mkdtemp(prefix="wsc-chromium-")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    try:
+        driver.set_window_size(1400, 1000)
+        driver.get(page.resolve().as_uri())
+        load, sort, found, shown, rows, top, height = driver.execute_script(PAGE_JS, query)
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+    return (
+        f"{page}: {rows} ranked rows; load {load / 1000:.2f} s; sort {sort:.0f} ms; filter "
+        f"{found:.0f} ms ({shown} rows shown); the ranking at y = {top:.0f} px (window {height} px)"
+    )
 
 
 def table(rows: list[tuple[int, str, float, float, float]]) -> str:
