@@ -154,7 +154,8 @@ def _no_samples_read(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(path: Path) -> list:
         raise AssertionError(f"{path.name}: samples decoded after the run's end")
 
-    monkeypatch.setattr("wsc_tasks.reporting.runs._read_samples", refuse)
+    monkeypatch.setattr("wsc_tasks.reporting.runs.read_samples", refuse)
+    monkeypatch.setattr("wsc_tasks.reporting.output_files.read_samples", refuse)
 
 
 def test_the_end_of_a_run_writes_its_summary(sweep: Path, monkeypatch: pytest.MonkeyPatch):

@@ -10,13 +10,12 @@ returns (lm-eval only warns when it cannot write them); Ctrl-C removes what the 
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
-import tempfile
 from pathlib import Path
 
+from wsc_tasks.cli.run_outputs import OutputError as OutputError  # re-exported
+from wsc_tasks.cli.run_outputs import check_output, check_written, discard, outputs
 from wsc_tasks.harness.fingerprint import cache_key
 from wsc_tasks.paths import DEFAULT_GGUF as DEFAULT_GGUF  # its name here before paths.py had it
 from wsc_tasks.paths import (
@@ -29,7 +28,7 @@ from wsc_tasks.paths import (
     scrub,
     with_default_model,
 )
-from wsc_tasks.reporting.runs import RESULTS_FILE, RunError, read_results, stamp_of
+from wsc_tasks.reporting.output_files import RESULTS_FILE
 
 DEFAULT_TASKS = "wsc_group"
 DEFAULT_BATCH_SIZE = "32"  # lm-eval's default of 1 leaves a CPU idle between short sentences
@@ -67,10 +66,6 @@ these tasks refuse: they score sentences by log-likelihood, with no prompt and n
 
 def _has(argv: list[str], *flags: str) -> bool:
     return any(a == f or a.startswith(f + "=") for a in argv for f in flags)
-
-
-class OutputError(RuntimeError):
-    """lm-eval's files could not be written, or not completely."""
 
 
 def _model_args_texts(argv: list[str]) -> list[str]:
@@ -313,7 +308,7 @@ def run_lm_eval(passthrough: list[str]) -> int:
     first = os.environ.get("RANK", "0") == "0"  # only the first process writes files
     given = _value(passthrough, "--output_path", "--output-path", "-o")
     made = check_output(target, given) if target and first else []
-    before = _outputs(target)
+    before = outputs(target)
     print("wsc-tasks: lm_eval run " + " ".join(argv), file=sys.stderr)
     sys.argv = ["lm_eval", "run", *argv]
     try:
@@ -323,13 +318,13 @@ def run_lm_eval(passthrough: list[str]) -> int:
             with patches.without_lm_eval_tasks():
                 cli_evaluate()
     except KeyboardInterrupt:
-        removed = _discard(target, before, made) if first else []
+        removed = discard(target, before, made) if first else []
         what = f"; removed what it had written: {', '.join(map(str, removed))}" if removed else ""
         raise KeyboardInterrupt(f"wsc-tasks: interrupted{what}") from None
     if first and notes.recorded():  # what the figures above need said, under lm-eval's tables
         print(notes.footer())
     if first and target is not None:
-        new = sorted(p for p in _outputs(target) - before if RESULTS_FILE.match(p.name))
+        new = sorted(p for p in outputs(target) - before if RESULTS_FILE.match(p.name))
         if not keep_paths:
             folders = {
                 str(include_path()): "<wsc_tasks.task_configs>",
@@ -342,103 +337,6 @@ def run_lm_eval(passthrough: list[str]) -> int:
         if _has(argv, "--log_samples", "-s") and not os.environ.get(summaries.LATER):
             summaries.write_for(target)  # report decodes these samples again
     return 0
-
-
-def check_output(target: Path, given: tuple[int, str] | None) -> list[Path]:
-    """Before any model work: ``target`` exists (made here if needed) and takes a new file.
-    lm-eval finds out only after the run, logs a warning and exits 0 with nothing saved.
-    Returns the folders made, for ``_discard``."""
-    made = [folder for folder in (target, *target.parents) if not folder.exists()]
-    flag = f"--output_path {given[1]}" if given else "--output_path"
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=target, prefix=".wsc-tasks-write-check-"):
-            pass
-    except OSError as error:
-        _remove_empty(made)
-        raise OutputError(
-            f"wsc-tasks: {flag}: cannot write to {target} ({error.strerror or error}); give a "
-            "folder you can write to"
-        ) from None
-    return made
-
-
-def check_written(target: Path, new: list[Path], samples: bool) -> None:
-    """After lm-eval returns: a complete results file and, with ``--log_samples``, a complete
-    samples file for every task in it (as many JSON lines as lm-eval's ``n-samples``)."""
-    if not new:
-        raise OutputError(
-            f"wsc-tasks: lm-eval wrote no results file to {target} (its warning above says why); "
-            "nothing of this run was saved"
-        )
-    for path in new:
-        try:
-            data = read_results(path)
-        except RunError as error:
-            raise OutputError(f"wsc-tasks: {error}") from None
-        if not samples:
-            continue
-        for task in data.get("configs", {}):
-            file = path.with_name(f"samples_{task}_{stamp_of(path)}.jsonl")
-            expected = data.get("n-samples", {}).get(task, {}).get("effective")
-            lines = _json_lines(file)
-            if lines is None:
-                raise OutputError(
-                    f"wsc-tasks: lm-eval wrote no samples file {file} for task {task} (its "
-                    "warning above says why)"
-                )
-            if expected is not None and lines != expected:
-                raise OutputError(
-                    f"wsc-tasks: samples file {file} is incomplete: {lines} complete lines of "
-                    f"the {expected} documents of task {task}"
-                )
-
-
-def _json_lines(path: Path) -> int | None:
-    """How many lines of ``path`` are complete JSON (up to the first that is not); None if the
-    file is missing."""
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError:
-        return None
-    count = 0
-    with handle:
-        for line in handle:
-            try:
-                json.loads(line)
-            except ValueError:
-                break
-            count += 1
-    return count
-
-
-_SAMPLES_FILE = re.compile(r"^samples_.+\.jsonl$")
-
-
-def _outputs(folder: Path | None) -> set[Path]:
-    """lm-eval's results and samples files directly in ``folder``."""
-    if folder is None or not folder.is_dir():
-        return set()
-    names = (RESULTS_FILE, _SAMPLES_FILE)
-    return {p for p in folder.iterdir() if any(n.match(p.name) for n in names) and p.is_file()}
-
-
-def _discard(target: Path | None, before: set[Path], made: list[Path]) -> list[Path]:
-    """What an interrupted run wrote (a results file, some samples files), removed, so that no
-    half-written run is ever read; the folders made for it too, if left empty."""
-    removed = sorted(_outputs(target) - before)
-    for path in removed:
-        path.unlink(missing_ok=True)
-    _remove_empty(made)
-    return removed
-
-
-def _remove_empty(folders: list[Path]) -> None:
-    for folder in folders:  # deepest first
-        try:
-            folder.rmdir()
-        except OSError:
-            return
 
 
 def _lm_eval_folder() -> str:

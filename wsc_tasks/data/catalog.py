@@ -18,68 +18,36 @@ two).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from functools import cache, partial
-from typing import Any, Final, Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
-from wsc_tasks.data import parsers, sources
-from wsc_tasks.data.problems import Schema, SchemaKind, count
+from wsc_tasks.data import dyad_specs, parsers, sources
+from wsc_tasks.data.dyad_specs import DYADS_PREFIX
+from wsc_tasks.data.dyad_specs import INVERSIONS as INVERSIONS  # re-exported
+from wsc_tasks.data.dyad_specs import KINDS as KINDS  # re-exported
+from wsc_tasks.data.dyad_specs import dyads_name as dyads_name  # re-exported
+from wsc_tasks.data.problems import Schema, count
+from wsc_tasks.data.roles import ADVERSARIAL as ADVERSARIAL  # re-exported
+from wsc_tasks.data.roles import CHANGES as CHANGES  # re-exported
+from wsc_tasks.data.roles import (
+    CONTROL,
+    FORMULATION,
+    FULL,
+    PERTURBATION,
+    ROLE_KINDS,
+    SUBSET,
+    DatasetSpec,
+    Role,
+    RoleKind,
+)
+from wsc_tasks.data.roles import RANKING as RANKING  # re-exported
 from wsc_tasks.data.transforms import TRANSFORMS, transform_schemas
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 WINOGRANDE_DEV = "elazar/winogrande/dev.jsonl"
-
-
-# -- roles: what each dataset is ---------------------------------------------------------------
-FULL: Final = "full"  # a dataset in its own right
-ADVERSARIAL: Final = "adversarial"  # a dataset in its own right, of schemas made to defeat models
-SUBSET: Final = "subset"  # some schemas of ``of``, unchanged
-# schemas of ``of`` changed in a way a reasoning model should follow
-PERTURBATION: Final = "perturbation"
-CONTROL: Final = "control"  # a control baseline of ``of``: the clue removed, near chance expected
-# the schemas of ``of`` asked another way (zero-shot form, dyads)
-FORMULATION: Final = "formulation"
-ROLE_KINDS = (FULL, ADVERSARIAL, SUBSET, PERTURBATION, CONTROL, FORMULATION)
-RoleKind = Literal["full", "adversarial", "subset", "perturbation", "control", "formulation"]
-
-
-# what a role's ``change`` does to the schemas of ``of``, in words (the report's findings say it)
-CHANGES = {
-    "nocands": "without the candidates",
-    "partsent": "with only the clause around the pronoun",
-    "switched": "with the two candidates switched",
-    "adjectival": "with the candidates made one noun told apart by adjectives",
-    "unbalanced": "with one candidate lengthened by adjectives",
-    "inverted": "solved by key, the key words being the options",
-    "zeroshot": "in the zero-shot form (the key word blanked)",
-    "dyads": "as dyads",
-}
-RANKING = "wsc266"  # the dataset models are ranked on: the report's findings lead with it
-
-
-@dataclass(frozen=True)
-class Role:
-    """What a dataset is, relative to the dataset it is made from."""
-
-    kind: RoleKind
-    of: str | None = None  # the catalog dataset it is made from; None for FULL and ADVERSARIAL
-    change: str = ""  # "nocands", "inverted", "zeroshot", …; for a control, its audit.CHECKS key
-    generated: bool = False  # made here from ``of`` by ``transforms.TRANSFORMS[change]``
-    problem_level: bool = True  # matched with ``of`` problem by problem (False: by schema)
-    pairs: int | None = None  # schema pairs with ``of``: a pair dataset of the same name exists
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    name: str
-    build: Callable[[], list[Schema]]
-    expected: tuple[int, int] | None  # (problems, schema groups) as built; None for derived ones
-    origin: str  # what it is and where it comes from, for the task README and logs
-    # schema uid -> why it is dropped on load: defects of a hand-made file, found by the audit
-    excluded: Mapping[str, str] = field(default_factory=dict)
-    role: Role = field(kw_only=True)
 
 
 def _maler(relpath: str) -> Callable[[], list[Schema]]:
@@ -297,7 +265,7 @@ def _split_excluded(spec: DatasetSpec, schemas: list[Schema]) -> tuple[list[Sche
 
 @cache
 def _load_cached(name: str) -> tuple[Schema, ...]:
-    spec = SPECS.get(name) or _generated_spec(name)  # generated: "dyads:…" names, see below
+    spec = SPECS.get(name) or dyad_specs.generated_spec(name, SPECS, load)  # "dyads:…" names
     schemas = spec.build()
     problems, groups = count(schemas)
     if spec.expected is not None and (problems, groups) != spec.expected:
@@ -407,80 +375,7 @@ def excluded_pairs(name: str) -> list[tuple[Schema, Schema, str]]:
     return [(o, t, reason) for (o, t), (_, reason) in zip(originals, dropped, strict=True)]
 
 
-# -- Reid250, its inversion and its dyads (thesis §3.5–3.6) ---------------------------------------
-
-_R = "maler/reid250/"
-KINDS: dict[str, SchemaKind] = {"substitution": "s", "transposition": "t"}
-INVERSIONS = {"reid250": "reid250_inverted"}  # a dataset's own inversion, for dyads solved by key
-DYADS_PREFIX = "dyads:"
-_REID_DYAD_FILES = {  # thesis grouping -> published Reid250×2 file (wrapper "It is … that SCHEMA.")
-    "by_answer": "reid250x2-v1-by-answer.txt",
-    "by_answer_fix_key": "reid250x2-v1-by-answer.txt",
-    "by_key": "reid250x2-v1-by-key.txt",
-    "by_boolean": "reid250x2-v1-by-boolean.txt",
-}
-
-
-def _of_kind(base: str, kind: str) -> list[Schema]:
-    schemas = load(base)
-    kept = [s for s in schemas if s.kind == KINDS[kind]]
-    log.info(f"wsc_tasks: {kind} schemas of {base}: kept {len(kept)} of {len(schemas)}")
-    return kept
-
-
-def _dyad_file(grouping: str) -> Callable[[], list[Schema]]:
-    from wsc_tasks.data.dyads import regroup
-
-    return lambda: regroup(_maler(_R + _REID_DYAD_FILES[grouping])(), grouping)
-
-
-def _reid_specs() -> list[DatasetSpec]:
-    """Reid250 and Reid250 inverted, each whole and by schema kind; the published Reid250×2 in
-    each mode, grouped for schema metrics as thesis §3.5.6 prescribes, whole and by kind."""
-    specs = [
-        DatasetSpec("reid250", _maler(_R + "reid250.txt"), (250, 125),
-                    "Reid250, 75 substitution + 50 transposition schemas, thesis §3.6.2",
-                    role=Role(ADVERSARIAL)),
-        DatasetSpec("reid250_inverted", _maler(_R + "reid250-inverted.txt"), (250, 125),
-                    "Reid250 solved by key (inverted); transposition schemas get two blanks and "
-                    "ordered-pair options, thesis §3.5.5",
-                    role=Role(PERTURBATION, "reid250", "inverted", problem_level=False,
-                              pairs=125)),
-    ]  # fmt: skip
-    x2 = {  # dataset name: (grouping, description)
-        "reid250x2": ("by_answer", "Reid250×2 by answer; schemas fix a truth value (3.78)"),
-        "reid250x2_by_key": ("by_key", "Reid250×2 by key; schemas fix a truth value"),
-        "reid250x2_by_boolean": (
-            "by_boolean",
-            "Reid250×2 by boolean; schemas fix a key phrase (3.79)",
-        ),
-        "reid250x2_by_answer_fix_key": (
-            "by_answer_fix_key",
-            "Reid250×2 by answer; schemas fix a key phrase (3.79), the grouping that by boolean "
-            "is compared with (Table 4.38)",
-        ),
-    }
-    for name, (grouping, what) in x2.items():
-        specs.append(DatasetSpec(name, _dyad_file(grouping), (500, 250), f"{what}, §3.5.6",
-                                 role=Role(FORMULATION, "reid250", "dyads")))  # fmt: skip
-    sizes = {"substitution": (150, 75), "transposition": (100, 50)}
-    for base in ("reid250", "reid250_inverted", "reid250x2", "reid250x2_by_key",
-                 "reid250x2_by_boolean"):  # fmt: skip
-        factor = 2 if base.startswith("reid250x2") else 1
-        for kind, (problems, groups) in sizes.items():
-            specs.append(
-                DatasetSpec(
-                    f"{base}_{kind}",
-                    partial(_of_kind, base, kind),
-                    (problems * factor, groups * factor),
-                    f"the {kind} schemas of {base}",
-                    role=Role(SUBSET, base),
-                )
-            )
-    return specs
-
-
-SPECS.update((spec.name, spec) for spec in _reid_specs())
+SPECS.update((spec.name, spec) for spec in dyad_specs.reid_specs(load))
 PAIR_SPECS.update(
     (name, PairSpec(name, spec.role.of, (name,), spec.role.problem_level, spec.role.pairs,
                     f"{spec.role.of} and {spec.origin}"))
@@ -518,54 +413,3 @@ def root(name: str) -> str:
             raise ValueError(f"dataset roles form a cycle: {' -> '.join([*seen, of])}")
         seen.append(of)
     return seen[-1]
-
-
-def dyads_name(base: str, grouping: str, wrapper: str) -> str:
-    """The catalog name of a generated dyadic dataset (what a task YAML puts in ``dataset``)."""
-    return f"{DYADS_PREFIX}{base}:{grouping}:{wrapper}"
-
-
-def _generated_spec(name: str) -> DatasetSpec:
-    """Datasets named by their recipe: ``dyads:<base dataset>:<grouping>:<wrapper>``, e.g.
-    ``dyads:reid250:by_key:That SCHEMA is [true ~ false].`` (groupings: ``dyads.GROUPINGS``;
-    by key needs a base with a known inversion, ``INVERSIONS``)."""
-    if not name.startswith(DYADS_PREFIX):
-        raise KeyError(
-            f"unknown wsc_tasks dataset {name!r}; known: {sorted(SPECS)} and generated "
-            f"'{DYADS_PREFIX}<base>:<grouping>:<wrapper>' dyads"
-        )
-    from wsc_tasks.data import dyads
-
-    parts = name[len(DYADS_PREFIX) :].split(":", 2)
-    if len(parts) != 3:
-        raise KeyError(f"dataset {name!r}: write {DYADS_PREFIX}<base>:<grouping>:<wrapper>")
-    base, grouping, template = (part.strip() for part in parts)
-    if base not in SPECS:
-        raise KeyError(f"dataset {name!r}: unknown base dataset {base!r}")
-    if grouping not in dyads.GROUPINGS:
-        raise KeyError(f"dataset {name!r}: grouping {grouping!r} not in {list(dyads.GROUPINGS)}")
-    mode = dyads.GROUPINGS[grouping][0]
-    if mode == "by key" and base not in INVERSIONS:
-        raise KeyError(
-            f"dataset {name!r}: solution by key needs the inversion of {base}; known for "
-            f"{sorted(INVERSIONS)}"
-        )
-    wrapper = dyads.parse_wrapper(template)  # errors name the wrapper before any data is read
-
-    def build() -> list[Schema]:
-        inverted = load(INVERSIONS[base]) if mode == "by key" else None
-        made = dyads.make_dyads(load(base), wrapper, grouping, inverted)
-        log.info(
-            f"wsc_tasks: {len(made)} dyads of {base} in wrapper {wrapper.template!r}, {mode}, "
-            f"schemas fixing a {dyads.GROUPINGS[grouping][1]}"
-        )
-        return made
-
-    problems, _ = count(load(base))
-    return DatasetSpec(
-        name,
-        build,
-        (2 * problems, 2 * len(load(base))),
-        f"dyads of {base}",
-        role=role_of(name),
-    )

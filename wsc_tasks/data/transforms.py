@@ -27,56 +27,31 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from wsc_tasks.data.problems import Problem, Schema
+from wsc_tasks.data.words import (
+    DETERMINERS,
+    GENITIVE,
+    POSSESSIVE,
+    WORD,
+    is_modifier,
+    looks_like_noun,
+    split_candidate,
+    tokens,
+)
+from wsc_tasks.data.words import content_words as content_words  # re-exported
+from wsc_tasks.data.words import leaked_words as leaked_words  # re-exported
+from wsc_tasks.data.words import word_forms as word_forms  # re-exported
 
 _SENTINEL = "\x00"  # stands for the blank while the text is edited
 _PUNCT_AFTER = ".,;:!?"
 
-# Closed word classes: what a mention's left edge may hold (a determiner, then modifiers) and
-# what can never be a pre-nominal modifier. Everything else is an open-class word.
-DETERMINERS = frozenset(
-    "the a an this that these those my your his her its our their some any every each no another"
-    " one two three four five six seven eight nine ten eleven twelve".split()
-)
-FUNCTION_WORDS = DETERMINERS | frozenset(
-    # prepositions
-    "about above across after against along among around at before behind below beneath beside"
-    " besides between beyond by despite down during except for from in inside into like near of"
-    " off on onto out outside over past since through throughout till to toward towards under"
-    " underneath until up upon with within without via per than as"
-    # conjunctions and wh-words
-    " and or but nor so yet because although though while whereas if unless when whenever where"
-    " wherever whether who whom whose which what why how"
-    # pronouns
-    " i me you he him she it we us they them myself yourself himself herself itself ourselves"
-    " themselves both all either neither"
-    # auxiliaries and modals
-    " be am is are was were been being have has had having do does did can could will would shall"
-    " should may might must isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't"
-    " can't cannot couldn't won't wouldn't shouldn't mustn't"
-    # adverbs and particles that follow or precede a noun phrase
-    " not never very too also just even still then now here there away back only really quite"
-    " rather almost already soon later again instead first".split()
-)
-# Common irregular past forms: after a singular noun they are verbs, not the head of a compound.
-IRREGULAR_PAST = frozenset(
-    "ate became began bent bit bled blew broke brought built bought caught chose came cut dealt"
-    " did drew drank drove dug fed fell felt fought found fled flew forgot forgave froze gave got"
-    " grew hung heard held hid hit hurt kept knew laid led left lent let lay lit lost made meant"
-    " met paid put quit ran rang rode rose said sat saw sold sent set shook shot shut sang sank"
-    " slept slid spoke spent spun stood stole stuck struck swam swore swept swung took taught tore"
-    " told thought threw understood woke wore won wrote".split()
-)
 _MAX_MODIFIERS = 2
-_WORD = re.compile(r"[\w\x00]+(?:['’]\w+)*|[^\w\s]")  # words (with 's, n't) and punctuation
-_GENITIVE = re.compile(r"\w+(?:['’]s|s['’])", re.IGNORECASE)
-_POSSESSIVE = r"(?:['’]s)?"
 
 # Elazar et al. 2021 fn. 9: 'so', 'but', 'and', 'because', 'although', 'though', 'due', 'since',
 # ':', ';', ',', '?'. Sentence ends ('.', '!') also bound the part (their published files do).
-PART_SENT_WORDS = ("so", "but", "and", "because", "although", "though", "due", "since")
+PART_SENTWORDS = ("so", "but", "and", "because", "although", "though", "due", "since")
 PART_SENT_PUNCT = (":", ";", ",", "?")
 _MARKER = re.compile(
-    r"\b(?:" + "|".join(PART_SENT_WORDS) + r")\b|[" + re.escape("".join(PART_SENT_PUNCT)) + r"]"
+    r"\b(?:" + "|".join(PART_SENTWORDS) + r")\b|[" + re.escape("".join(PART_SENT_PUNCT)) + r"]"
     r"|[.!](?=\s)"
 )
 # A period after these ends no sentence (nor after a single capital, an initial: "J. Smith").
@@ -106,73 +81,6 @@ def _capitalize(text: str) -> str:
     return text[:1].upper() + text[1:] if text[:1].islower() else text
 
 
-def _strip_possessive(phrase: str) -> str:
-    return re.sub(r"(?:['’]s|(?<=s)['’])$", "", phrase.strip())
-
-
-def split_candidate(candidate: str) -> tuple[str, str]:
-    """(determiner, head phrase) of a candidate: ``"the oak tree"`` → ``("the", "oak tree")``.
-
-    The determiner is an article, demonstrative, possessive pronoun or numeral, or a genitive
-    (``"Amy's parents"``); a candidate without one (a name, Winogrande's ``"cake"``) is bare:
-    ``("", candidate)``. A possessive ending (``"the man's"``) is not part of either.
-    """
-    words = _strip_possessive(candidate).split()
-    if len(words) > 1 and (words[0].lower() in DETERMINERS or _GENITIVE.fullmatch(words[0])):
-        return words[0], " ".join(words[1:])
-    return "", " ".join(words)
-
-
-def word_forms(word: str) -> set[str]:
-    """The lower-cased forms that count as the same word: itself, plural and singular."""
-    w = word.lower()
-    forms = {w, w + "s", w + "es", w + "'s", w + "’s"}
-    if w.endswith("y"):
-        forms.add(w[:-1] + "ies")
-    if w.endswith("ies"):
-        forms.add(w[:-3] + "y")
-    if w.endswith("es"):
-        forms.add(w[:-2])
-    if w.endswith("s") and len(w) > 3:
-        forms.add(w[:-1])
-    return forms
-
-
-def content_words(candidate: str) -> set[str]:
-    """The words that name a candidate: its head phrase less function words (a genitive
-    determiner names another entity: ``"Paul's books"`` → {books})."""
-    _, head = split_candidate(candidate)
-    words = {w.lower() for w in re.findall(r"\w+(?:['’]\w+)*", head)}
-    return {w for w in words if w not in FUNCTION_WORDS}
-
-
-def leaked_words(text: str, candidates: Iterable[str]) -> list[str]:
-    """The words of ``text`` that are a form of a content word of one of ``candidates``."""
-    forms = set().union(*(word_forms(w) for c in candidates for w in content_words(c)))
-    return [w for w in re.findall(r"\w+(?:['’]\w+)*", text) if w.lower() in forms]
-
-
-def _tokens(text: str) -> list[re.Match[str]]:
-    return list(_WORD.finditer(text))
-
-
-def is_modifier(word: str) -> bool:
-    """An open-class lower-case word: a pre-nominal modifier when it stands between a
-    determiner and the head ("the brown suitcase", "a toy flag"); a preposition, pronoun,
-    conjunction or verb auxiliary never is."""
-    return bool(re.fullmatch(r"[a-z][a-z-]*", word)) and word not in FUNCTION_WORDS
-
-
-def looks_like_noun(word: str) -> bool:
-    """True for an open-class word after a singular noun that cannot be its verb: not a past or
-    progressive form, not a present third person, not an adverb ("mouse hole", not "tree fell")."""
-    return (
-        is_modifier(word)
-        and word not in IRREGULAR_PAST
-        and not re.search(r"(?:s|ed|ing|ly)$", word)
-    )
-
-
 def _mentions(text: str, candidate: str) -> list[tuple[int, int]] | str:
     """Character spans of every mention of ``candidate`` in ``text``, or why there is none.
 
@@ -186,13 +94,13 @@ def _mentions(text: str, candidate: str) -> list[tuple[int, int]] | str:
     """
     determiner, head = split_candidate(candidate)
     pattern, full = _phrase(head.split()), _phrase([determiner, *head.split()])
-    if _GENITIVE.fullmatch(determiner or "-") and not full.search(text):
+    if GENITIVE.fullmatch(determiner or "-") and not full.search(text):
         return "candidate not found in text"
     spans = [m.span() for m in full.finditer(text)] if determiner else []
     for m in pattern.finditer(text):
         start, end = m.span()
         if determiner:
-            after = _WORD.match(text, len(text) - len(text[end:].lstrip()))
+            after = WORD.match(text, len(text) - len(text[end:].lstrip()))
             if (
                 after is not None
                 and not head.lower().endswith("s")
@@ -207,13 +115,13 @@ def _mentions(text: str, candidate: str) -> list[tuple[int, int]] | str:
 
 def _phrase(words: Sequence[str]) -> re.Pattern[str]:
     body = r"\s+".join(re.escape(w) for w in words)
-    return re.compile(rf"(?<![\w'’]){body}{_POSSESSIVE}(?!\w)", re.IGNORECASE)
+    return re.compile(rf"(?<![\w'’]){body}{POSSESSIVE}(?!\w)", re.IGNORECASE)
 
 
 def _left_edge(text: str, start: int) -> int:
     """Start of the mention whose head starts at ``start``: its determiner and modifiers, if
     the words before the head are modifiers led by a determiner; else the head alone."""
-    before = _tokens(text[:start])
+    before = tokens(text[:start])
     modifiers = 0
     for token in reversed(before):
         word = token.group()
@@ -230,11 +138,11 @@ def _key_spans(problem: Problem, twins: Sequence[Problem]) -> list[tuple[int, in
     except where they differ only in candidates or the blank (WSC273 #173/#174: minnow ~ shark;
     Winogrande's "The _ car … the red car" ~ "The blue car … the _ car")."""
     text = _join(problem)
-    mine = _tokens(text)
+    mine = tokens(text)
     candidates = {_SENTINEL, *(w for (c,) in problem.options for w in content_words(c))}
     spans = []
     for twin in twins:
-        theirs = _tokens(_join(twin))
+        theirs = tokens(_join(twin))
         twin_candidates = {_SENTINEL, *(w for (c,) in twin.options for w in content_words(c))}
         matcher = difflib.SequenceMatcher(
             a=[t.group().lower() for t in mine],

@@ -8,8 +8,10 @@ schema, document pair, reason, question), what per-document value it needs, whic
 it by default (``headline``) and how its name may be extended (``variants``). lm-eval's
 aggregations (``bind``), the schema-bootstrap stderr (``record_of``), the fast bootstrap
 (``form``), the samples reader (``by_name``), the report and the summary all read ``REGISTRY``.
-Adding a consistency metric is one ``_consistency(...)`` entry below: its level, hit and base,
-and its oracle (the thesis's equation over lists) that the shared metric tester checks it against.
+The records are in ``definitions`` (adding a consistency metric is one ``_consistency(...)`` entry
+there: its level, hit and base, and its oracle that the shared metric tester checks it against);
+their type and vocabulary in ``record``. This module indexes them and is the one place their names
+are written and read; every other module imports them from here.
 
 A metric is reported under the name of a ``Key``: a record, extended by at most one variant — a
 scoring method (``acc_smart``), a pair of methods (``consistency_full_to_partial``), a subset of
@@ -23,83 +25,39 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from enum import StrEnum
 from functools import cache
-from typing import Any, Literal
+from typing import Any
 
 from wsc_tasks.data.knowledge import CATEGORIES
-from wsc_tasks.metrics import accuracy, associativity, consistency, contamination, ratios
-from wsc_tasks.scoring import causal
+from wsc_tasks.metrics import ratios
+from wsc_tasks.metrics.definitions import CONSISTENCY, REGISTRY
+from wsc_tasks.metrics.record import (
+    ACC,
+    BLANK_AT_END,
+    CATEGORY_STEMS,
+    EQUAL_LEN,
+    OUTCOME,
+    PAIR,
+    REASONS,
+    SCHEMA_ACC,
+    SHARDS,
+    SPLITS,
+    SUBSETS,
+    TAGGED_PAIR,
+    VARIANTS,
+    Metric,
+    MetricKind,
+    TaskKind,
+)
 
-# the per-document value a metric aggregates
-OUTCOME = "outcome"  # accuracy.SchemaOutcome: one schema's problems right or wrong
-PAIR = "pair"  # consistency.PairOutcome: a schema before and after a transformation (or 2 methods)
-TAGGED_PAIR = "tagged pair"  # a PairOutcome tagged with its associativity subset
-REASONS = "reasons"  # one WinoWhy question: its reasons' scores, labels and categories
-SPLITS = "splits"  # an int per schema: causal requests split after the first token(s)
-SHARDS = "shard"  # contamination.ShardOutcome: one shard's published and shuffled log-likelihoods
-
-
-class TaskKind(StrEnum):
-    """What a task's documents are, read from the metrics it reports (``task_kind``)."""
-
-    SCHEMA = "schema"  # one schema (SchemaTask, CategorizedSchemaTask)
-    CONSISTENCY = "consistency"  # a schema and its transformed schema (ConsistencyTask)
-    ASSOCIATIVITY = "associativity"  # the same, tagged with an associativity subset
-    WINOWHY = "winowhy"  # one WinoWhy question and its reasons
-    CONTAMINATION = "contamination"  # one shard of a published file (ContaminationTask)
-
-
-# the variants of a name (the fields of ``Key`` after ``record``) and their vocabularies
-VARIANTS = ("method", "pair", "subset", "category", "score")
-EQUAL_LEN, BLANK_AT_END = "equal_len", "blank_at_end"  # problems by token facts (thesis §3.7.4)
-SUBSETS = (EQUAL_LEN, BLANK_AT_END)
-CATEGORY_STEMS = {"n_problems": "n"}  # problems per knowledge category: n_cat_<category>
-
-
-# the two accuracy records every report and leaderboard asks for by name (no other module spells
-# them): a, the share of problems, and A, the share of schemas
-ACC, SCHEMA_ACC = "acc", "schema_acc"
-
-MetricKind = Literal[
-    "accuracy", "count", "consistency", "associativity", "plausibility", "contamination"
-]
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One reported metric (see the module docstring)."""
-
-    name: str
-    symbol: str  # as the report and the thesis write it
-    level: str  # what it counts: problem, schema, pair (a document pair), reason, question
-    value: str  # the per-document value it needs: OUTCOME, PAIR, TAGGED_PAIR, REASONS, SPLITS…
-    description: str
-    form: ratios.Form | None = None  # Σ numerator / Σ denominator: the aggregate, fast to resample
-    aggregate: Callable[[Sequence[Any]], Any] | None = None  # the form, a count; None: task binds
-    higher_is_better: bool | None = True  # None: neither (counts, differences): no arrow
-    stderr: bool = True  # lm-eval's stderr is the schema bootstrap; False: N/A (fixed counts)
-    problem_matched: bool = False  # needs problems matched one by one (problem transformations)
-    kind: MetricKind = "accuracy"
-    reported: bool = True  # under its own name; False: only as variants (``share_equal_len``)
-    summary: tuple[str, ...] = ()  # the summary tables it is a column of
-    headline: frozenset[TaskKind] = frozenset()  # the task kinds that print it by default
-    variants: frozenset[str] = frozenset()  # the ``Key`` variants its name takes
-    accuracy: str = ""  # associativity: the accuracy record (acc, schema_acc) it is a quantity of
-    scope: str = ""  # associativity: the subset, or ``associativity.ALL``
-    quantity: str = ""  # associativity: original, nocands, adjusted, rel_loss, rel_gain, assoc_gap…
-    # the same figure written the obvious way, from the thesis, over whole lists (not the ratio
-    # code): per-document values (OUTCOME) or matched (before, after) flags at the record's level
-    # (consistency, ``Oracle``); the one metric tester (tests/test_metric_contract.py) checks the
-    # form against it. Never used to report a figure.
-    oracle: Callable[[Sequence[Any]], float] | None = None
-
-    def __post_init__(self) -> None:
-        if self.aggregate is None and self.form is not None:
-            object.__setattr__(self, "aggregate", self.form)  # the ratio form is the aggregate
-        unknown = set(self.variants) - set(VARIANTS)
-        if unknown:
-            raise ValueError(f"metric {self.name}: unknown variants {sorted(unknown)}")
+__all__ = [
+    "ACC", "BLANK_AT_END", "CATEGORY_STEMS", "CONSISTENCY", "EQUAL_LEN", "FILTER", "METRICS",
+    "OUTCOME", "PAIR", "REASONS", "REGISTRY", "SCHEMA_ACC", "SHARDS", "SPLITS", "STDERR",
+    "SUBSETS", "TAGGED_PAIR", "VARIANTS", "Aggregation", "Key", "Metric", "MetricKind",
+    "TaskKind", "aggregation", "aggregations", "bind", "by_name", "column", "form",
+    "headline", "higher_is_better", "in_summary", "method_pairs", "methods",
+    "pair_aggregations", "parse_all", "record_of", "reported", "select", "task_kind",
+]  # fmt: skip
 
 
 class Aggregation:
@@ -122,290 +80,6 @@ class Aggregation:
     def __repr__(self) -> str:
         return f"Aggregation({self.key.name})"
 
-
-# -- consistency: a share of matched problems or schema groups, declared as (level, hit, base) ----
-def _consistency(
-    name: str,
-    symbol: str,
-    level: str,
-    description: str,
-    hit: consistency.Condition,
-    base: consistency.Condition = lambda before, after: True,
-    *,
-    oracle: Oracle,
-    problem_matched: bool | None = None,
-    summary: tuple[str, ...] = (),
-    headline: bool = False,
-    base_is: str = "",
-) -> Metric:
-    """Of the problems (or schema groups) ``(b, a)`` = (before, after) with ``base`` (``base_is``:
-    which, in words), the share with ``hit``; a problem metric needs a problem transformation, as
-    does ``problem_matched``."""
-    return Metric(
-        name, symbol, level, PAIR, description,
-        form=consistency.ratio(name, level, hit, base, base_is),
-        kind="consistency", summary=summary, variants=frozenset({"pair"}), oracle=oracle,
-        headline=frozenset({TaskKind.CONSISTENCY}) if headline else frozenset(),
-        problem_matched=level == "problem" if problem_matched is None else problem_matched,
-    )  # fmt: skip
-
-
-def _both(before: Any, after: Any) -> bool:
-    return all(before) and all(after)
-
-
-# an oracle of a consistency record: over every matched (before, after) problem or schema group
-Oracle = Callable[[Sequence[tuple[consistency.Flags, consistency.Flags]]], float]
-
-
-def _share(hits: int, total: int) -> float:
-    return hits / total if total else float("nan")
-
-
-_BEFORE, _AFTER = "solved before the transformation", "solved after the transformation"
-
-
-# ``hit``, ``base``: a problem's (or schema group's) solved flags as (b, a) = (before, after)
-CONSISTENCY = (
-    _consistency("consistency", "c", "problem",
-                 "share of problems right before and after the change, or wrong both (eq. 3.81)",
-                 lambda b, a: b == a, summary=("pairs", "methods"), headline=True,
-                 oracle=lambda u: _share(sum(b == a for b, a in u), len(u))),
-    _consistency("consistent_acc", "c_a", "problem",
-                 "share of problems right both before and after the change (eq. 3.82)",
-                 lambda b, a: b and a, summary=("pairs",),
-                 oracle=lambda u: _share(sum(b and a for b, a in u), len(u))),
-    _consistency("preserved_acc", "c_p", "problem",
-                 "of the problems right before the change, the share still right after (eq. 3.83)",
-                 lambda b, a: b and a, lambda b, a: b, base_is=_BEFORE,
-                 oracle=lambda u: _share(sum(b and a for b, a in u), sum(b for b, _ in u))),
-    _consistency("preserved_acc_rev", "ĉ_p", "problem",
-                 "of the problems right after the change, the share also right before (eq. 3.84)",
-                 lambda b, a: b and a, lambda b, a: a, base_is=_AFTER,
-                 oracle=lambda u: _share(sum(b and a for b, a in u), sum(a for _, a in u))),
-    _consistency("schema_consistency_weak", "C̃", "schema",
-                 "share of schemas solved both before and after the change, or neither (eq. 3.87)",
-                 lambda b, a: all(b) == all(a), summary=("pairs",),
-                 oracle=lambda u: _share(sum(all(b) == all(a) for b, a in u), len(u))),
-    _consistency("schema_consistency", "C", "schema",
-                 "share of schemas with equally many problems right before and after (eq. 3.88)",
-                 lambda b, a: sum(b) == sum(a), summary=("pairs", "methods"), headline=True,
-                 oracle=lambda u: _share(sum(sum(b) == sum(a) for b, a in u), len(u))),
-    _consistency("schema_consistency_strict", "C*", "schema",
-                 "share of schemas with the same problems right before and after (eq. 3.89)",
-                 lambda b, a: list(b) == list(a), problem_matched=True,
-                 summary=("pairs", "methods"),
-                 oracle=lambda u: _share(sum(list(b) == list(a) for b, a in u), len(u))),
-    _consistency("consistent_schema_acc", "C_a", "schema",
-                 "share of schemas solved both before and after the change (eq. 3.90)",
-                 _both, summary=("pairs",),
-                 oracle=lambda u: _share(sum(all(b) and all(a) for b, a in u), len(u))),
-    _consistency("preserved_schema_acc", "C_p", "schema",
-                 "of the schemas solved before the change, the share still solved after (eq. 3.91)",
-                 _both, lambda b, a: all(b), base_is=_BEFORE,
-                 oracle=lambda u: _share(sum(all(b) and all(a) for b, a in u),
-                                         sum(all(b) for b, _ in u))),
-    _consistency("preserved_schema_acc_rev", "Ĉ_p", "schema",
-                 "of the schemas solved after the change, the share also solved before (eq. 3.92)",
-                 _both, lambda b, a: all(a), base_is=_AFTER,
-                 oracle=lambda u: _share(sum(all(b) and all(a) for b, a in u),
-                                         sum(all(a) for _, a in u))),
-)  # fmt: skip
-
-
-# -- accuracy of each side of a pair, and their difference ----------------------------------------
-def _side_parts(parts: ratios.Parts, side: str) -> ratios.Parts:
-    """``parts`` of one side (``"before"`` or ``"after"``) of a pair's per-document value."""
-    return lambda i: parts(i[side])
-
-
-def _sides() -> list[Metric]:
-    out = []
-    shown = frozenset({TaskKind.CONSISTENCY})
-    accuracies = (
-        ("acc", "a", "problem", ratios.problem_parts),
-        ("schema_acc", "A", "schema", ratios.schema_parts),
-    )
-    for name, symbol, level, parts in accuracies:
-        before = ratios.Ratio(f"{name}_original", _side_parts(parts, "before"), level)
-        after = ratios.Ratio(f"{name}_perturbed", _side_parts(parts, "after"), level)
-        sides = shown if name == "acc" else frozenset()
-        out += [
-            Metric(before.name, symbol, level, PAIR, f"{level} accuracy of the original schemas",
-                   form=before, summary=("pairs",), headline=sides),
-            Metric(after.name, f"{symbol}_F", level, PAIR,
-                   f"{level} accuracy of the transformed (perturbed) schemas",
-                   form=after, summary=("pairs",), headline=sides),
-            Metric(f"{name}_diff", f"{symbol}_F − {symbol}", level, PAIR,
-                   f"{level} accuracy of the transformed minus the original schemas",
-                   form=ratios.Difference(f"{name}_diff", after, before), summary=("pairs",),
-                   headline=shown, higher_is_better=None),
-        ]  # fmt: skip
-    return out
-
-
-# -- associativity: one record per reported quantity ----------------------------------------------
-_ASSOCIATIVITY_SYMBOLS = {
-    "original": "r", "nocands": "r_B", "adjusted": "r − r_B", "rel_loss": "(r − r_B)/r",
-    "rel_gain": "(r − r_B)/(1 − r_B)", "assoc_gap": "r_assoc − r_nonassoc",
-}  # fmt: skip
-_ASSOCIATIVITY_DESCRIPTIONS = {
-    "original": "accuracy on the original schemas of an associativity subset",
-    "nocands": "accuracy on the same schemas with the candidates removed (no-cands baseline)",
-    "adjusted": "accuracy adjusted for association: what the candidates add (thesis Table 4.28)",
-    "rel_loss": "relative loss when the candidates are removed (eq. 4.1)",
-    "rel_gain": "relative gain over the no-cands baseline (eq. 4.2)",
-    "assoc_gap": "associative minus non-associative accuracy (independent schemas)",
-}
-
-
-def _associativity() -> list[Metric]:
-    out = []
-
-    def add(name: str, scope: str, quantity: str, form: ratios.Form) -> None:
-        shown = quantity if scope else "assoc_gap"
-        symbol, description = _ASSOCIATIVITY_SYMBOLS[shown], _ASSOCIATIVITY_DESCRIPTIONS[shown]
-        out.append(
-            Metric(name, symbol, level, TAGGED_PAIR, description,
-                   form=form, kind="associativity", accuracy=metric, scope=scope,
-                   quantity=quantity, higher_is_better=True if scope else None,
-                   headline=frozenset({TaskKind.ASSOCIATIVITY}) if quantity == "adjusted"
-                   else frozenset())
-        )  # fmt: skip
-
-    for metric, parts in (("acc", ratios.problem_parts), ("schema_acc", ratios.schema_parts)):
-        level = "problem" if metric == "acc" else "schema"
-        sides: dict[tuple[str, str], ratios.Ratio] = {}
-        for scope in associativity.SCOPES:
-            name = f"{metric}_{scope}"
-            inside = None if scope == associativity.ALL else scope
-            unit = associativity.SCOPE_UNITS[scope]
-            r = ratios.scoped(f"{name}_original", parts, "before", inside, unit)
-            r_b = ratios.scoped(f"{name}_nocands", parts, "after", inside, unit)
-            sides[scope, "original"], sides[scope, "nocands"] = r, r_b
-            add(r.name, scope, "original", r)
-            add(r_b.name, scope, "nocands", r_b)
-            add(
-                f"{name}_adjusted", scope, "adjusted", ratios.Difference(f"{name}_adjusted", r, r_b)
-            )
-            for quantity, function, undefined in (
-                ("rel_loss", ratios.relative_loss, f"r = 0: no {level} solved before no-cands"),
-                ("rel_gain", ratios.relative_gain, f"r_B = 1: every {level} solved after"),
-            ):
-                form = ratios.Combination(f"{name}_{quantity}", function, (r, r_b), undefined)
-                add(f"{name}_{quantity}", scope, quantity, form)
-        for side in ("original", "nocands"):
-            name = f"{metric}_assoc_gap_{side}"
-            first, second = (sides[subset, side] for subset in associativity.SUBSETS)
-            add(name, "", f"assoc_gap_{side}", ratios.Difference(name, first, second))
-    return out
-
-
-def _count(name: str, symbol: str, level: str, value: str, description: str,
-           aggregate: Callable | None, summary: tuple[str, ...] = (),
-           stderr: bool = False, **more: Any) -> Metric:  # fmt: skip
-    return Metric(name, symbol, level, value, description, aggregate=aggregate, stderr=stderr,
-                  kind="count", summary=summary, higher_is_better=None, **more)  # fmt: skip
-
-
-def _plausibility(name: str, symbol: str, level: str, description: str, **more: Any) -> Metric:
-    return Metric(
-        name, symbol, level, REASONS, description, kind="plausibility", summary=("reasons",), **more
-    )
-
-
-def _groups(outcomes: Sequence[accuracy.SchemaOutcome]) -> list[tuple[int, int]]:
-    """(right, size) of every schema-metric group of a list of ``SchemaOutcome``s (an oracle's)."""
-    return [(sum(o["correct"][i] for i in g), len(g)) for o in outcomes for g in o["groups"]]
-
-
-def _of_schemas(
-    test: Callable[[int, int], bool],
-) -> Callable[[Sequence[accuracy.SchemaOutcome]], float]:
-    """An oracle: the share of schema groups whose (right, size) passes ``test``."""
-    return lambda docs: _share(sum(test(*g) for g in _groups(docs)), len(_groups(docs)))
-
-
-def _contamination(name: str, symbol: str, description: str, aggregate: Callable,
-                   stderr: bool = False) -> Metric:  # fmt: skip
-    return Metric(name, symbol, "shard", SHARDS, description, aggregate=aggregate,
-                  higher_is_better=None, stderr=stderr, kind="contamination",
-                  headline=CONTAMINATION)  # fmt: skip
-
-
-SCHEMA = frozenset({TaskKind.SCHEMA})
-WINOWHY = frozenset({TaskKind.WINOWHY})
-CONTAMINATION = frozenset({TaskKind.CONTAMINATION})
-REGISTRY: tuple[Metric, ...] = (
-    # one schema: SchemaTask, CategorizedSchemaTask (thesis §3.7.1)
-    Metric("acc", "a", "problem", OUTCOME, "share of problems answered correctly",
-           form=ratios.PROBLEM_ACCURACY, summary=("schemas",), headline=SCHEMA,
-           variants=frozenset({"method", "subset", "category"}),
-           oracle=lambda docs: _share(sum(sum(o["correct"]) for o in docs),
-                                      sum(len(o["correct"]) for o in docs))),
-    Metric("schema_acc", "A", "schema", OUTCOME, "share of schemas with every problem right",
-           form=ratios.SCHEMA_ACCURACY, summary=("schemas",), headline=SCHEMA,
-           variants=frozenset({"method", "subset"}), oracle=_of_schemas(lambda r, n: r == n)),
-    Metric("half_solved", "A′", "schema", OUTCOME,
-           "share of schemas with some but not all problems right (half-solved)",
-           form=ratios.HALF_SOLVED, higher_is_better=False, summary=("schemas",),
-           oracle=_of_schemas(lambda r, n: 0 < r < n)),
-    Metric("anti_solved", "A″", "schema", OUTCOME,
-           "share of schemas with no problem right (anti-solved)",
-           form=ratios.ANTI_SOLVED, higher_is_better=False, summary=("schemas",),
-           oracle=_of_schemas(lambda r, n: r == 0)),
-    _count("n_problems", "n", "problem", OUTCOME, "number of problems", accuracy.n_problems,
-           ("schemas",), headline=SCHEMA, variants=frozenset({"category"})),
-    _count("n_schemas", "N", "schema", OUTCOME, "number of schemas (schema-metric groups)",
-           accuracy.n_schemas, ("schemas",), headline=SCHEMA),
-    Metric("share", "share", "problem", OUTCOME, "share of problems with a flag (token facts)",
-           form=ratios.Ratio("share", ratios.problem_parts, "problem"), reported=False,
-           variants=frozenset({"subset"}), higher_is_better=None),  # a fact of data and tokens
-    _count("n_shifted_splits", "splits", "problem", SPLITS,
-           "causal requests split after their first token(s)", causal.n_shifted_splits),
-    # a schema and its transformed schema: ConsistencyTask, method pairs (thesis §3.7.2–3.7.3)
-    *CONSISTENCY,
-    *_sides(),
-    _count("n_pairs", "pairs", "pair", PAIR, "number of document pairs", len, ("pairs",),
-           headline=frozenset({TaskKind.CONSISTENCY, TaskKind.ASSOCIATIVITY})),
-    # associativity controls (thesis §4.4)
-    *_associativity(),
-    # WinoWhy reasons (``plausibility``); functions bound per task (``winowhy``, its headline score)
-    _plausibility("acc_best_threshold", "acc", "reason", "accuracy at the best threshold",
-                  headline=WINOWHY, variants=frozenset({"score", "category"})),
-    _plausibility("majority_baseline", "majority", "reason", "accuracy of the majority label",
-                  headline=WINOWHY),
-    _plausibility("roc_auc", "AUC", "reason", "area under the ROC curve", headline=WINOWHY,
-                  variants=frozenset({"score", "category"})),
-    _plausibility("question_group_acc", "group", "question",
-                  "share of questions with every positive reason above every negative one",
-                  headline=WINOWHY, variants=frozenset({"score"})),
-    Metric("best_threshold", "threshold", "reason", REASONS,
-           "the best threshold itself (not a quality: no direction)",
-           higher_is_better=None, kind="plausibility"),
-    _count("n_reasons", "reasons", "reason", REASONS, "number of reasons", None, ("reasons",),
-           stderr=True, headline=WINOWHY, variants=frozenset({"category"})),
-    _count("n_positive", "positive", "reason", REASONS, "number of positive reasons", None,
-           stderr=True),
-    _count("n_questions", "questions", "question", REASONS, "number of questions", len,
-           headline=WINOWHY),
-    # the sharded exchangeability test (Oren et al. 2024): ``metrics.contamination``
-    _contamination("contamination_p", "p_order",
-                   "one-sided p-value of the published order being more likely than shuffles "
-                   "(sharded t-test)", contamination.p_value),
-    _contamination("contamination_effect", "Δ_order",
-                   "published minus mean shuffled log-likelihood, nats per token (mean over "
-                   "shards)", contamination.effect, stderr=True),
-    _contamination("contamination_effect_low", "Δ_order low",
-                   "lower end of the effect's 95% t interval", contamination.effect_low),
-    _contamination("contamination_effect_high", "Δ_order high",
-                   "upper end of the effect's 95% t interval", contamination.effect_high),
-    _count("n_shards", "shards", "shard", SHARDS, "number of shards", contamination.n_shards,
-           headline=CONTAMINATION),
-    _count("n_positions", "positions", "shard", SHARDS,
-           "token positions sent (each shard once per order)", contamination.n_positions,
-           headline=CONTAMINATION),
-)  # fmt: skip
 
 METRICS: dict[str, Metric] = {m.name: m for m in REGISTRY}
 if len(METRICS) != len(REGISTRY):
@@ -553,7 +227,7 @@ def methods(keys: Iterable[Key]) -> list[str]:
     return [
         k.method
         for k in keys
-        if k.record == "acc" and k.method and Key("schema_acc", method=k.method) in found
+        if k.record == ACC and k.method and Key(SCHEMA_ACC, method=k.method) in found
     ]
 
 

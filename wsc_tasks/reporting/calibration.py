@@ -27,6 +27,7 @@ import numpy as np
 
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics import stats
+from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC
 from wsc_tasks.metrics.stats import Estimate
 from wsc_tasks.reporting import findings
 from wsc_tasks.reporting.findings import Rule
@@ -109,8 +110,10 @@ def answer(
 def parts(shape: Structure, right: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray]:
     """Per simulated model and document, the numerator and denominator of a (``acc``) or A
     (``schema_acc``): ``ratios``' problem and schema parts."""
+    if metric not in (ACC, SCHEMA_ACC):
+        raise KeyError(f"calibration simulates {ACC} and {SCHEMA_ACC}, not {metric!r}")
     sims = len(right)
-    if metric == "acc":
+    if metric == ACC:
         num = np.zeros((sims, shape.documents))
         np.add.at(num.T, shape.doc, right.T.astype(float))
         return num, np.bincount(shape.doc, minlength=shape.documents).astype(float)
@@ -166,7 +169,7 @@ def estimates(
 def accuracy(shape: Structure, right: np.ndarray, metric: str, iters: int) -> list[Estimate]:
     """a or A of every simulated model on ``shape``, against its chance level."""
     num, den = parts(shape, right, metric)
-    if metric == "acc":
+    if metric == ACC:
         chance = 0.5
     else:
         sizes = [members.shape[1] for members in shape.groups]
@@ -178,8 +181,8 @@ def accuracy(shape: Structure, right: np.ndarray, metric: str, iters: int) -> li
 def change(before: Structure, after: Structure, sims: int, rng: np.random.Generator,
            iters: int) -> list[Estimate]:  # fmt: skip
     """ΔA (after − before, paired by document) of models at random on both: no change."""
-    b_num, b_den = parts(before, answer(before, sims, rng, None), "schema_acc")
-    a_num, a_den = parts(after, answer(after, sims, rng, None), "schema_acc")
+    b_num, b_den = parts(before, answer(before, sims, rng, None), SCHEMA_ACC)
+    a_num, a_den = parts(after, answer(after, sims, rng, None), SCHEMA_ACC)
     # paired: the same resampled schemas for both; A = Σ num / Σ den on each side
     documents = before.documents
     counts = stats.resample_counts(stats.resample_indexes(documents, iters), documents)
@@ -249,11 +252,9 @@ def simulate(sims: int = SIMS, iters: int = ITERS, board: int = BOARD,
     rows = []
 
     # the headline: A on the ranking task, one model alone
-    null = _headline_models(
-        accuracy(ranking, answer(ranking, sims, rng, None), "schema_acc", iters)
-    )
+    null = _headline_models(accuracy(ranking, answer(ranking, sims, rng, None), SCHEMA_ACC, iters))
     real = _headline_models(
-        accuracy(ranking, answer(ranking, sims, rng, EFFECT), "schema_acc", iters)
+        accuracy(ranking, answer(ranking, sims, rng, EFFECT), SCHEMA_ACC, iters)
     )
     rate = {}
     for key, rule in (("before", BEFORE["headline"]), ("now", findings.RULE)):
@@ -266,7 +267,7 @@ def simulate(sims: int = SIMS, iters: int = ITERS, board: int = BOARD,
 
     # the controls: any of a model's control baselines above chance
     names = catalog.datasets(catalog.CONTROL)
-    per = {n: accuracy(shapes[n], answer(shapes[n], sims, rng, None), "acc", iters) for n in names}
+    per = {n: accuracy(shapes[n], answer(shapes[n], sims, rng, None), ACC, iters) for n in names}
     models = []
     for i in range(sims):
         controls = [
@@ -300,9 +301,9 @@ def simulate(sims: int = SIMS, iters: int = ITERS, board: int = BOARD,
     # board − 1 at random
     boards = max(sims // 2, 1)
     null = _headline_models(
-        accuracy(ranking, answer(ranking, boards * board, rng, None), "schema_acc", iters)
+        accuracy(ranking, answer(ranking, boards * board, rng, None), SCHEMA_ACC, iters)
     )
-    real = _headline_models(accuracy(ranking, answer(ranking, boards, rng, EFFECT), "schema_acc",
+    real = _headline_models(accuracy(ranking, answer(ranking, boards, rng, EFFECT), SCHEMA_ACC,
                                      iters))  # fmt: skip
     found: dict[str, tuple[float, float]] = {}
     for key, rule in (("before", BEFORE["leaderboard"]), ("now", findings.RULE)):

@@ -137,6 +137,8 @@ def outcomes(task: TaskRun, metric: str, equal: bool = False) -> list[SchemaOutc
 
 def form(record: str) -> ratios.Form:
     """The ratio form of a record (``acc``, ``schema_acc``)."""
+    if record not in registry.METRICS:
+        raise KeyError(f"no metric record {record!r}; known: {', '.join(registry.METRICS)}")
     found = registry.METRICS[record].form
     if found is None:
         raise ValueError(f"metric {record} has no ratio form to estimate")

@@ -26,7 +26,8 @@ from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema
 from wsc_tasks.metrics import registry
 from wsc_tasks.metrics.registry import ACC, Key, TaskKind
-from wsc_tasks.reporting.runs import RunError, TaskRun
+from wsc_tasks.reporting.output_files import RunError
+from wsc_tasks.reporting.runs import TaskRun
 from wsc_tasks.scoring.causal import partial_request
 from wsc_tasks.scoring.methods import ScoringError
 

@@ -13,12 +13,9 @@ readers find tasks by their dataset's role, and its kind (``registry.task_kind``
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import math
-import re
-import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -30,27 +27,31 @@ from wsc_tasks.data.problems import Schema
 from wsc_tasks.metrics import ratios, registry
 from wsc_tasks.metrics.registry import ACC, Key, TaskKind
 from wsc_tasks.paths import SWEEP_RESULTS, hide_model_paths, portable
+from wsc_tasks.reporting.output_files import (
+    RESULTS_FILE,
+    IncompleteSamples,
+    RunError,
+    read_results,
+    read_samples,
+    results_files,
+    samples_file,
+    stamp_of,
+)
 from wsc_tasks.reporting.summaries import Summary, summary_path
+
+__all__ = [
+    "LOGPROB_CHECK", "RESULTS_FILE", "TOLERANCE", "IncompleteSamples", "ModelInfo", "Run",
+    "RunError", "TaskRun", "default_label", "load_run", "pair_documents",
+    "parse_folder_argument", "read_results", "read_samples", "read_task", "results_files",
+    "samples_file", "stamp_of", "try_pair_documents",
+]  # fmt: skip
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 TOLERANCE = 1e-9
-# lm-eval's results file: <stem>_<date>.json, the date as datetime.isoformat() with '-' for ':';
-# the stem is "results" for an --output_path folder, X for --output_path X.json
-RESULTS_FILE = re.compile(
-    r"^(?P<stem>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.json$"
-)
 # lm-eval results entry where a served model's log-probability check is recorded
 # (``wsc_tasks.harness.served.RESULTS_KEY``; reporting reads results files, it imports no harness)
 LOGPROB_CHECK = "logprob_check"
-
-
-class RunError(ValueError):
-    """An output folder that cannot be read as one model's lm-eval results."""
-
-
-class IncompleteSamples(RunError):
-    """A samples file with fewer (or more) documents than lm-eval's ``n-samples`` says."""
 
 
 @dataclass
@@ -208,72 +209,11 @@ class Run:
         return notes
 
 
-def stamp_of(path: Path) -> str:
-    """The date lm-eval put in a results file's name; its samples files end with it too."""
-    found = RESULTS_FILE.match(path.name)
-    if found is None:
-        raise RunError(f"{path}: not named as lm-eval names a results file (<stem>_<date>.json)")
-    return found["stamp"]
-
-
-def results_files(folder: str | Path) -> list[Path]:
-    """lm-eval's results files at or below ``folder``, oldest first."""
-    found = [p for p in Path(folder).rglob("*.json") if RESULTS_FILE.match(p.name)]
-    return sorted(found, key=lambda p: (stamp_of(p), str(p)))
-
-
-def read_results(path: Path) -> dict[str, Any]:
-    """A results file's JSON; a truncated or foreign file is an error naming it."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as error:
-        raise RunError(f"{path}: not a complete lm-eval results file ({error})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
-        raise RunError(f"{path}: not an lm-eval results file (no 'results' mapping)")
-    return data
-
-
 def _model_of(data: dict[str, Any], keep_paths: bool = False) -> tuple[str, str]:
     config = data.get("config", {})
     args = config.get("model_args")
     text = portable(json.dumps(args, sort_keys=True) if isinstance(args, dict) else str(args or ""))
     return str(config.get("model")), text if keep_paths else hide_model_paths(text)
-
-
-def samples_file(results: Path, task: str) -> Path | None:
-    """The samples file lm-eval wrote for ``task`` beside results file ``results`` (``.jsonl``,
-    or ``.jsonl.gz`` as a sweep keeps them), if there is one."""
-    named = RESULTS_FILE.match(results.name)
-    if named is None:  # not named as lm-eval names it: no stamp to find samples by
-        return None
-    plain = results.with_name(f"samples_{task}_{named['stamp']}.jsonl")
-    found = [p for p in (plain, plain.with_suffix(".jsonl.gz")) if p.is_file()]
-    return found[0] if found else None
-
-
-def _read_samples(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as error:
-                        if not line.endswith("\n"):  # the last line, cut: a run stopped writing
-                            raise IncompleteSamples(
-                                f"samples file {path.name} ends in an incomplete line {number} "
-                                "(a run stopped while writing it?): truncated, left out of every "
-                                "table"
-                            ) from None
-                        raise RunError(f"{path}:{number}: not a JSON line ({error})") from error
-    except (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as error:
-        raise IncompleteSamples(
-            f"samples file {path.name} cannot be read to its end ({error}): truncated or corrupt, "
-            "left out of every table"
-        ) from None
-    return sorted(rows, key=lambda r: r["doc_id"])
 
 
 def read_task(
@@ -292,9 +232,9 @@ def read_task(
         log.warning(f"wsc_tasks: {task}: no samples file (run with --log_samples): no intervals")
         return run
     if summary is not None:
-        run.docs, values = summary.read(task, samples, _read_samples)
+        run.docs, values = summary.read(task, samples, read_samples)
     else:
-        rows = _read_samples(samples)
+        rows = read_samples(samples)
         run.docs = [r["doc"] for r in rows]
         values = {name: [r[name] for r in rows] for name in (rows[0]["metrics"] if rows else [])}
     if expected is not None and len(run.docs) != expected:

@@ -9,7 +9,7 @@ missing or incomplete samples…) follows the findings, so it is read before any
 from __future__ import annotations
 
 from wsc_tasks.data import catalog
-from wsc_tasks.metrics.registry import TaskKind
+from wsc_tasks.metrics.registry import ACC, Key, TaskKind
 from wsc_tasks.paths import CHANCE_MODEL
 from wsc_tasks.reporting import findings
 from wsc_tasks.reporting.estimates import form, outcomes
@@ -20,6 +20,10 @@ from wsc_tasks.reporting.sections.contamination import checks
 from wsc_tasks.reporting.sections.perturbations import pair
 from wsc_tasks.reporting.sections.reid250 import REID250
 from wsc_tasks.reporting.tables import Interval, Table
+
+# the records this section reads, through the registry (a misspelt record fails on import)
+HALF_SOLVED = Key("half_solved").name
+SCHEMA_CONSISTENCY = Key("schema_consistency").name
 
 ORDER = 0
 WINOGRANDE = "winogrande_dev"  # the Winogrande line: the whole dev set, as lm-eval's winogrande
@@ -54,7 +58,7 @@ def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
     half = None
     task = run.task_on(catalog.RANKING)
     if task is not None and ranking is not None:
-        half = context.estimates.interval(outcomes(task, "acc"), form("half_solved"))
+        half = context.estimates.interval(outcomes(task, ACC), form(HALF_SOLVED))
     controls = []
     for name in CONTROLS:
         found = accuracy(context, run, name)
@@ -72,9 +76,9 @@ def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
         change = catalog.CHANGES.get(catalog.role_of(name).change, name)
         consistency = run.task_on(name, TaskKind.CONSISTENCY)
         cell = None
-        if consistency is not None and "schema_consistency" in consistency.forms:
-            values = consistency.values["schema_consistency"]
-            cell = context.estimates.interval(values, consistency.forms["schema_consistency"])
+        if consistency is not None and SCHEMA_CONSISTENCY in consistency.forms:
+            values = consistency.values[SCHEMA_CONSISTENCY]
+            cell = context.estimates.interval(values, consistency.forms[SCHEMA_CONSISTENCY])
         matched = pair(run, task, name)
         delta = None
         if matched is not None:
