@@ -213,19 +213,24 @@ def test_leaderboard_printed_lines_are_one_line_per_model(sweep):
 
 
 def test_findings_sentences_escape_names_in_each_format():
-    """The overview line names models; its Markdown and HTML show them as text."""
+    """The overview line names models; its Markdown and HTML show them as text (in groups the
+    line names whole: a longer list names its first ``overview.NAMED``)."""
     from wsc_tasks.metrics.stats import Estimate
+    from wsc_tasks.reporting.overview import NAMED
 
     estimate = Estimate(0.3, 0.2, 0.4, 0.05, 0.2, 0.25, 133, 100, p_above=0.1, p_below=0.9)
-    models = [
-        findings.Model(name, ranking=findings.Accuracy("wsc266", None, estimate))
-        for name in HOSTILE
-    ]
-    line = findings.overview(models)
-    _check_markdown(markup.markdown(line), HOSTILE)
-    html_line = html_report.inline(line)
-    assert "<a " not in html_line and "<img" not in html_line and "<b>" not in html_line
-    assert html.escape(markup.visible(HOSTILE[2])) in html_line
+    for start in range(0, len(HOSTILE), NAMED):
+        names = HOSTILE[start : start + NAMED]
+        models = [
+            findings.Model(name, ranking=findings.Accuracy("wsc266", None, estimate))
+            for name in names
+        ]
+        line = findings.overview(models)
+        _check_markdown(markup.markdown(line), names)
+        html_line = html_report.inline(line)
+        assert "<a " not in html_line and "<img" not in html_line and "<b>" not in html_line
+        for name in names:
+            assert html.escape(markup.visible(name)) in html_line
 
 
 # -- the report ----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 from wsc_tasks.metrics import multiple
 from wsc_tasks.metrics.stats import Estimate
 from wsc_tasks.reporting import findings as rules
-from wsc_tasks.reporting import markup
+from wsc_tasks.reporting import markup, wording
 from wsc_tasks.reporting.findings import Accuracy, Control, Model, Perturbation
 
 
@@ -281,8 +281,8 @@ def test_the_models_above_chance_are_one_family():
 
 
 def test_every_label_and_task_goes_through_one_helper(monkeypatch):
-    monkeypatch.setattr(rules, "code", lambda text: f"<{text}>")
-    monkeypatch.setattr(rules, "name", lambda text: f"«{text}»")
+    monkeypatch.setattr(wording, "code", lambda text: f"<{text}>")
+    monkeypatch.setattr(wording, "name", lambda text: f"«{text}»")
     models = [
         Model("m", ranking=Accuracy("wsc266", a_ABOVE, A_ABOVE),
               controls=[control("c", "wsc266", a_UNCLEAR, a_ABOVE)],
@@ -300,3 +300,25 @@ def test_every_label_and_task_goes_through_one_helper(monkeypatch):
     for task in ("wsc266", "c", "p", "reid250"):
         assert f"<{task}>" in said
     assert "«m»" in said and "«chance»" in said
+
+
+def test_a_large_boards_overview_names_the_first_models_and_counts_the_rest():
+    """The overview of 40 models names 5 of each list and counts the others, with the range of
+    the figure it quotes: the findings stay a few lines on a board of any size."""
+
+    def ranked(i: int) -> Model:
+        schema = est(0.30 + i / 1000, 0.2, 0.36 + i / 1000, 0.25)
+        return Model(f"m{i:02d}", ranking=Accuracy("wsc266", a_UNCLEAR, schema))
+
+    checks = [
+        Model(f"c{i}", chance_model=True, ranking=Accuracy("wsc266", a_UNCLEAR, A_UNCLEAR))
+        for i in range(7)
+    ]
+    models = [ranked(i) for i in range(40)] + checks
+    said = markup.plain(rules.overview(models))
+    assert "m04 (rules out A > 0.364) and 35 more models (their figures: the tables; " in said
+    assert "upper ends of A 0.365 to 0.399)." in said and "m05" not in said
+    assert "Chance models, the calibration check: c0, c1, c2, c3, c4 and 2 more models" in said
+    power = markup.plain(rules.detectable(models) or "")
+    assert "and 35 more models" in power and "m05" not in power
+    assert rules.overview(models[:5]).count("rules out") == 5  # five or fewer: all named

@@ -148,3 +148,46 @@ def test_a_damaged_model_cache_is_recomputed(sweep: Path, damage: str):
         path.write_text(json.dumps({"key": data["key"], "run": {}}), encoding="utf-8")
     assert _board(sweep) == board
     assert json.loads(path.read_text(encoding="utf-8"))["A"] is not None
+
+
+def _no_samples_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(path: Path) -> list:
+        raise AssertionError(f"{path.name}: samples decoded after the run's end")
+
+    monkeypatch.setattr("wsc_tasks.reporting.runs.read_samples", refuse)
+    monkeypatch.setattr("wsc_tasks.reporting.output_files.read_samples", refuse)
+
+
+def test_the_end_of_a_run_writes_its_summary(sweep: Path, monkeypatch: pytest.MonkeyPatch):
+    """What ``wsc-tasks run`` does after lm-eval returns: the summary written, and no later
+    leaderboard or report decodes the samples again."""
+    folder = sweep / "chance" / "lm_eval"
+    summaries.write_for(folder)
+    assert _summary(sweep / "chance").stat().st_size > 0
+    _no_samples_read(monkeypatch)
+    assert load_run(folder, "chance").tasks["wsc266"].docs
+
+
+def test_a_sweeps_runner_leaves_the_summary_and_the_leaderboard_figures(
+    sweep: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The runner's last step: the model's summary and its figures for the default board, so the
+    sweep's leaderboard reads one small file per model; the board is the same as from the
+    samples."""
+    from wsc_tasks.sweep import runner
+
+    from_samples = _board(sweep)
+    _uncached(sweep)
+    for name in MODELS:
+        _summary(sweep / name).unlink()
+        monkeypatch.setattr(runner.stats, "DEFAULT_ITERS", ITERS)
+        runner._summarise(name, sweep / name)
+        assert _summary(sweep / name).is_file()
+        assert list((sweep / name).glob(f"wsc_leaderboard_wsc266_R{ITERS}_s0.json"))
+    _no_samples_read(monkeypatch)
+    assert _board(sweep) == from_samples
+
+
+def test_a_failed_summary_never_fails_the_run(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    summaries.write_for(tmp_path)  # no results file: a warning, no exception
+    assert "no summary written" in caplog.text

@@ -8,7 +8,10 @@ runs them) with its wall time and its peak resident memory (the child's ``ru_max
 
 - ``leaderboard, first``: the first leaderboard of the folder (each run read from its samples);
 - ``leaderboard, again``: the same command once more (what each run's summary saves);
-- ``leaderboard, +1 model``: one more copy added, never read before, and the board written again;
+- ``leaderboard, +1 model (its run's summary)``: one more copy added with the summary its run
+  wrote at its end (``wsc-tasks run``), its leaderboard figures computed, the board written again;
+- ``leaderboard, +1 model (its sweep's figures)``: one more, also with the figures a sweep's
+  runner writes at the end of the model's run;
 - ``report``: ``wsc-tasks report`` over the first N folders, for N up to ``--report-max``.
 
 Sizes above ``--max-seconds`` of the previous size's first leaderboard extrapolated are skipped.
@@ -47,9 +50,10 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
-def copy_run(source: Path, target: Path, carry: bool = False) -> None:
-    """One model folder copied under another name: the run's own files, and with ``carry`` its
-    summary and leaderboard figures (as if the copy had been read once; their keys hold)."""
+def copy_run(source: Path, target: Path, carry: bool = False, summary: bool = False) -> None:
+    """One model folder copied under another name: the run's own files, with ``summary`` or
+    ``carry`` its summary, with ``carry`` its leaderboard figures too (as if the copy had been
+    read once; their keys hold)."""
     target.mkdir(parents=True)
     for name in (SWEEP_DONE, "spec.json", "log.txt"):
         if (source / name).is_file():
@@ -59,26 +63,30 @@ def copy_run(source: Path, target: Path, carry: bool = False) -> None:
             shutil.copy2(path, target / path.name)
     lm_eval = target / SWEEP_RESULTS
     lm_eval.mkdir()
-    kept = ("results_", "samples_", *(("wsc_summary_",) if carry else ()))
+    kept = ("results_", "samples_", *(("wsc_summary_",) if carry or summary else ()))
     for path in sorted((source / SWEEP_RESULTS).iterdir()):
         if path.name.startswith(kept):
             _link_or_copy(str(path), str(lm_eval / path.name))
 
 
-def grow(folder: Path, runs: list[Path], count: int, carry: bool = False) -> list[str]:
+def grow(
+    folder: Path, runs: list[Path], count: int, carry: bool = False, summary: bool = False
+) -> list[str]:
     """``folder`` holding ``count`` model folders (copies of ``runs`` in turn); their names."""
     names = []
     for index in range(count):
         source = runs[index % len(runs)]
         name = f"{source.name}-{index:04d}"
         if not (folder / name).exists():
-            copy_run(source, folder / name, carry)
+            copy_run(source, folder / name, carry, summary)
         names.append(name)
     return names
 
 
-def timed(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak resident MB of ``python -m wsc_tasks.cli ARGV`` in a fresh process."""
+def timed(argv: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system: what a busy shared machine does not inflate as
+    much as the wall) and peak resident MB of ``python -m wsc_tasks.cli ARGV`` in a fresh
+    process."""
     started = time.monotonic()
     child = subprocess.Popen(
         [sys.executable, "-m", "wsc_tasks.cli", *argv],
@@ -95,7 +103,7 @@ def timed(argv: list[str]) -> tuple[float, float]:
         raise SystemExit(f"wsc-tasks bench-board: {' '.join(argv[:2])} failed: {' '.join(tail)}")
     # ru_maxrss is in kilobytes on Linux, in bytes on macOS
     peak = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
-    return wall, peak
+    return wall, usage.ru_utime + usage.ru_stime, peak
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,15 +135,26 @@ def main(argv: list[str] | None = None) -> int:
         help="copies carry their source's summary and figures (run the leaderboard on --runs "
         "first): times the board once every run was read, without reading N runs first",
     )
+    parser.add_argument(
+        "--page",
+        default=None,
+        help="instead: measure this leaderboard.html in headless Chromium (load, a sort, a "
+        "filter by --query, where the ranking starts)",
+    )
+    parser.add_argument("--query", default="0", help="the filter's text for --page")
     args = parser.parse_args(argv)
+    if args.page:
+        print(page_measures(Path(args.page), args.query))
+        return 0
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     report_sizes = sorted(int(s) for s in (args.report_sizes or args.sizes).split(",") if s.strip())
     runs = finished_runs(Path(args.runs))
     extra = ["--iters", str(args.iters)] if args.iters else []
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="wsc-bench-board-"))
-    rows: list[tuple[int, str, float, float]] = []
+    rows: list[tuple[int, str, float, float, float]] = []
     print(f"{len(runs)} finished runs under {args.runs}, copies under {work}", file=sys.stderr)
     per_model: float | None = None
+    largest = max(runs, key=lambda run: sum(p.stat().st_size for p in run.rglob("samples_*")))
     for size in sizes:
         if per_model is not None and per_model * size > args.max_seconds:
             print(f"N = {size}: skipped (about {per_model * size:.0f} s)", file=sys.stderr)
@@ -144,14 +163,20 @@ def main(argv: list[str] | None = None) -> int:
         board.mkdir(parents=True, exist_ok=True)
         grow(board, runs, size, args.with_summaries)
         for what in ("leaderboard, first", "leaderboard, again"):
-            wall, peak = timed(["leaderboard", str(board), *extra])
-            rows.append((size, what, wall, peak))
-            print(f"N = {size}: {what}: {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
+            wall, cpu, peak = timed(["leaderboard", str(board), *extra])
+            rows.append((size, what, wall, cpu, peak))
+            print(
+                f"N = {size}: {what}: {wall:.1f} s, {cpu:.1f} s CPU, {peak:.0f} MB", file=sys.stderr
+            )
             per_model = per_model or wall / size
-        grow(board, runs, size + 1)
-        wall, peak = timed(["leaderboard", str(board), *extra])
-        rows.append((size, "leaderboard, +1 model", wall, peak))
-        print(f"N = {size}: +1 model: {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
+        for added, what in enumerate(("its run's summary", "its sweep's figures"), 1):
+            # the new model: a copy of the largest run, its folder as its run left it
+            new = board / f"{largest.name}-new{added}"
+            if not new.exists():
+                copy_run(largest, new, carry=added == 2, summary=True)
+            wall, cpu, peak = timed(["leaderboard", str(board), *extra])
+            rows.append((size, f"leaderboard, +1 model ({what})", wall, cpu, peak))
+            print(f"N = {size}: +1 model ({what}): {wall:.1f} s, {cpu:.1f} s CPU", file=sys.stderr)
     for size in report_sizes:
         if size > args.report_max:
             continue
@@ -160,21 +185,64 @@ def main(argv: list[str] | None = None) -> int:
         names = grow(board, runs, size, args.with_summaries)
         folders = [f"{name}={board / name / SWEEP_RESULTS}" for name in names]
         out = work / f"report-{size}-out"
-        wall, peak = timed(["report", *folders, "--quiet", "--out", str(out), *extra])
-        rows.append((size, "report", wall, peak))
-        print(f"N = {size}: report: {wall:.1f} s, {peak:.0f} MB", file=sys.stderr)
+        wall, cpu, peak = timed(["report", *folders, "--quiet", "--out", str(out), *extra])
+        rows.append((size, "report", wall, cpu, peak))
+        print(f"N = {size}: report: {wall:.1f} s, {cpu:.1f} s CPU, {peak:.0f} MB", file=sys.stderr)
     print(table(rows))
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
-def table(rows: list[tuple[int, str, float, float]]) -> str:
+PAGE_JS = """
+const table = document.getElementById('table-leaderboard');
+const nav = performance.getEntriesByType('navigation')[0];
+const head = table.tHead.rows[0].cells[2];
+let start = performance.now(); head.click(); const sort = performance.now() - start;
+const box = document.querySelector('input.filter[data-table="table-leaderboard"]');
+box.value = arguments[0];
+start = performance.now(); box.dispatchEvent(new Event('input'));
+const filter = performance.now() - start;
+const shown = Array.from(table.tBodies[0].rows).filter(r => !r.hidden).length;
+return [nav.loadEventEnd, sort, filter, shown, table.tBodies[0].rows.length,
+        table.getBoundingClientRect().top + window.scrollY, window.innerHeight];
+"""
+
+
+def page_measures(page: Path, query: str) -> str:
+    """The leaderboard page in headless Chromium (selenium, ``/usr/bin/chromium``), 1,400 ×
+    1,000 px: its load, a sort of A, a filter of the models by ``query`` and where the ranking
+    starts (on the first screen when above the window's height)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    profile = tempfile.mkdtemp(prefix="wsc-chromium-")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    try:
+        driver.set_window_size(1400, 1000)
+        driver.get(page.resolve().as_uri())
+        load, sort, found, shown, rows, top, height = driver.execute_script(PAGE_JS, query)
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+    return (
+        f"{page}: {rows} ranked rows; load {load / 1000:.2f} s; sort {sort:.0f} ms; filter "
+        f"{found:.0f} ms ({shown} rows shown); the ranking at y = {top:.0f} px (window {height} px)"
+    )
+
+
+def table(rows: list[tuple[int, str, float, float, float]]) -> str:
     """The measures as a Markdown table, with the seconds per model."""
     lines = [
-        "| N | command | wall (s) | per model (s) | peak memory (MB) |",
-        "|---|---|---|---|---|",
+        "| N | command | wall (s) | CPU (s) | per model (s) | peak memory (MB) |",
+        "|---|---|---|---|---|---|",
     ]
-    for size, what, wall, peak in rows:
-        lines.append(f"| {size} | {what} | {wall:.1f} | {wall / size:.3f} | {peak:.0f} |")
+    for size, what, wall, cpu, peak in rows:
+        lines.append(
+            f"| {size} | {what} | {wall:.1f} | {cpu:.1f} | {wall / size:.3f} | {peak:.0f} |"
+        )
     return "\n".join(lines)

@@ -12,15 +12,21 @@ reproducible.
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
+import re
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema
 from wsc_tasks.metrics import registry
 from wsc_tasks.metrics.registry import ACC, Key, TaskKind
-from wsc_tasks.reporting.output_files import read_samples
+from wsc_tasks.reporting.output_files import RunError
 from wsc_tasks.reporting.runs import TaskRun
 from wsc_tasks.scoring.causal import partial_request
 from wsc_tasks.scoring.methods import ScoringError
@@ -108,59 +114,84 @@ def methods(row: dict[str, Any]) -> list[str]:
     return registry.methods(registry.parse_all(row.get("metrics", [])).values())
 
 
-def _schema_examples(found: TaskExamples, rows: list[dict[str, Any]]) -> None:
+Scores = dict[tuple[str, str], float]
+Fetch = Callable[[set[int]], dict[int, Scores]]
+
+
+def _schema_examples(
+    found: TaskExamples, docs: list[Any], values: dict[str, list[Any]], fetch: Fetch
+) -> None:
     counts = dict.fromkeys(CATEGORIES, 0)
-    shown: dict[str, list[list[ProblemView]]] = {c: [] for c in CATEGORIES}
-    all_methods = methods(rows[0]) if rows else []
+    picked_groups: dict[str, list[tuple[int, list[int], list[int]]]] = {c: [] for c in CATEGORIES}
+    all_methods = registry.methods(registry.parse_all(values).values())
     pairs = [(a, b) for i, a in enumerate(all_methods) for b in all_methods[i + 1 :]]
     differ = dict.fromkeys(pairs, 0)
-    first_examples: dict[tuple[str, str], list] = {p: [] for p in pairs}
+    first_examples: dict[tuple[str, str], list[tuple[int, int, dict[str, Any]]]] = {
+        p: [] for p in pairs
+    }
+    outcomes = values.get(Key(ACC).name, [])
     n_problems = 0
-    for row in rows:
-        outcome = row.get(Key(ACC).name)
+    schemas: dict[int, Schema] = {}
+    for index, (doc, outcome) in enumerate(zip(docs, outcomes, strict=False)):
         if not isinstance(outcome, dict) or "correct" not in outcome:
             continue
-        schema = Schema.from_doc(row["doc"])
-        scores = request_scores(row)
-        chosen = [
-            {"headline": _choice(p.label, c)}
-            for p, c in zip(schema.problems, outcome["correct"], strict=True)
-        ]
+        schema = schemas[index] = Schema.from_doc(doc)
         for group in outcome["groups"]:
             right = sum(outcome["correct"][i] for i in group)
             kind = CATEGORIES[0 if right == len(group) else 2 if right == 0 else 1]
             counts[kind] += 1
-            if len(shown[kind]) < PER_KIND:
-                shown[kind].append([view(schema.problems[i], scores, chosen[i]) for i in group])
+            if len(picked_groups[kind]) < PER_KIND:
+                picked_groups[kind].append((index, group, outcome["correct"]))
         n_problems += len(schema.problems)
-        per_method = {m: row[Key(ACC, method=m).name]["correct"] for m in all_methods}
-        for j, problem in enumerate(schema.problems):
+        per_method = {m: values[Key(ACC, method=m).name][index]["correct"] for m in all_methods}
+        for j in range(len(schema.problems)):
             for a, b in pairs:
                 if per_method[a][j] != per_method[b][j]:
                     differ[(a, b)] += 1
                     if len(first_examples[(a, b)]) < PER_KIND:
                         flags = {m: per_method[m][j] for m in all_methods}
-                        first_examples[(a, b)].append((problem, scores, flags))
-    found.categories, found.counts = shown, counts
+                        first_examples[(a, b)].append((index, j, flags))
     ranked = sorted(pairs, key=lambda p: (-differ[p], all_methods.index(p[0])))
+    top = ranked[0] if ranked and differ[ranked[0]] else None
+    needed = {index for shown in picked_groups.values() for index, _, _ in shown}
+    needed |= {index for index, _, _ in first_examples[top]} if top else set()
+    scores = fetch(needed)
+    for kind, shown in picked_groups.items():
+        for index, group, correct in shown:
+            problems = schemas[index].problems
+            found.categories.setdefault(kind, []).append(
+                [
+                    view(problems[i], scores[index], {"headline": _choice(problems[i].label, c)})
+                    for i, c in ((i, correct[i]) for i in group)
+                ]
+            )
+    found.categories = {c: found.categories.get(c, []) for c in CATEGORIES}
+    found.counts = counts
     found.disagreements = [(a, b, differ[(a, b)], n_problems) for a, b in ranked]
-    if ranked and differ[ranked[0]]:
-        a, b = ranked[0]
-        for problem, scores, flags in first_examples[(a, b)]:
-            picked = {m: _choice(problem.label, flags[m]) for m in (a, b)}
-            found.disagreement_examples.append(view(problem, scores, picked))
+    if top:
+        for index, j, flags in first_examples[top]:
+            problem = schemas[index].problems[j]
+            chosen = {m: _choice(problem.label, flags[m]) for m in top}
+            found.disagreement_examples.append(view(problem, scores[index], chosen))
 
 
-def _pair_examples(found: TaskExamples, rows: list[dict[str, Any]], problem_level: bool) -> None:
-    for row in rows:
-        items = [row.get(m) for m in row.get("metrics", [])]
+def _pair_examples(
+    found: TaskExamples,
+    docs: list[Any],
+    values: dict[str, list[Any]],
+    problem_level: bool,
+    fetch: Fetch,
+) -> None:
+    shown: list[tuple[int, Schema, Schema, list[int], list[int], list[int], Any]] = []
+    columns = list(values.values())
+    for index, doc in enumerate(docs):
+        items = [column[index] for column in columns]
         item = next((i for i in items if isinstance(i, dict) and "before" in i), None)
         if item is None:
             continue
-        original = Schema.from_doc(row["doc"]["original"])
-        perturbed = Schema.from_doc(row["doc"]["transformed"])
+        original = Schema.from_doc(doc["original"])
+        perturbed = Schema.from_doc(doc["transformed"])
         before, after = item["before"]["correct"], item["after"]["correct"]
-        scores = request_scores(row)
         found.n_pairs += 1
         found.schema_level = not problem_level
         if len(before) == len(after) and not found.schema_level:
@@ -171,11 +202,14 @@ def _pair_examples(found: TaskExamples, rows: list[dict[str, Any]], problem_leve
         if not changed:
             continue
         found.n_flips += len(changed) if not found.schema_level else 1
-        if len(found.flips) >= PER_KIND:
+        if len(shown) >= PER_KIND:
             continue
         right_index = changed if not found.schema_level else range(len(after))
-        left = _side(original, before, changed, scores)
-        right = _side(perturbed, after, right_index, scores)
+        shown.append((index, original, perturbed, before, after, changed, right_index))
+    scores = fetch({index for index, *_ in shown})
+    for index, original, perturbed, before, after, changed, right_index in shown:
+        left = _side(original, before, changed, scores[index])
+        right = _side(perturbed, after, right_index, scores[index])
         found.flips.append((left, right))
 
 
@@ -186,19 +220,49 @@ def _side(schema: Schema, flags, indexes, scores) -> list[ProblemView]:
     ]
 
 
+_DOC_ID = re.compile(rb'\{\s*"doc_id"\s*:\s*(-?\d+)\s*[,}]')
+
+
+def shown_scores(path: Path, indexes: set[int]) -> dict[int, Scores]:
+    """The request scores of the documents at ``indexes`` (in doc_id order, as the run's
+    documents are kept) of a samples file: every line's doc_id is read from its start (lm-eval
+    writes it first), and only the lines of those documents are decoded as JSON."""
+    if not indexes:
+        return {}
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as handle:
+            lines = [line for line in handle.read().split(b"\n") if line.strip()]
+    except (EOFError, OSError, zlib.error) as error:
+        raise RunError(f"samples file {path.name} cannot be read to its end ({error})") from None
+    ids = []
+    for number, line in enumerate(lines):
+        named = _DOC_ID.match(line)
+        ids.append((int(named.group(1)) if named else json.loads(line)["doc_id"], number))
+    ids.sort()  # stable as the run's own order: by doc_id, then the file's order
+    found = {}
+    for index in indexes:
+        found[index] = request_scores(json.loads(lines[ids[index][1]]))
+    return found
+
+
 def task_examples(task: TaskRun, model: str) -> TaskExamples | None:
-    """The examples of one task of one model; None when it has no schema samples."""
-    if task.samples is None:
+    """The examples of one task of one model; None when it has no schema samples. The outcomes
+    come from the documents and values the run was read with (its summary); the samples file is
+    opened for the shown documents' request scores only."""
+    if task.samples is None or not task.docs:
         return None
-    rows = read_samples(task.samples)
-    if not rows:
-        return None
+    samples = task.samples
+
+    def fetch(indexes: set[int]) -> dict[int, Scores]:
+        return shown_scores(samples, indexes)
+
     found = TaskExamples(task.task, model)
     if task.kind in (TaskKind.CONSISTENCY, TaskKind.ASSOCIATIVITY):
         spec = catalog.PAIR_SPECS.get(task.dataset) if task.dataset else None
-        _pair_examples(found, rows, spec is None or spec.problem_level)
+        _pair_examples(found, task.docs, task.values, spec is None or spec.problem_level, fetch)
     elif task.kind is TaskKind.SCHEMA:
-        _schema_examples(found, rows)
+        _schema_examples(found, task.docs, task.values, fetch)
     else:
         return None
     return found

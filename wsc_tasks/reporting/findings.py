@@ -76,275 +76,73 @@ every model label and task name enters a sentence through ``name`` and ``code``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from wsc_tasks.metrics import multiple
 from wsc_tasks.metrics.stats import Estimate, format_p
-from wsc_tasks.reporting import markup
+from wsc_tasks.reporting import wording
+from wsc_tasks.reporting.claims import (
+    ABOVE,
+    ALPHA,
+    AT,
+    BELOW,
+    RULE,
+    UNCLEAR,
+    UNCORRECTED,
+    Accuracy,
+    Contamination,
+    Control,
+    Model,
+    Perturbation,
+    Rule,
+    Test,
+    contaminated,
+    contamination_adjusted,
+    control_tests,
+    controls_above,
+    explained_by_artifacts,
+    headline_tests,
+    perturbation_tests,
+    survives,
+    test,
+    tests,
+    verdict,
+)
+from wsc_tasks.reporting.overview import detectable, overview
+from wsc_tasks.reporting.wording import (
+    _join,
+    _models,
+    _p_is,
+    _p_text,
+    against_chance,
+    code,
+    interval,
+    name,
+    number,
+    signed,
+)
+
+# fmt: off
+__all__ = [
+    "ABOVE", "ALPHA", "AT", "BELOW", "RULE", "UNCLEAR", "UNCORRECTED", "Accuracy",
+    "Contamination", "Control", "Model", "Perturbation", "Rule", "Test", "against_chance",
+    "brief", "calibration", "code", "contaminated", "contamination", "contamination_adjusted",
+    "contamination_brief", "control_tests", "controls", "controls_above", "detectable",
+    "explained_by_artifacts", "headline", "headline_tests", "interval", "name", "number",
+    "one_line", "overview", "perturbation_tests", "perturbations", "sentences", "signed",
+    "survival", "survives", "test", "tests", "verdict",
+]
+# fmt: on
 
-ALPHA = 0.05  # the familywise error rate of every kind of claim
-ABOVE, BELOW = "above chance", "below chance"
-UNCLEAR = "not distinguishable from chance"
-AT = UNCLEAR  # the verdict of a test that is not significant (never "at chance")
 
-
-@dataclass(frozen=True)
-class Rule:
-    """How a verdict is read from estimates: α, two- or one-sided p, Holm within a family, and
-    whether the 95% interval must lie on the claimed side too."""
-
-    alpha: float = ALPHA
-    two_sided: bool = True
-    holm: bool = True
-    interval: bool = True
-
-
-RULE = Rule()  # the findings' rule
-# each one-sided p < 0.05 on its own, the interval not consulted: the rule the findings had before,
-# kept to measure what the adjustment changes (``reporting.calibration``)
-UNCORRECTED = Rule(two_sided=False, holm=False, interval=False)
-
-
-@dataclass(frozen=True)
-class Accuracy:
-    """One task's problem accuracy a and schema accuracy A, each with its p against chance."""
-
-    task: str
-    a: Estimate | None = None
-    schema: Estimate | None = None  # A
-
-
-@dataclass(frozen=True)
-class Control:
-    """A control baseline: what it changes (in words), the dataset it was made from, its a, and
-    the model's a on that dataset (whether there is a score for an artifact to explain)."""
-
-    task: str
-    change: str  # "without the candidates"
-    of: str
-    a: Estimate
-    original: Estimate | None = None  # a on ``of``
-
-
-@dataclass(frozen=True)
-class Perturbation:
-    """A perturbation of the ranking task: its schema consistency C and ΔA (paired, p against 0)."""
-
-    task: str
-    change: str  # "with the two candidates switched"
-    consistency: Estimate | None = None
-    delta: Estimate | None = None  # A of the perturbed − A of the same original schemas
-
-
-@dataclass(frozen=True)
-class Contamination:
-    """The contamination check on one published file: the sharded test's one-sided p (the task's
-    ``contamination_p``) and effect, nats per token, with its 95% interval."""
-
-    task: str
-    dataset: str
-    p: float
-    effect: float
-    low: float
-    high: float
-    shards: int
-
-    @property
-    def two_sided(self) -> float:
-        """The t-test's two-sided p, from its one-sided p on the side of the effect."""
-        if math.isnan(self.p):
-            return math.nan
-        return min(1.0, 2 * min(self.p, 1 - self.p))
-
-
-@dataclass(frozen=True)
-class Model:
-    """Everything the findings of one model need (any part may be missing)."""
-
-    label: str
-    chance_model: bool = False
-    limit: float | None = None  # lm-eval's --limit
-    ranking: Accuracy | None = None  # on the ranking task
-    half_solved: Estimate | None = None  # A′ on the ranking task
-    controls: Sequence[Control] = ()
-    perturbations: Sequence[Perturbation] = ()
-    reid250: Accuracy | None = None
-    winogrande: Accuracy | None = None
-    tasks: Sequence[Accuracy] = ()  # every task: a chance model's calibration
-    contamination: Sequence[Contamination] = ()  # the contamination check, per published file
-
-
-@dataclass(frozen=True)
-class Test:
-    """One estimate tested against its null: its p, the p adjusted over its family (of
-    ``family`` tests), and the verdict the rule reads from them and the interval."""
-
-    estimate: Estimate
-    p: float
-    adjusted: float
-    family: int
-    verdict: str  # ABOVE, BELOW or UNCLEAR (for a change: above/below 0)
-
-
-# -- the one place a user's string enters a sentence -----------------------------------------------
-def code(text: str) -> str:
-    """A task or dataset name in a sentence, shown as code: marked as user text
-    (``markup.code``), so that Markdown puts it in a code span that holds it whatever it
-    contains, HTML escapes it inside ``<code>``, the terminal prints it as it is."""
-    return markup.code(text)
-
-
-def name(label: str) -> str:
-    """A model's label in a sentence: marked as user text (``markup.name``), escaped by each
-    format, never read as Markdown."""
-    return markup.name(label)
-
-
-# -- the pieces of a sentence ---------------------------------------------------------------------
-def number(value: float) -> str:
-    return "–" if math.isnan(value) else f"{value:.3f}"
-
-
-def interval(estimate: Estimate) -> str:
-    """``0.293 [0.218, 0.376]``."""
-    return f"{number(estimate.value)} [{number(estimate.low)}, {number(estimate.high)}]"
-
-
-def signed(estimate: Estimate) -> str:
-    """``-0.100 [-0.190, -0.010]``: a change."""
-    return f"{estimate.value:+.3f} [{estimate.low:+.3f}, {estimate.high:+.3f}]"
-
-
-def _join(items: Sequence[str]) -> str:
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
-def _relation(p: float | None) -> str:
-    text = format_p(p)
-    return text if text[0] in "<>" else f"= {text}"
-
-
-# -- the rule -------------------------------------------------------------------------------------
-def _side(estimate: Estimate) -> int:
-    null = estimate.null
-    if null is None or math.isnan(estimate.value) or estimate.value == null:
-        return 0
-    return 1 if estimate.value > null else -1
-
-
-def _p(estimate: Estimate, rule: Rule) -> float:
-    """The test's own p: two-sided, or the one-sided p on the side the value lies on."""
-    if rule.two_sided:
-        found = estimate.p
-    else:
-        found = estimate.p_below if _side(estimate) < 0 else estimate.p_above
-    return math.nan if found is None else found
-
-
-def tests(estimates: Sequence[Estimate], rule: Rule = RULE) -> list[Test]:
-    """Each estimate tested against its null, as one family: Holm-adjusted when the rule says
-    so; a claim needs the adjusted p below α and (by the rule) the interval on its side."""
-    ps = [_p(e, rule) for e in estimates]
-    adjusted = multiple.holm(ps) if rule.holm else ps
-    size = sum(1 for p in ps if not math.isnan(p))
-    out = []
-    for e, p, q in zip(estimates, ps, adjusted, strict=True):
-        side = _side(e)
-        claim = side != 0 and not math.isnan(q) and q < rule.alpha
-        if claim and rule.interval and e.null is not None:
-            claim = e.low > e.null if side > 0 else e.high < e.null
-        found = (ABOVE if side > 0 else BELOW) if claim else UNCLEAR
-        out.append(Test(e, p, q, size, found))
-    return out
-
-
-def test(estimate: Estimate, rule: Rule = RULE) -> Test:
-    """One estimate tested alone."""
-    return tests([estimate], rule)[0]
-
-
-def verdict(estimate: Estimate, rule: Rule = RULE) -> str:
-    """``ABOVE``, ``BELOW`` or ``UNCLEAR``: one estimate tested alone."""
-    return test(estimate, rule).verdict
-
-
-def _p_text(found: Test, over: str = "") -> str:
-    """``p = .03`` or, in a family of several, ``p = .03, Holm-adjusted over the 6 controls .2``."""
-    text = f"p {_relation(found.p)}"
-    if found.family > 1 and over:
-        text += f", Holm-adjusted over {over} {format_p(found.adjusted)}"
-    return text
-
-
-def against_chance(symbol: str, found: Test | Estimate, over: str = "") -> str:
-    """``A = 0.293 [0.218, 0.376], not distinguishable from chance (0.250; p = .3); rules out
-    A > 0.376``; ``above chance (0.500; p < .001)``."""
-    found = found if isinstance(found, Test) else test(found)
-    e = found.estimate
-    chance = number(e.null) if e.null is not None else "–"
-    text = f"{symbol} = {interval(e)}, {found.verdict} ({chance}; {_p_text(found, over)})"
-    if found.verdict == UNCLEAR and not math.isnan(e.high):
-        text += f"; rules out {symbol} > {number(e.high)}"
-    return text
-
-
-# -- the families ---------------------------------------------------------------------------------
-def control_tests(model: Model, rule: Rule = RULE) -> list[tuple[Control, Test]]:
-    """The model's control baselines on a, one family."""
-    found = tests([c.a for c in model.controls], rule)
-    return list(zip(model.controls, found, strict=True))
-
-
-def perturbation_tests(model: Model, rule: Rule = RULE) -> list[tuple[Perturbation, Test]]:
-    """ΔA of the model's perturbations, one family."""
-    chosen = [p for p in model.perturbations if p.delta is not None]
-    found = tests([p.delta for p in chosen if p.delta is not None], rule)
-    return list(zip(chosen, found, strict=True))
-
-
-def headline_tests(models: Sequence[Model], rule: Rule = RULE) -> dict[str, Test]:
-    """A on the ranking task: the models (chance models aside) one family; each chance model
-    alone. Keyed by label."""
-    ranked = [m for m in models if not m.chance_model and _headline(m) is not None]
-    found = tests([_headline(m) for m in ranked], rule)  # type: ignore[misc]
-    out = {m.label: t for m, t in zip(ranked, found, strict=True)}
-    for m in models:
-        e = _headline(m)
-        if m.chance_model and e is not None:
-            out[m.label] = test(e, rule)
-    return out
-
-
-def _headline(model: Model) -> Estimate | None:
-    return model.ranking.schema if model.ranking is not None else None
-
-
-def _models(count: int) -> str:
-    return f"the {count} models"
-
-
-# -- the rules ------------------------------------------------------------------------------------
 def headline(model: Model, found: Test | None = None) -> str | None:
     """A on the ranking task against chance (``found``: its test in a family of models)."""
     if model.ranking is None or model.ranking.schema is None:
         return None
     found = found or test(model.ranking.schema)
     return (
-        f"Schema accuracy on {code(model.ranking.task)} (the ranking task): "
+        f"Schema accuracy on {wording.code(model.ranking.task)} (the ranking task): "
         f"{against_chance('A', found, _models(found.family))}."
     )
-
-
-def survives(a: Estimate, big_a: Estimate | Test | None, rule: Rule = RULE) -> bool | None:
-    """Whether problem accuracy survives the schema score: None when a is not above chance (there
-    is nothing to keep), else whether A is above chance too (False without A)."""
-    if verdict(a, rule) != ABOVE:
-        return None
-    if big_a is None:
-        return False
-    found = big_a if isinstance(big_a, Test) else test(big_a, rule)
-    return found.verdict == ABOVE
 
 
 def survival(model: Model, found: Test | None = None) -> str | None:
@@ -376,24 +174,6 @@ def survival(model: Model, found: Test | None = None) -> str | None:
     return text + "."
 
 
-def explained_by_artifacts(model: Model, rule: Rule = RULE) -> list[str]:
-    """The datasets whose score an artifact can explain: a control made from it is above chance
-    (Holm over the model's controls) and the model's a on it is above chance (one test); in the
-    order of the controls."""
-    out = []
-    for control, found in control_tests(model, rule):
-        if found.verdict != ABOVE or control.original is None:
-            continue
-        if verdict(control.original, rule) == ABOVE:
-            out.append(control.of)
-    return list(dict.fromkeys(out))
-
-
-def controls_above(model: Model, rule: Rule = RULE) -> list[Control]:
-    """The control baselines above chance, Holm over the model's controls."""
-    return [c for c, found in control_tests(model, rule) if found.verdict == ABOVE]
-
-
 def _controls_family(model: Model) -> str:
     return f"the {len(model.controls)} controls"
 
@@ -411,7 +191,7 @@ def controls(model: Model) -> list[str]:
         groups = []
         for found in (ABOVE, BELOW, UNCLEAR):
             cells = [
-                f"{code(c.task)} (a = {interval(t.estimate)}; {_p_text(t, over)}"
+                f"{wording.code(c.task)} (a = {interval(t.estimate)}; {_p_text(t, over)}"
                 + (f"; rules out a > {number(t.estimate.high)})" if found == UNCLEAR else ")")
                 for c, t in chosen
                 if t.verdict == found
@@ -427,15 +207,15 @@ def controls(model: Model) -> list[str]:
     if explained:
         said.append(
             f"So an artifact can explain part of its score on "
-            f"{_join([code(d) for d in explained])}: it answers above chance without what a "
-            "reader needs to resolve the pronoun."
+            f"{_join([wording.code(d) for d in explained])}: it answers above chance without "
+            "what a reader needs to resolve the pronoun."
         )
     if nothing:
         scores = []
         for of in nothing:
             original = next((c.original for c in above if c.of == of and c.original), None)
             shown = f" (a = {interval(original)})" if original is not None else ""
-            scores.append(f"{code(of)}{shown}")
+            scores.append(f"{wording.code(of)}{shown}")
         said.append(
             f"Its score on {_join(scores)} is not above chance: there is nothing there for an "
             "artifact to explain."
@@ -451,7 +231,7 @@ def _consistency(model: Model) -> str | None:
         return None
 
     def cell(c: Estimate, p: Perturbation) -> str:
-        return f"{code(p.task)}, {p.change} (C = {interval(c)})"
+        return f"{wording.code(p.task)}, {p.change} (C = {interval(c)})"
 
     lowest, first = min(measured, key=lambda item: (item[0].value, item[1].task))
     others = [(c, p) for c, p in measured if p is not first]
@@ -485,7 +265,8 @@ def perturbations(model: Model, of: str = "") -> str | None:
         words = ((BELOW, "lower"), (ABOVE, "higher"), (UNCLEAR, "no change distinguishable"))
         for found, word in words:
             cells = [
-                f"{code(p.task)}, {p.change} (ΔA = {signed(t.estimate)}; {_p_text(t, over)})"
+                f"{wording.code(p.task)}, {p.change} "
+                f"(ΔA = {signed(t.estimate)}; {_p_text(t, over)})"
                 for p, t in tested
                 if t.verdict == found
             ]
@@ -498,7 +279,7 @@ def perturbations(model: Model, of: str = "") -> str | None:
     if not parts:
         return None
     count = len(model.perturbations)
-    family = f" of {code(of)}" if of else ""
+    family = f" of {wording.code(of)}" if of else ""
     plural = "s" if count > 1 else ""
     return f"Under the {count} perturbation{plural}{family} run: {'; '.join(parts)}."
 
@@ -512,7 +293,7 @@ def one_line(title: str, found: Accuracy | None) -> str | None:
         for symbol, estimate in (("a", found.a), ("A", found.schema))
         if estimate is not None
     ]
-    return f"{title} ({code(found.task)}): {'; '.join(parts)}." if parts else None
+    return f"{title} ({wording.code(found.task)}): {'; '.join(parts)}." if parts else None
 
 
 def calibration(model: Model, found: Test | None = None) -> list[str]:
@@ -527,7 +308,9 @@ def calibration(model: Model, found: Test | None = None) -> list[str]:
             else "expected one run in twenty at most (a two-sided test at 0.05); more often, "
             "the intervals would be miscalibrated"
         )
-        out.append(f"On {code(model.ranking.task)}: {against_chance('A', found)}, {expected}.")
+        out.append(
+            f"On {wording.code(model.ranking.task)}: {against_chance('A', found)}, {expected}."
+        )
     counts = []
     for symbol in ("a", "A"):
         chosen = [t.a if symbol == "a" else t.schema for t in model.tasks]
@@ -540,27 +323,6 @@ def calibration(model: Model, found: Test | None = None) -> list[str]:
     if counts:
         out.append(f"Its 95% intervals exclude chance {_join(counts)}; about 5% is expected.")
     return out
-
-
-def contamination_adjusted(model: Model) -> list[float]:
-    """Holm-adjusted two-sided p of each of the model's contamination checks, in order."""
-    return multiple.holm([c.two_sided for c in model.contamination])
-
-
-def contaminated(model: Model, rule: Rule = RULE) -> list[tuple[Contamination, float]]:
-    """The files the contamination rule flags, each with its adjusted p."""
-    checks = list(model.contamination)
-    adjusted = contamination_adjusted(model) if rule.holm else [c.two_sided for c in checks]
-    return [
-        (c, q)
-        for c, q in zip(checks, adjusted, strict=True)
-        if q < rule.alpha and c.effect > 0 and (c.low > 0 or not rule.interval)
-    ]
-
-
-def _p_is(p: float) -> str:
-    """``p = .04``, ``p < .001``."""
-    return f"p {_relation(p)}"
 
 
 def contamination(model: Model) -> list[str]:
@@ -576,7 +338,7 @@ def contamination(model: Model) -> list[str]:
         adjusted = f" ({family}: {_p_is(q)})" if family else ""
         effect = f"{check.effect:+.4f} nats/token [{check.low:+.4f}, {check.high:+.4f}]"
         out.append(
-            f"On {code(check.dataset)} the canonical order is more likely than shuffles: "
+            f"On {wording.code(check.dataset)} the canonical order is more likely than shuffles: "
             f"{_p_is(check.two_sided)}{adjusted}; {effect}, {check.shards} shards. The model has "
             "probably seen this file in this order: its scores on it, and on the tasks made from "
             "it, may be memory rather than reasoning."
@@ -584,7 +346,7 @@ def contamination(model: Model) -> list[str]:
     named = {c.task for c, _ in flagged}
     rest = [c for c in checks if c.task not in named]
     if rest:
-        listed = _join([f"{code(c.dataset)} ({_p_is(c.two_sided)})" for c in rest])
+        listed = _join([f"{wording.code(c.dataset)} ({_p_is(c.two_sided)})" for c in rest])
         out.append(
             f"No evidence of contamination on {listed}: the published order is not "
             "distinguishable from shuffles (this does not show the files unseen)."
@@ -596,7 +358,7 @@ def contamination_brief(model: Model) -> str:
     """The contamination rule in a clause, for ``brief``."""
     flagged = contaminated(model)
     if flagged:
-        files = _join([f"{code(c.dataset)} ({_p_is(c.two_sided)})" for c, _ in flagged])
+        files = _join([f"{wording.code(c.dataset)} ({_p_is(c.two_sided)})" for c, _ in flagged])
         return f"the canonical order is more likely than shuffles on {files}: likely contaminated"
     return f"no evidence of contamination on {len(model.contamination)} published file(s)"
 
@@ -650,13 +412,13 @@ def brief(model: Model, found: Test | None = None) -> str:
         above = controls_above(model)
         total = len(model.controls)
         if above:
-            tasks = _join([code(c.task) for c in above])
+            tasks = _join([wording.code(c.task) for c in above])
             explained = explained_by_artifacts(model)
             text = f"above chance on {len(above)} of {total} control baselines ({tasks}; Holm)"
             if explained:
                 text += (
                     ": an artifact can explain part of its score on "
-                    f"{_join([code(d) for d in explained])}"
+                    f"{_join([wording.code(d) for d in explained])}"
                 )
             else:
                 text += ", but not on a dataset whose score is above chance"
@@ -666,54 +428,3 @@ def brief(model: Model, found: Test | None = None) -> str:
     if model.contamination:
         parts.append(contamination_brief(model))
     return limit + "; ".join(parts) + "."
-
-
-def detectable(models: Sequence[Model]) -> str | None:
-    """The smallest A on the ranking task each model could have been found above chance at (80%
-    power, a two-sided test at 0.05, the model alone), from its bootstrap standard error."""
-    cells = []
-    for m in models:
-        e = _headline(m)
-        if m.chance_model or e is None or e.null is None or math.isnan(e.stderr):
-            continue
-        effect = multiple.detectable(e.stderr, ALPHA)
-        cells.append(f"{name(m.label)} {number(e.null + effect)} (+{effect:.3f}, n = {e.n})")
-    if not cells:
-        return None
-    task = next(m.ranking.task for m in models if m.ranking is not None)
-    return (
-        f"Power: the smallest A on {code(task)} a model alone would be found above chance at with "
-        f"80% power (two-sided 0.05; 2.80 × its bootstrap standard error): {_join(cells)}."
-    )
-
-
-def overview(models: Sequence[Model], found: Mapping[str, Test] | None = None) -> str:
-    """Which models are above chance on A of the ranking task (Holm over them); which are chance
-    models."""
-    found = found if found is not None else headline_tests(models)
-    ranked = [m for m in models if not m.chance_model and m.label in found]
-    checks = [name(m.label) for m in models if m.chance_model]
-    out = []
-    if ranked:
-        task = ranked[0].ranking.task if ranked[0].ranking else ""
-        holm = f", Holm over {_models(len(ranked))}" if len(ranked) > 1 else ""
-        question = f"in schema accuracy A on {code(task)} (two-sided p < {ALPHA:g}{holm})"
-        above = [
-            f"{name(m.label)} (A = {interval(found[m.label].estimate)})"
-            for m in ranked
-            if found[m.label].verdict == ABOVE
-        ]
-        others = [
-            f"{name(m.label)} (rules out A > {number(found[m.label].estimate.high)})"
-            for m in ranked
-            if found[m.label].verdict != ABOVE
-        ]
-        if above:
-            out.append(f"Above chance {question}: {_join(above)}.")
-            if others:
-                out.append(f"Not distinguishable from chance or below it: {_join(others)}.")
-        else:
-            out.append(f"No model is above chance {question}: {_join(others)}.")
-    if checks:
-        out.append(f"Chance models, the calibration check: {_join(checks)}.")
-    return " ".join(out)

@@ -215,9 +215,10 @@ def _toggle(ident: str, headers: Sequence[str]) -> str:
 FOLD = 12  # rows: a longer table is folded under its caption (a click opens it)
 
 
-def table_html(table: Table) -> str:
+def table_html(table: Table, fold: bool = True) -> str:
     """A caption, a filter box and the sortable table, with the Markdown table's cell texts; a
-    table of more than ``FOLD`` rows folded under its caption and row count."""
+    table of more than ``FOLD`` rows folded under its caption and row count, unless ``fold`` is
+    False (a leaderboard's ranking: its top on the first screen)."""
     shown = display(table)
     if isinstance(shown, tuple):  # (headers, rows), as main's tables.display now returns
         headers, cells = shown
@@ -234,7 +235,7 @@ def table_html(table: Table) -> str:
         f'<div class="scroll"><table class="sortable" id="{ident}"><thead><tr>{head}</tr></thead>\n'
         f"<tbody>\n{rows}</tbody></table></div>{note}\n"
     )
-    if len(table.rows) > FOLD:
+    if fold and len(table.rows) > FOLD:
         return (
             f'<details class="table"><summary class="caption">{inline(table.title)} '
             f'<span class="muted">({len(table.rows)} rows: click to show)</span></summary>\n'

@@ -50,10 +50,14 @@ def hidden(char: str) -> bool:
 
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# every ``hidden`` character: the controls (Cc), U+2028 (Zl), U+2029 (Zp) and ``BIDI``
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029" + "".join(sorted(BIDI)) + "]")
 
 
 def visible(text: object) -> str:
     """``text`` with every ``hidden`` character written as its escape: ``line1\\nline2``."""
+    if not _HIDDEN.search(text := str(text)):  # the usual case, without a look at each character
+        return text
     out = []
     for char in str(text):
         if not hidden(char):

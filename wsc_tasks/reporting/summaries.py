@@ -13,6 +13,7 @@ never trusted. A folder that cannot be written to is read from its samples every
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ DOCS = "__docs__"  # the column of the documents themselves
 KEY = b"wsc_tasks_summary"  # the Parquet metadata entry holding the key
 
 
+@functools.cache
 def package_version() -> str:
     try:
         return version("wsc-tasks")
@@ -129,3 +131,18 @@ class Summary:
             partial.unlink(missing_ok=True)
             return
         self.changed = False
+
+
+LATER = "WSC_TASKS_SUMMARY_LATER"  # set by a sweep for its runs: it summarises after compressing
+
+
+def write_for(folder: Path) -> None:
+    """At the end of a run: its summaries written now (``folder``: its lm-eval output folder),
+    so that no leaderboard or report decodes its samples. A folder that cannot be read is left
+    as it is, with a warning: the first leaderboard or report that reads it says why."""
+    from wsc_tasks.reporting.runs import load_run  # it reads through this module
+
+    try:
+        load_run(folder)
+    except Exception as error:  # noqa: BLE001 - a finished run is not failed by its summary
+        log.warning(f"wsc_tasks: {folder}: no summary written ({error})")

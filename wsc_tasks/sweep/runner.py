@@ -23,7 +23,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from wsc_tasks.metrics import stats
 from wsc_tasks.paths import KEEP_PATHS, SWEEP_RESULTS, include_path, local_model_paths, scrub
+from wsc_tasks.reporting import summaries
 from wsc_tasks.sweep import folder as protocol
 from wsc_tasks.sweep import hub as weights
 from wsc_tasks.sweep.identity import identify
@@ -177,6 +179,7 @@ def _run_locked(
     command = run_command(spec, folder, options, placement.processes)
     log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
     env = weights.env_for_run(spec, placement.env)
+    env = {**(env if env is not None else os.environ), summaries.LATER: "1"}  # after gzip, below
     started, clock = time.strftime("%FT%T%z"), time.monotonic()
     if spec.hub:
         weights.record(options.out, "run-start", spec)
@@ -197,6 +200,7 @@ def _run_locked(
         log.warning(f"wsc_tasks: sweep: {spec.name} failed: {protocol.error_summary(folder)}")
         return "failed"
     protocol.compress_samples(folder / SWEEP_RESULTS)
+    _summarise(spec.name, folder)
     cost = {
         "launcher": placement.launcher,
         "host": socket.gethostname(),
@@ -209,6 +213,17 @@ def _run_locked(
         cost["job"] = placement.job
     protocol.write_done(folder, asked, key, cost, spec.hub)
     return "done"
+
+
+def _summarise(name: str, folder: Path) -> None:
+    """The run's summary and its leaderboard figures (default ranking task, R and seed) written
+    now, so that neither the sweep's leaderboard nor a later one decodes its samples."""
+    from wsc_tasks.reporting.leaderboard import DEFAULT_TASK, Board
+
+    try:
+        Board(DEFAULT_TASK, stats.DEFAULT_ITERS, stats.DEFAULT_SEED).load(name, folder, {})
+    except Exception as error:  # noqa: BLE001 - a finished run is not failed by its figures
+        log.warning(f"wsc_tasks: sweep: {name}: leaderboard figures not written ({error})")
 
 
 def _why(log_file: Path, code: int, wrote_results: bool) -> str:

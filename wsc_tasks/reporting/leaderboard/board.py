@@ -9,7 +9,7 @@ from pathlib import Path
 
 from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, read_done
 from wsc_tasks.reporting import findings
-from wsc_tasks.reporting.leaderboard.entries import Board, Entry, is_chance_model, rank
+from wsc_tasks.reporting.leaderboard.entries import Board, Entry, is_chance_model
 from wsc_tasks.reporting.leaderboard.layout import MATRIX_MAX, Tables, tables
 from wsc_tasks.reporting.tables import Table
 
@@ -55,8 +55,7 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
             problems.append((name, "not run (interrupted?)"))
     problems += [(e.label, f"no samples of {task}") for e in entries if e.A is None]
     scored = [e for e in entries if e.A is not None]
-    order = {run.label: i for i, run in enumerate(rank([e.run for e in scored], task))}
-    scored.sort(key=lambda e: order[e.label])
+    scored.sort(key=_rank_key)
     ranked = [e for e in scored if not is_chance_model(e.run)]
     checks = [e for e in scored if is_chance_model(e.run)]
     found = tables(board, ranked, checks, out)
@@ -98,3 +97,11 @@ def _cost(*tables: Table) -> str:
     models = f"{len(known)} finished model" + ("" if len(known) == 1 else "s")
     total = f"**Cost:** {sum(known):.3f} GPU-hours in total over {models}"
     return total + (f" ({unknown} without a recorded cost)." if unknown else ".")
+
+
+def _rank_key(entry: Entry) -> tuple[float, float, str]:
+    """``entries.rank``'s order (A, then a, descending; then the name) from the figures' values,
+    which are those ratios of the same outcomes, without going over the outcomes again."""
+    assert entry.A is not None
+    a = -entry.a.estimate.value if entry.a is not None else 1.0
+    return (-entry.A.estimate.value, a, entry.label)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import wsc_tasks.reporting.leaderboard.cache as cache
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ratios, stats
@@ -33,6 +35,7 @@ CONTROLS = tuple(
     sorted(catalog.datasets(catalog.CONTROL), key=lambda name: not catalog.role_of(name).generated)
 )
 COST = "GPU-h"
+BATCH = 256  # models whose replicates one matrix product computes (iters × 2·BATCH floats)
 
 
 def _outcomes(run: Run, task: str, metric: str) -> list | None:
@@ -97,7 +100,7 @@ class Board:
         # per model: its schemas in ``stats.align``'s order, A on them and A's replicates on the
         # resamples every paired difference over those schemas shares (``_replicates``)
         self._models: dict[int, tuple[list[Any], float, Any]] = {}
-        self._indexes: dict[int, Any] = {}
+        self._counts: dict[int, Any] = {}  # schemas -> resample counts, iters × schemas
 
     def estimate(self, values: list, form: ratios.Ratio, against_chance: bool) -> Interval:
         null = chance(values, form) if against_chance else None
@@ -126,17 +129,38 @@ class Board:
             return None
         return Delta(stats.paired_difference(x, y, form, iters=self.iters, seed=self.seed))
 
+    def prepare(self, runs: Sequence[Run]) -> None:
+        """A's replicates of every model in ``runs`` at once (what ``paired`` compares): the
+        resample counts times the models' per-schema parts, one matrix product per ``BATCH``
+        models over the same number of schemas."""
+        todo: dict[int, list[tuple[Run, list[Any]]]] = {}
+        for run in runs:
+            keyed = _keyed(run, self.task, SCHEMA_ACC)
+            if id(run) not in self._models and keyed:
+                x, _ = stats.align(keyed, keyed)
+                todo.setdefault(len(x), []).append((run, x))
+        for n, group in todo.items():
+            if n not in self._counts:  # how often each schema is drawn in each resample
+                indexes = stats.resample_indexes(n, self.iters, self.seed)
+                self._counts[n] = stats.resample_counts(indexes, n)
+            for start in range(0, len(group), BATCH):
+                chunk = group[start : start + BATCH]
+                parts = [ratios.SCHEMA_ACCURACY.arrays(x) for _, x in chunk]
+                stacked = np.column_stack([part for pair in parts for part in pair])
+                sums = _exact_product(self._counts[n], stacked)
+                for i, ((run, x), (num, den)) in enumerate(zip(chunk, parts, strict=True)):
+                    total = den.sum()
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        reps = np.where(
+                            sums[:, 2 * i + 1] > 0, sums[:, 2 * i] / sums[:, 2 * i + 1], np.nan
+                        )
+                    value = float(num.sum() / total) if total else float("nan")
+                    self._models[id(run)] = (x, value, reps)
+
     def _replicates(self, run: Run, keyed: dict) -> tuple[list[Any], float, Any]:
-        found = self._models.get(id(run))
-        if found is None:
-            x, _ = stats.align(keyed, keyed)
-            n = len(x)
-            if n not in self._indexes:
-                self._indexes[n] = stats.resample_indexes(n, self.iters, self.seed)
-            form = ratios.SCHEMA_ACCURACY
-            found = (x, float(form(x)), stats.replicates(x, form, self._indexes[n]))
-            self._models[id(run)] = found
-        return found
+        if id(run) not in self._models:
+            self.prepare([run])
+        return self._models[id(run)]
 
     def load(self, name: str, folder: Path, done: dict[str, Any]) -> Entry:
         """The model of ``folder``: its figures from its cache file when they were computed from
@@ -219,6 +243,16 @@ class Board:
             controls=tuple(controls),
             contamination=contamination_check.checks(entry.run),
         )
+
+
+def _exact_product(counts: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """``counts @ parts`` as float64: the sums over each resample's drawn documents, the same
+    floats as summing them one by one (``stats.replicates``). Integer parts with sums below
+    2**24 are summed exactly in float32 (half the memory read); others in float64."""
+    whole = bool(np.all(parts == np.round(parts)))
+    if whole and counts.shape[1] * float(np.abs(parts).max(initial=0)) < 2**24:
+        return (counts.astype(np.float32) @ parts.astype(np.float32)).astype(float)
+    return counts.astype(float) @ parts
 
 
 def gpu_hours(done: dict[str, Any]) -> float | None:

@@ -5,6 +5,7 @@ links to their files), the pairwise matrix and the models without a result."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -133,9 +134,15 @@ def _relative(path: Path, out: Path) -> str:
     """The path relative to the leaderboard's folder; outside it (a link that resolves
     elsewhere) the absolute path, which is not linked (``markup.safe_href``)."""
     try:
-        return path.resolve().relative_to(out.resolve()).as_posix()
+        return path.resolve().relative_to(_resolved(out)).as_posix()
     except ValueError:
         return path.as_posix()
+
+
+@functools.lru_cache(maxsize=8)
+def _resolved(out: Path) -> Path:
+    """The leaderboard's folder resolved once, not once per link of a thousand models."""
+    return out.resolve()
 
 
 # -- the tables ------------------------------------------------------------------------------------
@@ -163,6 +170,7 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
     models."""
     task = board.task
     everyone = [*ranked, *checks]
+    board.prepare([entry.run for entry in everyone])  # the paired differences' replicates
     headline = ["model", "rank", "A", "a", "A − next", "controls above chance", "lowest C", COST]
     ranking = Table("leaderboard", f"Models ranked by schema accuracy A on {task}", headline)
     chance_models = Table(

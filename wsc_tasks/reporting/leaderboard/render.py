@@ -15,6 +15,7 @@ from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import markdown, numeric
 
 FIRST_SCREEN = 10  # findings and notes shown unfolded on the HTML page; the rest in a <details>
+TOP = 3  # findings unfolded on a larger board's page: the ranking starts on its first screen
 
 
 def markdown_text(board: Leaderboard) -> str:
@@ -42,11 +43,14 @@ def html_text(board: Leaderboard) -> str:
         f"<li><b>{html_report.esc(label)}</b>: {html_report.inline(said)}</li>"
         for label, said in board.findings
     ]
-    body += [f'<ul class="findings">{"".join(items[:FIRST_SCREEN])}</ul>'] if items else []
-    if len(items) > FIRST_SCREEN:  # a large board: its top on the first screen, the rest folded
-        rest = "".join(items[FIRST_SCREEN:])
+    # a large board: its top models' findings on the first screen, above the ranking; the rest
+    # folded
+    top = len(items) if len(items) <= FIRST_SCREEN else TOP
+    body += [f'<ul class="findings">{"".join(items[:top])}</ul>'] if items else []
+    if len(items) > top:
+        rest = "".join(items[top:])
         body.append(
-            f"<details><summary>the findings of the other {len(items) - FIRST_SCREEN} "
+            f"<details><summary>the findings of the other {len(items) - top} "
             f'models</summary><ul class="findings">{rest}</ul></details>'
         )
     if len(board.notes) > FIRST_SCREEN:
@@ -56,9 +60,15 @@ def html_text(board: Leaderboard) -> str:
         )
     elif board.notes:
         body.append(html_report.notes_html(board.notes))
-    body += [f"<p>{html_report.inline(board.intro)}</p>"]
+    if len(items) > FIRST_SCREEN:  # the ranking right after the findings on the first screen
+        body.append(
+            "<details><summary>how to read the tables</summary>"
+            f"<p>{html_report.inline(board.intro)}</p></details>"
+        )
+    else:
+        body += [f"<p>{html_report.inline(board.intro)}</p>"]
     for table in board.tables.shown():
-        body.append(html_report.table_html(table))
+        body.append(html_report.table_html(table, fold=table is not board.tables.ranking))
         if table is board.tables.ranking or (
             table is board.tables.chance_models and not board.tables.ranking.rows
         ):
@@ -127,12 +137,18 @@ def write(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
 
 
 def printed(board: Leaderboard) -> list[str]:
-    """What a sweep prints at its end: the findings and the notes, as the leaderboard opens."""
+    """What a sweep prints at its end: the findings (of the first ``FIRST_SCREEN`` models of a
+    large board) and the notes, as the leaderboard opens."""
 
     def shown(text: str) -> str:  # this package's backticks dropped, names as they are
         return markup.plain(text, lambda own: own.replace("`", ""))
 
     lines = [shown(board.overview)] if board.overview else []
-    lines += [f"- {markup.visible(label)}: {shown(said)}" for label, said in board.findings]
+    lines += [
+        f"- {markup.visible(label)}: {shown(said)}" for label, said in board.findings[:FIRST_SCREEN]
+    ]
+    if len(board.findings) > FIRST_SCREEN:  # a large board: the rest in its files
+        rest = len(board.findings) - FIRST_SCREEN
+        lines.append(f"- and {rest} more models: their findings are in leaderboard.md, .html, .csv")
     lines += [f"Note: {markup.visible(note)}." for note in board.notes]
     return lines

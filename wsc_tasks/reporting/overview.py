@@ -1,0 +1,94 @@
+"""The findings over all models of a report or leaderboard: which are above chance on the
+ranking task (Holm over them), and the smallest A each could have been found above chance at.
+
+A board of hundreds of models keeps these lines short: each list names its first ``NAMED``
+models (in the order given: the ranking's) and counts the rest, whose figures are in the tables
+(and the CSV); a count says the range of the rest's figures where one is quoted."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from wsc_tasks.metrics import multiple
+from wsc_tasks.reporting import wording
+from wsc_tasks.reporting.claims import ABOVE, ALPHA, Model, Test, _headline, headline_tests
+from wsc_tasks.reporting.wording import _join, _models, interval, number
+
+NAMED = 5  # models each list of the overview names; the others are counted
+
+
+def _named(cells: Sequence[str], values: Sequence[float] = (), unit: str = "") -> str:
+    """The first ``NAMED`` cells, then how many more (with the range of their ``values``)."""
+    if len(cells) <= NAMED:
+        return _join(cells)
+    rest = len(cells) - NAMED
+    spread = ""
+    if values:
+        low, high = min(values[NAMED:]), max(values[NAMED:])
+        shown = number(low) if low == high else f"{number(low)} to {number(high)}"
+        spread = f"; {unit} {shown}"
+    more = f"{rest} more model" + ("" if rest == 1 else "s")
+    return f"{', '.join(cells[:NAMED])} and {more} (their figures: the tables{spread})"
+
+
+def detectable(models: Sequence[Model]) -> str | None:
+    """The smallest A on the ranking task each model could have been found above chance at (80%
+    power, a two-sided test at 0.05, the model alone), from its bootstrap standard error."""
+    cells, smallest = [], []
+    for m in models:
+        e = _headline(m)
+        if m.chance_model or e is None or e.null is None or math.isnan(e.stderr):
+            continue
+        effect = multiple.detectable(e.stderr, ALPHA)
+        cells.append(
+            f"{wording.name(m.label)} {number(e.null + effect)} (+{effect:.3f}, n = {e.n})"
+        )
+        smallest.append(e.null + effect)
+    if not cells:
+        return None
+    task = next(m.ranking.task for m in models if m.ranking is not None)
+    return (
+        f"Power: the smallest A on {wording.code(task)} a model alone would be found above chance "
+        f"at with 80% power (two-sided 0.05; 2.80 × its bootstrap standard error): "
+        f"{_named(cells, smallest, 'smallest A')}."
+    )
+
+
+def overview(models: Sequence[Model], found: Mapping[str, Test] | None = None) -> str:
+    """Which models are above chance on A of the ranking task (Holm over them); which are chance
+    models."""
+    found = found if found is not None else headline_tests(models)
+    ranked = [m for m in models if not m.chance_model and m.label in found]
+    checks = [wording.name(m.label) for m in models if m.chance_model]
+    out = []
+    if ranked:
+        task = ranked[0].ranking.task if ranked[0].ranking else ""
+        holm = f", Holm over {_models(len(ranked))}" if len(ranked) > 1 else ""
+        question = f"in schema accuracy A on {wording.code(task)} (two-sided p < {ALPHA:g}{holm})"
+        chosen = [found[m.label] for m in ranked if found[m.label].verdict == ABOVE]
+        above = [
+            f"{wording.name(m.label)} (A = {interval(found[m.label].estimate)})"
+            for m in ranked
+            if found[m.label].verdict == ABOVE
+        ]
+        rest = [found[m.label] for m in ranked if found[m.label].verdict != ABOVE]
+        others = [
+            f"{wording.name(m.label)} (rules out A > {number(found[m.label].estimate.high)})"
+            for m in ranked
+            if found[m.label].verdict != ABOVE
+        ]
+        values = [t.estimate.value for t in chosen]
+        highs = [t.estimate.high for t in rest]
+        if above:
+            out.append(f"Above chance {question}: {_named(above, values, 'A')}.")
+            if others:
+                said = _named(others, highs, "upper ends of A")
+                out.append(f"Not distinguishable from chance or below it: {said}.")
+        else:
+            out.append(
+                f"No model is above chance {question}: {_named(others, highs, 'upper ends of A')}."
+            )
+    if checks:
+        out.append(f"Chance models, the calibration check: {_named(checks)}.")
+    return " ".join(out)
