@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from wsc_tasks.reporting import leaderboard, summaries
+from wsc_tasks.reporting import leaderboard, runs, summaries
 from wsc_tasks.reporting.leaderboard import cache
 from wsc_tasks.reporting.runs import load_run
 
@@ -162,7 +162,7 @@ def test_the_end_of_a_run_writes_its_summary(sweep: Path, monkeypatch: pytest.Mo
     """What ``wsc-tasks run`` does after lm-eval returns: the summary written, and no later
     leaderboard or report decodes the samples again."""
     folder = sweep / "chance" / "lm_eval"
-    summaries.write_for(folder)
+    runs.write_summaries(folder)
     assert _summary(sweep / "chance").stat().st_size > 0
     _no_samples_read(monkeypatch)
     assert load_run(folder, "chance").tasks["wsc266"].docs
@@ -189,5 +189,5 @@ def test_a_sweeps_runner_leaves_the_summary_and_the_leaderboard_figures(
 
 
 def test_a_failed_summary_never_fails_the_run(tmp_path: Path, caplog: pytest.LogCaptureFixture):
-    summaries.write_for(tmp_path)  # no results file: a warning, no exception
+    runs.write_summaries(tmp_path)  # no results file: a warning, no exception
     assert "no summary written" in caplog.text

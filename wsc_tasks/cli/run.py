@@ -332,10 +332,10 @@ def run_lm_eval(passthrough: list[str]) -> int:
             }
             scrub(new, {**folders, **local_model_paths(model_args_of(argv))})
         check_written(target, new, _has(argv, "--log_samples", "-s"))
-        from wsc_tasks.reporting import summaries  # the run's summary: no leaderboard or
+        from wsc_tasks.reporting import runs, summaries  # the run's summary: no leaderboard or
 
         if _has(argv, "--log_samples", "-s") and not os.environ.get(summaries.LATER):
-            summaries.write_for(target)  # report decodes these samples again
+            runs.write_summaries(target)  # report decodes these samples again
     return 0
 
 

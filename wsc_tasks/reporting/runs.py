@@ -374,3 +374,13 @@ def try_pair_documents(
         )
         return None
     return found if found[0] else None  # a run of the first documents may match none
+
+
+def write_summaries(folder: Path) -> None:
+    """At the end of a run: its summaries written now (``folder``: its lm-eval output folder),
+    so that no leaderboard or report decodes its samples. A folder that cannot be read is left
+    as it is, with a warning: the first leaderboard or report that reads it says why."""
+    try:
+        load_run(folder)  # reading a run writes its summaries
+    except Exception as error:  # noqa: BLE001 - a finished run is not failed by its summary
+        log.warning(f"wsc_tasks: {folder}: no summary written ({error})")

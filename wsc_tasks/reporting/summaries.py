@@ -134,15 +134,3 @@ class Summary:
 
 
 LATER = "WSC_TASKS_SUMMARY_LATER"  # set by a sweep for its runs: it summarises after compressing
-
-
-def write_for(folder: Path) -> None:
-    """At the end of a run: its summaries written now (``folder``: its lm-eval output folder),
-    so that no leaderboard or report decodes its samples. A folder that cannot be read is left
-    as it is, with a warning: the first leaderboard or report that reads it says why."""
-    from wsc_tasks.reporting.runs import load_run  # it reads through this module
-
-    try:
-        load_run(folder)
-    except Exception as error:  # noqa: BLE001 - a finished run is not failed by its summary
-        log.warning(f"wsc_tasks: {folder}: no summary written ({error})")
