@@ -17,6 +17,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 
 from wsc_tasks.harness import patches
+from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import constant_lm
 from wsc_tasks.metrics import ratios
 
 slow = pytest.mark.slow
@@ -293,23 +294,11 @@ def test_our_request_types_are_refused_on_lm_evals_lm():
 
 
 # -- 10. warn_unkeyed_request_cache ----------------------------------------------------------------
-def _constant_lm(value: float) -> object:
-    """An lm-eval LM that answers every log-likelihood request with ``value``."""
-    from lm_eval.api.model import LM
-
-    methods = {
-        "loglikelihood": lambda self, requests, **kwargs: [(value, False) for _ in requests],
-        "loglikelihood_rolling": None,
-        "generate_until": None,
-    }
-    return type("Constant", (LM,), methods)()
-
-
 def test_an_unkeyed_request_cache_of_our_tasks_warns_once(tmp_path, caplog):
     from lm_eval.api.model import CachingLM
 
     ours, theirs = _task("wsc_tasks.harness.task"), _task("lm_eval.api.task")
-    plain = CachingLM(_constant_lm(-1.0), str(tmp_path / "plain_rank0.db"))
+    plain = CachingLM(constant_lm(-1.0), str(tmp_path / "plain_rank0.db"))
     with caplog.at_level(logging.WARNING):
         patches.warn_unkeyed_request_cache(plain, {"other": theirs})
         assert not caplog.records  # lm-eval's own tasks: not ours to warn about
@@ -320,10 +309,10 @@ def test_an_unkeyed_request_cache_of_our_tasks_warns_once(tmp_path, caplog):
     assert f"request cache {db} (--use_cache) is keyed by the request alone" in line
     caplog.clear()
     patches.mark_cache_keyed(str(tmp_path / "keyed_0123456789abcdef"))
-    keyed = CachingLM(_constant_lm(-1.0), str(tmp_path / "keyed_0123456789abcdef_rank0.db"))
+    keyed = CachingLM(constant_lm(-1.0), str(tmp_path / "keyed_0123456789abcdef_rank0.db"))
     with caplog.at_level(logging.WARNING):
         patches.warn_unkeyed_request_cache(keyed, {"t": ours})
-        patches.warn_unkeyed_request_cache(_constant_lm(-1.0), {"t": ours})  # no cache at all
+        patches.warn_unkeyed_request_cache(constant_lm(-1.0), {"t": ours})  # no cache at all
     assert not caplog.records
 
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lm_eval.api.model import LM
 
 from wsc_tasks.harness.patches.base import (
     GITHUB,
@@ -55,6 +59,18 @@ def warn_unkeyed_request_cache(lm: object, task_dict: object) -> None:
     log.warning(line)
 
 
+def constant_lm(value: float) -> LM:
+    """An lm-eval LM that answers every log-likelihood request with ``value``."""
+    from lm_eval.api.model import LM
+
+    methods = {
+        "loglikelihood": lambda self, requests, **kwargs: [(value, False) for _ in requests],
+        "loglikelihood_rolling": None,
+        "generate_until": None,
+    }
+    return type("Constant", (LM,), methods)()
+
+
 def lm_eval_keys_its_request_cache_by_the_request_only() -> bool:
     """lm-eval's ``CachingLM``: a second model on the same cache file reads the first one's
     answer as its own."""
@@ -62,21 +78,13 @@ def lm_eval_keys_its_request_cache_by_the_request_only() -> bool:
     from pathlib import Path
 
     from lm_eval.api.instance import Instance
-    from lm_eval.api.model import LM, CachingLM
-
-    def constant(value: float) -> LM:
-        methods = {
-            "loglikelihood": lambda self, requests, **kwargs: [(value, False) for _ in requests],
-            "loglikelihood_rolling": None,
-            "generate_until": None,
-        }
-        return type("Constant", (LM,), methods)()
+    from lm_eval.api.model import CachingLM
 
     request = Instance("loglikelihood", {}, ("a b", " c"), 0)
     with tempfile.TemporaryDirectory() as folder:
         path = str(Path(folder, "shared.db"))
-        first = CachingLM(constant(-1.0), path).loglikelihood([request])
-        second = CachingLM(constant(-2.0), path).loglikelihood([request])
+        first = CachingLM(constant_lm(-1.0), path).loglikelihood([request])
+        second = CachingLM(constant_lm(-2.0), path).loglikelihood([request])
     return bool(first == second == [(-1.0, False)])
 
 
