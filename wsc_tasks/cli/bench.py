@@ -50,7 +50,7 @@ from wsc_tasks.cli.bench_phases import (  # noqa: F401 - the phase accounting, u
 )
 from wsc_tasks.cli.run import run_lm_eval
 from wsc_tasks.data import catalog
-from wsc_tasks.harness import mlm
+from wsc_tasks.harness import mlm, mlm_scoring
 from wsc_tasks.scoring.masked import answer_spans
 
 
@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     add = parser.add_argument
     add("--model", metavar="M", help="a local or Hub masked LM (default: a small random one)")
     add("--sentences", type=int, default=64, metavar="N", help="WSC266 sentences (default 64)")
-    add("--batch-size", type=int, default=64, metavar="N", help="copies per pass (default 64)")
+    add("--batch-size", type=int, default=0, metavar="N",
+        help="at most N copies per pass (default 0: as the token budget allows)")  # fmt: skip
     add("--max-batch-tokens", type=int, default=mlm.DEFAULT_MAX_BATCH_TOKENS, metavar="N",
         help="padded token positions per pass (default %(default)s)")  # fmt: skip
     add("--layers", type=int, default=2, metavar="N", help="random model: layers (default 2)")
@@ -189,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     requests = [(p.fill(i), answer_spans(p, i), "statement") for p in problems for i in (0, 1)]
     requests = requests[: args.sentences]
     timer = PhaseTimer()
-    timer.wrap(mlm, "_masked_logits", "model forward")
+    timer.wrap(mlm, "_masked_logits", "model forward")  # the reference's calls
+    timer.wrap(mlm_scoring, "_masked_logits", "model forward")  # score_requests' calls
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.model
@@ -197,22 +199,33 @@ def main(argv: list[str] | None = None) -> int:
             folder = tmp
             small_random_roberta(Path(tmp), [r[0] for r in requests], args.layers, args.width)
         lm = mlm.MaskedLM(
-            pretrained=folder, device=args.device, batch_size=args.batch_size, dtype=args.dtype
-        )
-        model, tok, device, size = lm.model, lm.tokenizer, lm.device, args.batch_size
-        mlm.score_requests(model, tok, requests[:2], size, device)  # warm-up
-        before = _timed(timer, lambda: per_copy_scores(model, tok, requests, size, device))
-        after = _timed(
-            timer,
-            lambda: mlm.score_requests(model, tok, requests, size, device, args.max_batch_tokens),
-        )
-        rows.append(("per-copy Python tuples, batched (before)", *before))
-        rows.append((f"tensor-built copies, token budget {args.max_batch_tokens} (after)", *after))
+            pretrained=folder, device=args.device, batch_size=args.batch_size or "auto",
+            max_batch_tokens=args.max_batch_tokens, dtype=args.dtype,
+        )  # fmt: skip
+        model, tok, device, size = lm.model, lm.tokenizer, lm.device, args.batch_size or None
+        budget = args.max_batch_tokens
+
+        def ours(model: Any = model) -> list[mlm.MaskedScore]:
+            return mlm.score_requests(model, tok, requests, size, device, budget)
+
+        ours()  # warm-up: kernels, allocator
+        longest = max(len(tok(text)["input_ids"]) for text, _, _ in requests)
+        per_pass = size or max(1, budget // longest)  # the reference: fixed copies per pass
+        before = _timed(timer, lambda: per_copy_scores(model, tok, requests, per_pass, device))
+        after = _timed(timer, ours)
+        rows.append((f"per-copy Python tuples, {per_pass} copies per pass (before)", *before))
+        rows.append((f"tensor-built copies, token budget {budget} (after)", *after))
         if not args.no_loop:
             loop = _timed(
                 timer, lambda: [mlm.score_requests(model, tok, [r], 1, device)[0] for r in requests]
             )
             rows.insert(0, ("one sentence at a time, one copy per pass", *loop))
+        exact: list[mlm.MaskedScore] = []
+        if args.dtype != "float32":  # the same scores with float32 weights: the dtype's error
+            del lm, model
+            reference = mlm.MaskedLM(pretrained=folder, device=args.device, dtype="float32")
+            exact = ours(reference.model)
+            del reference
         theirs: list[float] = []
         theirs_s = 0.0
         if args.minicons:
@@ -223,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     where = f"{torch.get_num_threads()} threads" if args.device == "cpu" else args.device
     print(
         f"model: {name}; {n} sentences, {copies} masked copies; {args.dtype}, {where}, "
-        f"batch {size} copies"
+        f"{f'at most {size} copies and ' if size else ''}{budget} token positions per pass"
     )
     print(f"  {'':62s} {'sentences/s':>11s}  {'wall/forward':>12s}  {'outside forward':>15s}")
     for label, _, wall, forward in rows:
@@ -239,9 +252,17 @@ def main(argv: list[str] | None = None) -> int:
             continue
         worst = max(abs(a.total - b.total) for a, b in zip(after[0], scores, strict=True))
         print(f"  largest |after - {label.split(',')[0]}| statement score: {worst:.1e}")
+    if exact:
+        worst = max(abs(a.total - b.total) for a, b in zip(after[0], exact, strict=True))
+        print(f"  largest |{args.dtype} - float32| hf-mlm statement score: {worst:.1e}")
     if theirs:
+        print(f"hf-mlm / minicons: {theirs_s / after[1]:.2f}x sentences/s")
         worst = max(abs(a.total - b) for a, b in zip(after[0], theirs, strict=True))
         print(f"  largest |after - minicons| statement score: {worst:.1e}")
+        if exact:
+            worst = max(abs(a.total - b) for a, b in zip(exact, theirs, strict=True))
+            label = f"float32 hf-mlm - {args.dtype} minicons"
+            print(f"  largest |{label}| statement score: {worst:.1e}")
     return 0
 
 
