@@ -10,7 +10,7 @@ from conftest import assert_same_metrics, run_dp_eval
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema
-from wsc_tasks.harness import mlm
+from wsc_tasks.harness import mlm, mlm_scoring
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.masked import answer_spans
 from wsc_tasks.scoring.methods import ScoringError, Setup
@@ -227,3 +227,19 @@ def test_a_model_hf_mlm_does_not_serve_names_the_model_that_does(family, tmp_pat
         f"hf-mlm: {tmp_path} is a {family} model, not a masked LM; --model hf serves it "
         f"(wsc-tasks run --model hf --model_args pretrained={tmp_path})"
     )
+
+
+def test_bfloat16_scores_within_the_stated_tolerance_of_float32(tiny_roberta_dir, data_dir):
+    """bf16 weights move a statement score by at most ``BFLOAT16_TOLERANCE`` per scored token
+    from float32, because the log-softmax runs in float32 on the masked positions' logits; a
+    log-softmax in bf16 (8 significant bits: a step of 0.06 at a log-probability near 10) moves
+    it several times more."""
+    exact = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu")
+    half = mlm.MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", dtype="bfloat16")
+    problems = [p for s in catalog.load(TASK)[:6] for p in s.problems]
+    args = [(p.fill(i), answer_spans(p, i), "statement") for p in problems for i in (0, 1)]
+    ours = mlm.score_requests(half.model, half.tokenizer, args, None, "cpu")
+    reference = mlm.score_requests(exact.model, exact.tokenizer, args, None, "cpu")
+    worst = max(abs(x.total - y.total) / (x.n - 2) for x, y in zip(ours, reference, strict=True))
+    assert 0 < worst <= mlm_scoring.BFLOAT16_TOLERANCE
+    print(f"largest |bf16 - fp32| per token: {worst:.2e}")
