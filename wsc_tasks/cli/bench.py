@@ -179,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         help="padded token positions per pass (default %(default)s)")  # fmt: skip
     add("--layers", type=int, default=2, metavar="N", help="random model: layers (default 2)")
     add("--width", type=int, default=128, metavar="N", help="random model: width (default 128)")
+    add("--vocab", type=int, default=None, metavar="N",
+        help="random model: vocabulary (default the BPE's 2,000; RoBERTa's: 50265)")  # fmt: skip
     add("--no-loop", action="store_true", help="skip the one-copy-per-pass loop")
     add("--device", default="cpu", metavar="D", help="cpu (default), cuda, cuda:1, …")
     add("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
@@ -197,12 +199,15 @@ def main(argv: list[str] | None = None) -> int:
         folder = args.model
         if folder is None:
             folder = tmp
-            small_random_roberta(Path(tmp), [r[0] for r in requests], args.layers, args.width)
+            small_random_roberta(
+                Path(tmp), [r[0] for r in requests], args.layers, args.width, args.vocab
+            )
         lm = mlm.MaskedLM(
             pretrained=folder, device=args.device, batch_size=args.batch_size or "auto",
             max_batch_tokens=args.max_batch_tokens, dtype=args.dtype,
         )  # fmt: skip
         model, tok, device, size = lm.model, lm.tokenizer, lm.device, args.batch_size or None
+        model_vocab = model.config.vocab_size
         budget = args.max_batch_tokens
 
         def ours(model: Any = model) -> list[mlm.MaskedScore]:
@@ -231,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.minicons:
             theirs, theirs_s = _minicons(folder, requests, args.minicons, args.device, args.dtype)
     n = len(requests)
-    name = args.model or f"random RoBERTa, {args.layers} layers, width {args.width}"
+    name = args.model or (
+        f"random RoBERTa, {args.layers} layers, width {args.width}, vocabulary {model_vocab}"
+    )
     copies = sum(r.n - 2 for r in after[0])
     where = f"{torch.get_num_threads()} threads" if args.device == "cpu" else args.device
     print(

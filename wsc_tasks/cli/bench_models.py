@@ -22,8 +22,12 @@ def roberta_tokenizer(core: Any) -> Any:
     )  # fmt: skip
 
 
-def small_random_roberta(folder: Path, sentences: list[str], layers: int, width: int) -> None:
-    """A small random RoBERTa with a byte-level BPE trained on ``sentences``."""
+def small_random_roberta(
+    folder: Path, sentences: list[str], layers: int, width: int, vocab: int | None = None
+) -> None:
+    """A random RoBERTa with a byte-level BPE trained on ``sentences``; ``vocab``: the model's
+    vocabulary size (default the BPE's), e.g. RoBERTa's 50,265 so that the output layer costs
+    what the real one does (24 layers of width 1024 and that vocabulary: RoBERTa-large)."""
     from tokenizers import ByteLevelBPETokenizer
     from transformers import RobertaConfig, RobertaForMaskedLM
 
@@ -33,7 +37,7 @@ def small_random_roberta(folder: Path, sentences: list[str], layers: int, width:
     tokenizer = roberta_tokenizer(bpe._tokenizer)
     torch.manual_seed(0)
     config = RobertaConfig(
-        vocab_size=len(tokenizer), hidden_size=width, num_hidden_layers=layers,
+        vocab_size=max(vocab or 0, len(tokenizer)), hidden_size=width, num_hidden_layers=layers,
         num_attention_heads=max(width // 64, 1), intermediate_size=4 * width,
         max_position_embeddings=130, pad_token_id=1,
     )  # fmt: skip
