@@ -121,7 +121,7 @@ def instrument(timer: PhaseTimer) -> None:
             timer.wrap(cls, "build_all_requests", "request building")
         if "process_results" in vars(cls):
             timer.wrap(cls, "process_results", "result processing")
-    for name in ("_encode", "first_token_text"):
+    for name in ("_encode", "first_token_text", "offsets", "prime", "prime_offsets"):
         timer.wrap(tokens.TokenCounter, name, "tokenization")
     for name in ("tok_encode", "tok_batch_encode"):
         timer.wrap(HFLM, name, "tokenization")

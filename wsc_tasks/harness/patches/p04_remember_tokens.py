@@ -12,6 +12,7 @@ from wsc_tasks.harness.patches.base import (
     _replace,
     original,
 )
+from wsc_tasks.scoring.tokens import batch_encode
 
 
 # ``TemplateLM._encode_pair`` makes two tokenizer calls per request, one text at a time. An HF
@@ -41,9 +42,10 @@ def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
     bos = lm.tokenizer.decode(lm.prefix_token_id)
     plain = sorted(t for t in texts if (t, None) not in memo and not t.startswith(bos))
     if plain:
-        kwargs = _add_special_kwargs(None, lm.add_bos_token)
-        for text, ids in zip(plain, lm.tokenizer(plain, **kwargs)["input_ids"], strict=True):
-            memo[(text, None)] = list(ids)
+        flag = _add_special_kwargs(None, lm.add_bos_token).get("add_special_tokens")
+        encoded = batch_encode(lm.tokenizer, plain, flag)
+        if encoded is not None:  # else lm-eval encodes them one at a time, as without the memo
+            memo.update(((text, None), ids) for text, ids in zip(plain, encoded[0], strict=True))
 
 
 def _memo(lm: object) -> dict[tuple[str, bool | None], list[int]]:
