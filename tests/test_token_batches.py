@@ -68,7 +68,7 @@ def test_a_batch_call_that_differs_from_encode_is_not_trusted(caplog):
         def __len__(self):
             return 10
 
-    counter = TokenCounter(Odd())  # type: ignore[arg-type]
+    counter = TokenCounter(Odd())
     assert counter.prime(["abc", "de"]) == 0
     assert "encodes 'abc' differently" in caplog.text
     assert counter.encode("abc") == [3]
