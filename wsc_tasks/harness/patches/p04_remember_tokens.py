@@ -21,8 +21,9 @@ from wsc_tasks.scoring.tokens import batch_encode
 # upstream issue found; upstream, ``TemplateLM.loglikelihood`` could encode the pairs with one
 # ``tokenizer(list)`` call.
 def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
-    """Fill an HF causal model's text → tokens memo with one batched call for the texts that
-    ``TemplateLM._encode_pair`` will encode."""
+    """Fill an HF causal model's text → tokens memo with batched calls for the texts that
+    ``TemplateLM.loglikelihood`` will encode (``_encode_pair``'s, and an empty context's
+    continuation)."""
     from lm_eval.models.huggingface import HFLM
 
     if not isinstance(lm, HFLM) or getattr(lm, "backend", None) != "causal":
@@ -30,9 +31,11 @@ def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
     from lm_eval.models.utils import _add_special_kwargs
 
     texts: set[str] = set()
+    alone: set[str] = set()  # an empty context's continuation, encoded without special tokens
     for request in requests:
         context, continuation = request.args[:2]
         if not context:
+            alone.add(continuation)
             continue
         spaces = len(context) - len(context.rstrip())
         if spaces:
@@ -40,12 +43,15 @@ def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
         texts.update((context, context + continuation))
     memo = _memo(lm)
     bos = lm.tokenizer.decode(lm.prefix_token_id)
-    plain = sorted(t for t in texts if (t, None) not in memo and not t.startswith(bos))
-    if plain:
-        flag = _add_special_kwargs(None, lm.add_bos_token).get("add_special_tokens")
-        encoded = batch_encode(lm.tokenizer, plain, flag)
+    default = _add_special_kwargs(None, lm.add_bos_token).get("add_special_tokens")
+    for flag, key, chosen in (
+        (default, None, [t for t in texts if not t.startswith(bos)]),  # tok_encode's own rule
+        (False, False, list(alone)),
+    ):
+        todo = sorted(t for t in chosen if (t, key) not in memo)
+        encoded = batch_encode(lm.tokenizer, todo, flag)
         if encoded is not None:  # else lm-eval encodes them one at a time, as without the memo
-            memo.update(((text, None), ids) for text, ids in zip(plain, encoded[0], strict=True))
+            memo.update(((text, key), ids) for text, ids in zip(todo, encoded[0], strict=True))
 
 
 def _memo(lm: object) -> dict[tuple[str, bool | None], list[int]]:
