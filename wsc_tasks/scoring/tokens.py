@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
 from wsc_tasks.data.problems import Problem
@@ -174,7 +174,7 @@ class TokenCounter:
         head = self.encode(context)
         return head, whole[len(head) :]
 
-    @property
+    @cached_property  # asked for every request; transformers' attribute lookup is slow
     def prefix_token_id(self) -> int | None:
         """What lm-eval's HFLM puts before an empty context: BOS, else EOS."""
         bos = getattr(self.tokenizer, "bos_token_id", None)
