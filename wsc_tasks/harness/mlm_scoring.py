@@ -70,15 +70,6 @@ def plan_jobs(tokenizer: PreTrainedTokenizerBase, text: str, spans: Sequence[Spa
     return ids, answer, jobs
 
 
-# bf16 weights: the largest |bf16 - float32| of a statement score per scored token. The
-# log-softmax runs in float32 on the masked positions' logits, so what remains is the model's
-# bf16 arithmetic (measured on CPU: 3.9e-4 per token with the tests' tiny RoBERTa, checked in
-# tests/test_mlm.py; 1.2e-2 per sentence on 64 WSC266 sentences with bench-mlm's 2-layer,
-# width-128 random RoBERTa; ``bench-mlm --dtype bfloat16`` prints it for any model). A
-# log-softmax in bf16 (minicons' ``logits - logits.logsumexp``) adds its rounding, 8 significant
-# bits: 0.06 at a log-probability near 10, 0.18 on a sentence's sum in the same measurement.
-BFLOAT16_TOLERANCE = 0.01
-
 DEFAULT_MAX_BATCH_TOKENS = 8192  # padded token positions per forward pass (rows x length)
 
 
