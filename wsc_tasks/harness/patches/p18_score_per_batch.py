@@ -135,21 +135,22 @@ def _batched_loglikelihood_tokens(
     )
     res: list[tuple[float, bool]] = []
     placeholder = torch.zeros(1, 1, 1)  # get_cache's logits: only its bookkeeping is used here
+    max_length = lm.max_length  # a property that resolves the config: read once, not per request
     for chunk in re_ord.get_batched(n=batch_size, batch_fn=batch_fn):
         inputs = []
         for _, context_enc, continuation_enc in chunk:
             assert len(context_enc) > 0
             assert len(continuation_enc) > 0
-            assert len(continuation_enc) <= lm.max_length
+            assert len(continuation_enc) <= max_length
             total_length = len(context_enc) + len(continuation_enc)
-            if total_length > lm.max_length + 1:
+            if total_length > max_length + 1:
                 eval_logger.warning(
                     f"Combined length of context ({len(context_enc)}) and continuation "
                     f"({len(continuation_enc)}) exceeds model's maximum length "
-                    f"({lm.max_length}). Truncating {total_length - lm.max_length + 1} tokens "
+                    f"({max_length}). Truncating {total_length - max_length + 1} tokens "
                     "from the left."
                 )
-            inputs.append((context_enc + continuation_enc)[-(lm.max_length + 1) :][:-1])
+            inputs.append((context_enc + continuation_enc)[-(max_length + 1) :][:-1])
         width = max(map(len, inputs))
         padded = [ids + [0] * (width - len(ids)) for ids in inputs]  # lm-eval's right padding
         batched = torch.tensor(padded, dtype=torch.long).to(lm.device)
