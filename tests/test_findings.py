@@ -65,6 +65,14 @@ def test_detectable_effect_and_difference_test_by_hand():
     assert multiple.difference_p(0.6, 0.03, 0.5, 0.04) == pytest.approx(0.0455, abs=1e-4)  # z = 2
 
 
+def test_detectable_stored_z_is_scipys_to_the_last_bit():
+    from scipy import stats as scipy_stats
+
+    for (alpha, power), z in multiple._DETECTABLE_Z.items():
+        assert z == scipy_stats.norm.ppf(1 - alpha / 2) + scipy_stats.norm.ppf(power)
+    assert multiple.detectable(0.0375, 0.1) == pytest.approx((1.644854 + 0.841621) * 0.0375)
+
+
 def test_verdict_needs_the_two_sided_p_and_the_interval_on_its_side():
     assert findings.verdict(est(0.3, 0.26, 0.34, 0.25, p=0.049)) == findings.ABOVE
     assert findings.verdict(est(0.3, 0.26, 0.34, 0.25, p=0.05)) == findings.UNCLEAR

@@ -76,6 +76,30 @@ def test_summary_gives_what_the_samples_give(sweep: Path):
     assert again.notes() == first.notes()
 
 
+def test_summary_keeps_the_recomputed_figures_and_why_one_failed(sweep: Path, monkeypatch):
+    folder = sweep / "chance"
+    first = load_run(folder / "lm_eval", "chance")
+    kept = summaries.Summary(_summary(folder))
+    task = "wsc266"
+    figure = kept.computed(task, "acc")
+    assert figure is not None and figure[0] == "value"
+    assert figure[1] == pytest.approx(first.tasks[task].reported("acc"), abs=1e-9)
+    # a kept figure is used as it is, never recomputed (nor a kept failure)
+    for name in list(kept.tasks[task]["computed"]):
+        kept.remember(task, name, ["error", "kept failure"])
+    kept.save()
+    forms = runs.registry.by_name
+
+    def unrecomputable(name, first):
+        return None if forms(name, first) is None else lambda values: 1 / 0
+
+    monkeypatch.setattr(runs.registry, "by_name", unrecomputable)
+    again = load_run(folder / "lm_eval", "chance")
+    assert "acc: not recomputable from the samples (kept failure); no interval" in (
+        again.tasks[task].problems
+    )
+
+
 def test_leaderboard_from_summaries_and_caches_is_byte_identical(sweep: Path):
     from_samples = _board(sweep)  # each run read from its samples
     assert len(list(sweep.glob("*/wsc_leaderboard_wsc266_R200_s0.json"))) == 2

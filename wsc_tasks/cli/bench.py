@@ -50,7 +50,7 @@ from wsc_tasks.cli.bench_phases import (  # noqa: F401 - the phase accounting, u
 )
 from wsc_tasks.cli.run import run_lm_eval
 from wsc_tasks.data import catalog
-from wsc_tasks.harness import mlm
+from wsc_tasks.harness import mlm, mlm_scoring
 from wsc_tasks.scoring.masked import answer_spans
 
 
@@ -81,7 +81,7 @@ def per_copy_scores(
         positions = torch.tensor([p for w in wanted for p, _ in w])
         targets = torch.tensor([t for w in wanted for _, t in w])
         with torch.inference_mode():
-            logits = mlm._masked_logits(
+            logits = mlm_scoring._masked_logits(
                 model, ids.to(device), attention.to(device), rows, positions
             )
             picked = torch.log_softmax(logits.float(), dim=-1)
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     requests = [(p.fill(i), answer_spans(p, i), "statement") for p in problems for i in (0, 1)]
     requests = requests[: args.sentences]
     timer = PhaseTimer()
-    timer.wrap(mlm, "_masked_logits", "model forward")
+    timer.wrap(mlm_scoring, "_masked_logits", "model forward")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.model

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from wsc_tasks.harness import mlm
+from wsc_tasks.harness import mlm_scoring
 
 PHASES = ("task building", "request building", "tokenization", "model forward",
           "result processing", "aggregation", "printing")  # fmt: skip
@@ -121,7 +121,7 @@ def instrument(timer: PhaseTimer) -> None:
             timer.wrap(cls, "build_all_requests", "request building")
         if "process_results" in vars(cls):
             timer.wrap(cls, "process_results", "result processing")
-    for name in ("_encode", "first_token_text"):
+    for name in ("_encode", "first_token_text", "offsets", "prime", "prime_offsets"):
         timer.wrap(tokens.TokenCounter, name, "tokenization")
     for name in ("tok_encode", "tok_batch_encode"):
         timer.wrap(HFLM, name, "tokenization")
@@ -129,11 +129,11 @@ def instrument(timer: PhaseTimer) -> None:
     timer.wrap(sender, "_encode_in_one_batch", "tokenization")  # by the name its caller uses
     timer.wrap(HFLM, "_model_call", "model forward")
     timer.wrap(chance.ChanceLM, "loglikelihood", "model forward")
-    timer.wrap(mlm, "_masked_logits", "model forward")
+    timer.wrap(mlm_scoring, "_masked_logits", "model forward")
     timer.wrap(evaluator, "_process_results", "aggregation")
     timer.wrap(lm_utils, "make_table", "printing")
     _count_requests(timer, sender)
-    _count_tokens(timer, HFLM, mlm)
+    _count_tokens(timer, HFLM, mlm_scoring)
 
 
 def _count_requests(timer: PhaseTimer, fixes: Any) -> None:

@@ -96,7 +96,7 @@ class MaskedLM(LM):
         if self.tokenizer.mask_token_id is None:
             raise ValueError(f"hf-mlm: {pretrained} has no mask token: not a masked LM")
         self.model = AutoModelForMaskedLM.from_pretrained(
-            pretrained, torch_dtype=getattr(torch, dtype), **options
+            pretrained, dtype=getattr(torch, dtype), **options
         ).to(self._device)
         self.model.eval()
         # --batch_size N: at most N masked copies per pass; auto: as many as the token budget

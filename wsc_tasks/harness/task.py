@@ -36,7 +36,7 @@ from wsc_tasks.metrics import associativity, registry
 from wsc_tasks.metrics.accuracy import SchemaOutcome, outcome, restrict
 from wsc_tasks.metrics.consistency import pair_outcome
 from wsc_tasks.metrics.registry import ACC, BLANK_AT_END, EQUAL_LEN, SCHEMA_ACC, Key, TaskKind, bind
-from wsc_tasks.scoring import families
+from wsc_tasks.scoring import causal, families
 from wsc_tasks.scoring.causal import shifted_splits
 from wsc_tasks.scoring.families import ModelFacts
 from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setup
@@ -179,6 +179,12 @@ class SchemaTask(RequestTask):
         return [Schema.from_doc(doc)]
 
     def doc_requests(self, doc: dict) -> list[Request]:
+        if self.setup.tokens is not None and not self.__dict__.get("_primed"):
+            self._primed = True  # every text the task will count, encoded in batch calls
+            causal.prime(
+                self.setup.tokens,
+                (p for d in self.documents() for s in self.schemas(d) for p in s.problems),
+            )
         problems = [p for schema in self.schemas(doc) for p in schema.problems]
         return [request for problem in problems for request in self._problem_requests(problem)]
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from wsc_tasks.metrics import ratios, registry
 from wsc_tasks.metrics.accuracy import SchemaOutcome
@@ -39,6 +38,8 @@ CONFIDENCE = 0.95
 # -- binomial statistics (§3.8.1) ----------------------------------------------------------------
 def wald_interval(accuracy: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """a ± z·sqrt(a(1 − a)/n) (eq. 3.94): valid only for independent problems (or schemas)."""
+    from scipy import stats as scipy_stats  # here: scipy costs ~1 s to import
+
     z = scipy_stats.norm.ppf(0.5 + confidence / 2)
     half = z * math.sqrt(accuracy * (1 - accuracy) / n)
     return accuracy - half, accuracy + half
@@ -48,6 +49,8 @@ def chi_square_test(successes: int, n: int, chance: float = 0.5) -> tuple[float,
     """(t, p): the χ² goodness-of-fit statistic of eq. 3.95 against accuracy ``chance``, 1 dof."""
     observed = [successes, n - successes]
     expected = [chance * n, (1 - chance) * n]
+    from scipy import stats as scipy_stats  # here: scipy costs ~1 s to import
+
     result = scipy_stats.chisquare(observed, expected)
     return float(result.statistic), float(result.pvalue)
 

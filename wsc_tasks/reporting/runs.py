@@ -247,12 +247,23 @@ def read_task(
         found = registry.by_name(name, column[0]) if column else None
         if found is None:
             continue
-        try:
-            value = found(run.values[name])
-        except (ValueError, KeyError, TypeError) as error:
-            run.problems.append(f"{name}: not recomputable from the samples ({error}); no interval")
+        outcome = summary.computed(task, name) if summary is not None else None
+        if outcome is None:  # recomputed once per samples file: the summary keeps it
+            try:
+                figure = found(run.values[name])
+                # a NumPy float as the float a summary gives back, whichever path read it
+                outcome = ["value", float(figure) if isinstance(figure, float) else figure]
+            except (ValueError, KeyError, TypeError) as error:
+                outcome = ["error", str(error)]
+            if summary is not None:
+                summary.remember(task, name, outcome)
+        if outcome[0] == "error":
+            run.problems.append(
+                f"{name}: not recomputable from the samples ({outcome[1]}); no interval"
+            )
             log.warning(f"wsc_tasks: {task}: {run.problems[-1]}")
             continue
+        value = outcome[1]
         if registry.column(name) not in run.row:  # logged, not aggregated (metrics: headline)
             run.row[registry.column(name)] = value
             run.forms[name] = found

@@ -5,7 +5,9 @@ and the per-document metric values; the tables and the bootstrap need only the d
 values. The first read of a results file's samples writes them to ``wsc_summary_<stamp>.parquet``
 beside it: one row per (task, column), the column being the documents or one metric, its values
 as one JSON list, in document order. The file's metadata records what it was computed from: each
-samples file's name, size and modification time, the package's version and this format's number.
+samples file's name, size and modification time, the package's version and this format's number;
+and, per task, each metric's figure recomputed from its values (or why it could not be), so that
+a read checks lm-eval's figures without recomputing them (``computed``/``remember``).
 A task whose samples file changed (or is new) is read again from its samples and the file
 rewritten; a summary that cannot be read to its end (truncated, corrupt, foreign) is rebuilt,
 never trusted. A folder that cannot be written to is read from its samples every time.
@@ -23,7 +25,7 @@ from typing import Any
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-FORMAT = 1  # bumped when what a summary holds, or how the samples are read into it, changes
+FORMAT = 2  # bumped when what a summary holds, or how the samples are read into it, changes
 PREFIX = "wsc_summary_"
 DOCS = "__docs__"  # the column of the documents themselves
 KEY = b"wsc_tasks_summary"  # the Parquet metadata entry holding the key
@@ -68,9 +70,11 @@ class Summary:
                 log.info(f"wsc_tasks: {self.path.name}: made by another version; rebuilt")
                 self.changed = True
                 return
-            keys = meta["tasks"]
+            keys, computed = meta["tasks"], meta["computed"]
             tasks, columns, data = (table.column(n).to_pylist() for n in ("task", "column", "data"))
-            found: dict[str, dict[str, Any]] = {t: {"key": keys[t], "columns": {}} for t in keys}
+            found: dict[str, dict[str, Any]] = {
+                t: {"key": keys[t], "columns": {}, "computed": dict(computed[t])} for t in keys
+            }
             for task, column, text in zip(tasks, columns, data, strict=True):
                 found[task]["columns"][column] = json.loads(text)
         except Exception as error:  # truncated, corrupt or foreign: rebuilt, never trusted
@@ -91,9 +95,20 @@ class Summary:
         rows = reader(samples)
         docs = [r["doc"] for r in rows]
         values = {name: [r[name] for r in rows] for name in (rows[0]["metrics"] if rows else [])}
-        self.tasks[task] = {"key": key, "columns": {DOCS: docs, **values}}
+        self.tasks[task] = {"key": key, "columns": {DOCS: docs, **values}, "computed": {}}
         self.changed = True
         return docs, values
+
+    def computed(self, task: str, name: str) -> list[Any] | None:
+        """``["value", figure]`` or ``["error", why]``: metric ``name`` of ``task`` recomputed
+        from the values ``read`` gave, as ``remember`` kept it; None when not kept."""
+        found = self.tasks.get(task)
+        return None if found is None else found["computed"].get(name)
+
+    def remember(self, task: str, name: str, outcome: list[Any]) -> None:
+        """Keep what recomputing metric ``name`` of ``task`` gave (see ``computed``)."""
+        self.tasks[task]["computed"][name] = outcome
+        self.changed = True
 
     def keep_only(self, tasks: set[str]) -> None:
         """Drop tasks that were not read this time (set aside, or no longer in the results)."""
@@ -119,6 +134,7 @@ class Summary:
             "format": FORMAT,
             "version": package_version(),
             "tasks": {t: found["key"] for t, found in self.tasks.items()},
+            "computed": {t: found["computed"] for t, found in self.tasks.items()},
         }
         table = pa.table({"task": names, "column": columns, "data": data})
         table = table.replace_schema_metadata({KEY: json.dumps(meta).encode()})

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -106,9 +106,7 @@ def token_split(tokens: TokenCounter, text: str) -> tuple[Request | None, int, S
     counts it). (None, n, None) when no k < n works: the prior covers the whole text.
     """
     ids = tokens.encode(text, False)
-    offsets = tokens.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)[
-        "offset_mapping"
-    ]
+    offsets = tokens.offsets(text)
     for k in range(1, len(ids)):
         for cut in dict.fromkeys((offsets[k - 1][1], offsets[k][0])):  # end of σk first
             head = text[:cut]
@@ -231,6 +229,47 @@ def pieces(problem: Problem, option: int, setup: Setup) -> Pieces:
         intended=tuple(intended),
         shifted=shifted,
     )
+
+
+def prime(tokens: TokenCounter, problems: Iterable[Problem]) -> int:
+    """Encode in a few batch calls every text that ``pieces`` and the token facts of
+    ``problems`` will count, so that they find it cached; returns how many texts it encoded.
+
+    Three rounds, as the texts depend on earlier encodings: the sentences, answers and
+    partial-scoring texts with the character offsets of the sentences and answers; then the
+    heads of their first-token splits (``token_split``), both with and without the
+    tokenizer's special tokens. Whatever is missed (a split after more than one token) is
+    encoded one text at a time, as before: priming never changes a count."""
+    if not tokens.batched:
+        return 0
+    plain: list[str] = []  # encoded without special tokens
+    default: list[str] = []  # encoded as the model reads them (lm-eval's request encoding)
+    split: list[str] = []  # texts split after their first token(s)
+    for problem in problems:
+        for option in range(len(problem.options)):
+            sentence = problem.fill(option)
+            after = problem.segments[-1]
+            head = sentence[: len(sentence) - len(after)]
+            plain.append(sentence)
+            split.append(sentence)
+            if after.strip():
+                context, continuation = partial_request(problem, option)[1]
+                default += [context.rstrip(), context + continuation]
+                plain += [context.rstrip(), context + continuation]
+            default += [head.rstrip(), sentence]  # tokens after the blank (``tokens_after_blank``)
+            for filler, before in zip(problem.options[option], problem.segments, strict=False):
+                answer = (" " if before.endswith(" ") else "") + filler
+                plain.append(answer)
+                split.append(answer)
+                default += [before.rstrip(), before + filler]  # ``answer_lengths``
+    done = tokens.prime_offsets(split) + tokens.prime(plain, False) + tokens.prime(default)
+    heads = []
+    for text in split:
+        offsets = tokens.offsets(text)  # known: ``prime_offsets`` above
+        for k in (1, 2):
+            if len(offsets) > k:
+                heads += [text[: offsets[k - 1][1]].rstrip(), text[: offsets[k][0]].rstrip()]
+    return done + tokens.prime([h for h in heads if h] + split)
 
 
 def n_shifted_splits(items: Sequence[int]) -> int:

@@ -9,13 +9,18 @@ log-probabilities, so the tasks count tokens themselves with the model's own tok
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping, Sequence
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
 from wsc_tasks.data.problems import Problem
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+Offsets = tuple[tuple[int, int], ...]
 
 
 class RequestMismatch(ValueError):
@@ -31,9 +36,58 @@ class Tokenizer(Protocol):
 
     def encode(self, text: str, *, add_special_tokens: bool = ...) -> list[int]: ...
 
-    def __call__(
-        self, text: str, *, add_special_tokens: bool, return_offsets_mapping: bool
-    ) -> Mapping[str, Sequence[Sequence[int]]]: ...
+    def __call__(  # one text, or a batch of texts (lists in the answer's values)
+        self,
+        text: str | list[str],
+        *,
+        add_special_tokens: bool = ...,
+        return_offsets_mapping: bool = ...,
+    ) -> Mapping[str, Any]: ...
+
+
+def batch_encode(
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    add_special_tokens: bool | None = None,
+    offsets: bool = False,
+) -> tuple[list[list[int]], list[Offsets]] | None:
+    """Each text's ids exactly as ``tokenizer.encode`` gives them (and, with ``offsets``, its
+    tokens' character offsets), from one batch call of a fast tokenizer's Rust backend; None for
+    a tokenizer that cannot vouch for that (slow, or its batch differs from ``encode`` on any
+    of up to 16 texts spread over the batch).
+
+    transformers' own batch call runs the same backend call and then converts every encoding
+    to Python one at a time (over half its cost); the backend is used directly only while it
+    neither pads nor truncates, as transformers' call would then also do."""
+    if not texts or not getattr(tokenizer, "is_fast", False):
+        return None
+    kwargs = {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    spans: list[Offsets] = []
+    if backend is not None and backend.padding is None and backend.truncation is None:
+        flag = True if add_special_tokens is None else add_special_tokens  # encode()'s default
+        fast = getattr(backend, "encode_batch_fast", None)
+        if offsets or fast is None:
+            encodings = backend.encode_batch(list(texts), add_special_tokens=flag)
+            spans = [tuple(e.offsets) for e in encodings] if offsets else []
+        else:
+            encodings = fast(list(texts), add_special_tokens=flag)
+        ids = [e.ids for e in encodings]
+    else:
+        answer = tokenizer(list(texts), **kwargs, return_offsets_mapping=offsets)
+        ids = [list(i) for i in answer["input_ids"]]
+        if offsets:
+            spans = [tuple((int(a), int(b)) for a, b in o) for o in answer["offset_mapping"]]
+    step = max(len(texts) // 16, 1)
+    for i in range(0, len(texts), step):
+        if ids[i] != list(tokenizer.encode(texts[i], **kwargs)):
+            log.warning(
+                "wsc_tasks: this tokenizer's batch call encodes %r differently from its encode(); "
+                "encoding one text at a time",
+                texts[i],
+            )
+            return None
+    return ids, spans
 
 
 # hashed by identity: one counter per tokenizer and encoding rule, a key of scoring caches; frozen,
@@ -46,6 +100,56 @@ class TokenCounter:
     add_special_tokens: bool | None = None  # None: the tokenizer's default, as lm-eval's HFLM
     seq2seq: bool = False  # lm-eval encodes an encoder–decoder's context on its own
     _cache: dict[tuple[str, bool | None], tuple[int, ...]] = field(default_factory=dict, repr=False)
+    _offsets: dict[str, Offsets] = field(default_factory=dict, repr=False)
+    # [texts encoded in batches, tokenizer calls for one text]: what ``prime`` saved, for the logs
+    calls: list[int] = field(default_factory=lambda: [0, 0], repr=False)
+
+    @property
+    def batched(self) -> bool:
+        """Whether ``prime`` can encode in batch calls (a fast, Rust-backed tokenizer)."""
+        return bool(getattr(self.tokenizer, "is_fast", False))
+
+    def prime(self, texts: Iterable[str], add_special_tokens: bool | None = None) -> int:
+        """Encode the texts not yet cached in one batch call of the tokenizer, so that the
+        counting that follows finds them cached; returns how many it encoded.
+
+        A fast tokenizer encodes a batch in Rust, in parallel, without the per-call Python of
+        ``encode`` (measured with GPT-2's: 21 µs a text through the backend against 108 for
+        ``encode``); see ``batch_encode`` for when the batch is trusted."""
+        flag = self.add_special_tokens if add_special_tokens is None else add_special_tokens
+        todo = list(dict.fromkeys(t for t in texts if (t, flag) not in self._cache))
+        if not todo or not self.batched:
+            return 0
+        encoded = batch_encode(self.tokenizer, todo, flag)
+        if encoded is None:
+            return 0
+        for text, ids in zip(todo, encoded[0], strict=True):
+            self._cache[(text, flag)] = tuple(ids)
+        self.calls[0] += len(todo)
+        return len(todo)
+
+    def prime_offsets(self, texts: Iterable[str]) -> int:
+        """Character offsets (and ids without special tokens) of the texts not yet known, in one
+        batch call of a fast tokenizer; returns how many it encoded."""
+        todo = list(dict.fromkeys(t for t in texts if t and t not in self._offsets))
+        if not todo or not self.batched:
+            return 0
+        encoded = batch_encode(self.tokenizer, todo, False, offsets=True)
+        if encoded is None:
+            return 0
+        for text, ids, offsets in zip(todo, *encoded, strict=True):
+            self._offsets[text] = offsets
+            self._cache.setdefault((text, False), tuple(ids))
+        self.calls[0] += len(todo)
+        return len(todo)
+
+    def offsets(self, text: str) -> Offsets:
+        """(start, end) character offsets of ``text``'s tokens, without special tokens."""
+        if text not in self._offsets:
+            self.calls[1] += 1
+            encoding = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+            self._offsets[text] = tuple((int(a), int(b)) for a, b in encoding["offset_mapping"])
+        return self._offsets[text]
 
     def encode(self, text: str, add_special_tokens: bool | None = None) -> list[int]:
         flag = self.add_special_tokens if add_special_tokens is None else add_special_tokens
@@ -55,6 +159,7 @@ class TokenCounter:
         key = (text, flag)
         if key not in self._cache:
             kwargs = {} if flag is None else {"add_special_tokens": flag}
+            self.calls[1] += 1
             self._cache[key] = tuple(self.tokenizer.encode(text, **kwargs))
         return self._cache[key]
 
@@ -69,7 +174,7 @@ class TokenCounter:
         head = self.encode(context)
         return head, whole[len(head) :]
 
-    @property
+    @cached_property  # asked for every request; transformers' attribute lookup is slow
     def prefix_token_id(self) -> int | None:
         """What lm-eval's HFLM puts before an empty context: BOS, else EOS."""
         bos = getattr(self.tokenizer, "bos_token_id", None)
@@ -115,8 +220,7 @@ class TokenCounter:
 
     def first_token_text(self, text: str) -> str:
         """The prefix of ``text`` that its first token covers (for all-but-first scoring)."""
-        encoding = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        offsets = encoding["offset_mapping"]
+        offsets = self.offsets(text)
         if not offsets:
             raise ValueError(f"empty text has no first token: {text!r}")
         return text[: offsets[0][1]]

@@ -12,6 +12,7 @@ from wsc_tasks.harness.patches.base import (
     _replace,
     original,
 )
+from wsc_tasks.scoring.tokens import batch_encode
 
 
 # ``TemplateLM._encode_pair`` makes two tokenizer calls per request, one text at a time. An HF
@@ -20,8 +21,9 @@ from wsc_tasks.harness.patches.base import (
 # upstream issue found; upstream, ``TemplateLM.loglikelihood`` could encode the pairs with one
 # ``tokenizer(list)`` call.
 def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
-    """Fill an HF causal model's text → tokens memo with one batched call for the texts that
-    ``TemplateLM._encode_pair`` will encode."""
+    """Fill an HF causal model's text → tokens memo with batched calls for the texts that
+    ``TemplateLM.loglikelihood`` will encode (``_encode_pair``'s, and an empty context's
+    continuation)."""
     from lm_eval.models.huggingface import HFLM
 
     if not isinstance(lm, HFLM) or getattr(lm, "backend", None) != "causal":
@@ -29,9 +31,11 @@ def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
     from lm_eval.models.utils import _add_special_kwargs
 
     texts: set[str] = set()
+    alone: set[str] = set()  # an empty context's continuation, encoded without special tokens
     for request in requests:
         context, continuation = request.args[:2]
         if not context:
+            alone.add(continuation)
             continue
         spaces = len(context) - len(context.rstrip())
         if spaces:
@@ -39,11 +43,15 @@ def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
         texts.update((context, context + continuation))
     memo = _memo(lm)
     bos = lm.tokenizer.decode(lm.prefix_token_id)
-    plain = sorted(t for t in texts if (t, None) not in memo and not t.startswith(bos))
-    if plain:
-        kwargs = _add_special_kwargs(None, lm.add_bos_token)
-        for text, ids in zip(plain, lm.tokenizer(plain, **kwargs)["input_ids"], strict=True):
-            memo[(text, None)] = list(ids)
+    default = _add_special_kwargs(None, lm.add_bos_token).get("add_special_tokens")
+    for flag, key, chosen in (
+        (default, None, [t for t in texts if not t.startswith(bos)]),  # tok_encode's own rule
+        (False, False, list(alone)),
+    ):
+        todo = sorted(t for t in chosen if (t, key) not in memo)
+        encoded = batch_encode(lm.tokenizer, todo, flag)
+        if encoded is not None:  # else lm-eval encodes them one at a time, as without the memo
+            memo.update(((text, key), ids) for text, ids in zip(todo, encoded[0], strict=True))
 
 
 def _memo(lm: object) -> dict[tuple[str, bool | None], list[int]]:

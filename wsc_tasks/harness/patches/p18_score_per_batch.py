@@ -135,7 +135,7 @@ def _batched_loglikelihood_tokens(
     )
     res: list[tuple[float, bool]] = []
     placeholder = torch.zeros(1, 1, 1)  # get_cache's logits: only its bookkeeping is used here
-    max_length = lm.max_length  # a property that resolves the config: read once, not per request
+    max_length = lm.max_length  # a property that reads the model's config: once, not per request
     for chunk in re_ord.get_batched(n=batch_size, batch_fn=batch_fn):
         inputs = []
         for _, context_enc, continuation_enc in chunk:
