@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -44,6 +45,20 @@ log = logging.getLogger(f"lm_eval.{__name__}")
 
 PER_METHOD = (ACC, SCHEMA_ACC)  # reported per scoring method, ``Key(<record>, method=…)``
 BASE_METRICS = tuple(Key(m.name) for m in registry.select(value=registry.OUTCOME, reported=True))
+
+
+@dataclass(frozen=True)
+class _ValueNames:
+    """The metric names a schema task's ``process_results`` fills, per group of values."""
+
+    base: tuple[str, ...]
+    equal_len: tuple[str, ...]
+    share_equal_len: str
+    share_blank_at_end: str
+    per_method: dict[str, tuple[str, ...]]
+    per_pair: tuple[tuple[str, str, tuple[str, ...]], ...]
+
+
 # the headline method on the problems with equal-length answers, and the token facts' shares
 TOKEN_METRICS = (
     *(Key(record, subset=EQUAL_LEN) for record in (ACC, SCHEMA_ACC, "share")),
@@ -221,25 +236,53 @@ class SchemaTask(RequestTask):
 
     def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
         [(schema, by_method)] = self.document_outcomes(doc, results)
+        names = self._value_names()
         headline = by_method[self.methods[0].name]
-        values: dict[str, Any] = {key.name: headline for key in BASE_METRICS}
+        values: dict[str, Any] = dict.fromkeys(names.base, headline)
         if self.setup.tokens is not None:
             equal, at_end = self._token_facts(schema)
-            equal_outcome = restrict(headline, equal)
-            for name in (ACC, SCHEMA_ACC):
-                values[Key(name, subset=EQUAL_LEN).name] = equal_outcome
-            values[Key("share", subset=EQUAL_LEN).name] = outcome(equal, [])
-            values[Key("share", subset=BLANK_AT_END).name] = outcome(at_end, [])
+            values.update(dict.fromkeys(names.equal_len, restrict(headline, equal)))
+            values[names.share_equal_len] = outcome(equal, [])
+            values[names.share_blank_at_end] = outcome(at_end, [])
         if self._counts_splits:
             values["n_shifted_splits"] = sum(shifted_splits(p, self.setup) for p in schema.problems)
         for method_name, value in by_method.items():
-            for metric in PER_METHOD:
-                values[Key(metric, method=method_name).name] = value
-        for first, second in self.method_pairs:
-            pair = pair_outcome(by_method[first], by_method[second])
-            for record in registry.select(value=registry.PAIR, kind="consistency"):
-                values[Key(record.name, pair=(first, second)).name] = pair
+            values.update(dict.fromkeys(names.per_method[method_name], value))
+        for first, second, pair_names in names.per_pair:
+            values.update(
+                dict.fromkeys(pair_names, pair_outcome(by_method[first], by_method[second]))
+            )
         return values
+
+    def _value_names(self) -> _ValueNames:
+        """The metric names ``process_results`` fills, built once per plan (the plan changes
+        when the task meets its model): naming them per document took a registry scan and
+        some 40 ``Key`` names for each of the tens of thousands of documents of a run."""
+        plan = (tuple(m.name for m in self.methods), tuple(self.method_pairs))
+        cached = self.__dict__.get("_value_names_of")
+        if cached is None or cached[0] != plan:
+            consistency = registry.select(value=registry.PAIR, kind="consistency")
+            names = _ValueNames(
+                base=tuple(key.name for key in BASE_METRICS),
+                equal_len=tuple(Key(n, subset=EQUAL_LEN).name for n in (ACC, SCHEMA_ACC)),
+                share_equal_len=Key("share", subset=EQUAL_LEN).name,
+                share_blank_at_end=Key("share", subset=BLANK_AT_END).name,
+                per_method={
+                    m.name: tuple(Key(metric, method=m.name).name for metric in PER_METHOD)
+                    for m in self.methods
+                },
+                per_pair=tuple(
+                    (
+                        first,
+                        second,
+                        tuple(Key(r.name, pair=(first, second)).name for r in consistency),
+                    )
+                    for first, second in self.method_pairs
+                ),
+            )
+            cached = (plan, names)
+            self.__dict__["_value_names_of"] = cached
+        return cached[1]
 
     def all_aggregations(self) -> dict[str, Any]:
         """Every metric ``process_results`` gives a per-document value for."""
