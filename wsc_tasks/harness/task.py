@@ -138,7 +138,8 @@ class SchemaTask(RequestTask):
 
     def _settle(self, facts: ModelFacts) -> None:
         """The plan for the model lm-eval hands the task (``conventions``)."""
-        self.__dict__.pop("_requests_of", None)
+        for derived in ("_requests_of", "_value_names", "_primed"):  # of the plan it replaces
+            self.__dict__.pop(derived, None)
         self.setup, self.methods = self._plan(facts)
         if self.setup.tokens is None and not self.family_record.model_counts_tokens:
             notes.add(
@@ -236,7 +237,7 @@ class SchemaTask(RequestTask):
 
     def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
         [(schema, by_method)] = self.document_outcomes(doc, results)
-        names = self._value_names()
+        names = self._value_names
         headline = by_method[self.methods[0].name]
         values: dict[str, Any] = dict.fromkeys(names.base, headline)
         if self.setup.tokens is not None:
@@ -254,35 +255,26 @@ class SchemaTask(RequestTask):
             )
         return values
 
+    @cached_property
     def _value_names(self) -> _ValueNames:
-        """The metric names ``process_results`` fills, built once per plan (the plan changes
-        when the task meets its model): naming them per document took a registry scan and
-        some 40 ``Key`` names for each of the tens of thousands of documents of a run."""
-        plan = (tuple(m.name for m in self.methods), tuple(self.method_pairs))
-        cached = self.__dict__.get("_value_names_of")
-        if cached is None or cached[0] != plan:
-            consistency = registry.select(value=registry.PAIR, kind="consistency")
-            names = _ValueNames(
-                base=tuple(key.name for key in BASE_METRICS),
-                equal_len=tuple(Key(n, subset=EQUAL_LEN).name for n in (ACC, SCHEMA_ACC)),
-                share_equal_len=Key("share", subset=EQUAL_LEN).name,
-                share_blank_at_end=Key("share", subset=BLANK_AT_END).name,
-                per_method={
-                    m.name: tuple(Key(metric, method=m.name).name for metric in PER_METHOD)
-                    for m in self.methods
-                },
-                per_pair=tuple(
-                    (
-                        first,
-                        second,
-                        tuple(Key(r.name, pair=(first, second)).name for r in consistency),
-                    )
-                    for first, second in self.method_pairs
-                ),
-            )
-            cached = (plan, names)
-            self.__dict__["_value_names_of"] = cached
-        return cached[1]
+        """The metric names ``process_results`` fills, built once per plan (``_settle`` drops
+        them with the plan): naming them per document took a registry scan and some 40 ``Key``
+        names for each of the tens of thousands of documents of a run."""
+        consistency = registry.select(value=registry.PAIR, kind="consistency")
+        return _ValueNames(
+            base=tuple(key.name for key in BASE_METRICS),
+            equal_len=tuple(Key(n, subset=EQUAL_LEN).name for n in (ACC, SCHEMA_ACC)),
+            share_equal_len=Key("share", subset=EQUAL_LEN).name,
+            share_blank_at_end=Key("share", subset=BLANK_AT_END).name,
+            per_method={
+                m.name: tuple(Key(metric, method=m.name).name for metric in PER_METHOD)
+                for m in self.methods
+            },
+            per_pair=tuple(
+                (first, second, tuple(Key(r.name, pair=(first, second)).name for r in consistency))
+                for first, second in self.method_pairs
+            ),
+        )
 
     def all_aggregations(self) -> dict[str, Any]:
         """Every metric ``process_results`` gives a per-document value for."""

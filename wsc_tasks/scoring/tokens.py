@@ -101,7 +101,7 @@ class TokenCounter:
     seq2seq: bool = False  # lm-eval encodes an encoder–decoder's context on its own
     _cache: dict[tuple[str, bool | None], tuple[int, ...]] = field(default_factory=dict, repr=False)
     _offsets: dict[str, Offsets] = field(default_factory=dict, repr=False)
-    # [texts encoded in batches, tokenizer calls for one text]: what ``prime`` saved, for the logs
+    # [texts encoded in batches, tokenizer calls for one text]: what ``prime`` saved (the tests)
     calls: list[int] = field(default_factory=lambda: [0, 0], repr=False)
 
     @property
@@ -118,8 +118,6 @@ class TokenCounter:
         ``encode``); see ``batch_encode`` for when the batch is trusted."""
         flag = self.add_special_tokens if add_special_tokens is None else add_special_tokens
         todo = list(dict.fromkeys(t for t in texts if (t, flag) not in self._cache))
-        if not todo or not self.batched:
-            return 0
         encoded = batch_encode(self.tokenizer, todo, flag)
         if encoded is None:
             return 0
@@ -132,8 +130,6 @@ class TokenCounter:
         """Character offsets (and ids without special tokens) of the texts not yet known, in one
         batch call of a fast tokenizer; returns how many it encoded."""
         todo = list(dict.fromkeys(t for t in texts if t and t not in self._offsets))
-        if not todo or not self.batched:
-            return 0
         encoded = batch_encode(self.tokenizer, todo, False, offsets=True)
         if encoded is None:
             return 0
