@@ -76,6 +76,23 @@ def test_summary_gives_what_the_samples_give(sweep: Path):
     assert again.notes() == first.notes()
 
 
+def test_summary_keeps_each_distinct_value_once_and_shares_it(sweep: Path):
+    import pyarrow.parquet as pq
+
+    first = {name: load_run(sweep / name / "lm_eval", name) for name in MODELS}  # writes them
+    again = {name: load_run(sweep / name / "lm_eval", name) for name in MODELS}
+    task = "wsc266"
+    docs = [run.tasks[task].docs for run in again.values()]
+    assert docs[0] == first[MODELS[0]].tasks[task].docs
+    assert all(a is b for a, b in zip(docs[0], docs[1], strict=True))  # one object per text
+    values = again["chance"].tasks[task].values
+    total = sum(len(column) for run in again.values() for t in run.tasks.values()
+                for column in t.values.values())  # fmt: skip
+    rows = pq.ParquetFile(_summary(sweep / "chance")).metadata.num_rows
+    assert rows < total / 4  # a document's metrics repeat a few outcomes
+    assert values["acc"][0] is values["schema_acc"][0]
+
+
 def test_summary_keeps_the_recomputed_figures_and_why_one_failed(sweep: Path, monkeypatch):
     folder = sweep / "chance"
     first = load_run(folder / "lm_eval", "chance")

@@ -7,8 +7,9 @@ import oracles
 import pytest
 
 from wsc_tasks.data.knowledge import CATEGORIES
-from wsc_tasks.metrics import registry, stats
+from wsc_tasks.metrics import accuracy, ratios, registry, stats
 from wsc_tasks.metrics.winowhy import make_aggregations
+from wsc_tasks.reporting.estimates import Estimates
 
 
 def _loop(values, metric, indexes):
@@ -84,3 +85,68 @@ def test_associativity_replicates_equal_the_loop(seed):
         assert np.isnan(metric(items)) == np.isnan(expected(items)), name
         fast = stats.replicates(items, metric, indexes)
         assert _same(fast, _loop(items, expected, indexes)), name
+
+
+# -- shared resamples (``stats.Resamples``): the report's bootstraps in few matrix products -------
+def _gathered(values, ratio, indexes) -> np.ndarray:
+    """A ratio's replicates as drawn: each resample's parts summed in the order drawn."""
+    num, den = (np.array([ratio.parts(v)[k] for v in values], dtype=float) for k in (0, 1))
+    totals = den[indexes].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(totals > 0, num[indexes].sum(axis=1) / totals, np.nan)
+
+
+def _weighted(scale: float):
+    """A ratio of whole (``scale`` 1e6: float64 product) or fractional parts (gathered)."""
+    return ratios.Ratio(f"weighted_{scale}", lambda v: (v["correct"][0] * scale, scale))
+
+
+@pytest.mark.parametrize("ratio", [ratios.PROBLEM_ACCURACY, ratios.SCHEMA_ACCURACY,
+                                   _weighted(1e6), _weighted(0.1)])  # fmt: skip
+def test_shared_resamples_give_the_floats_of_the_draws(ratio):
+    rng = np.random.default_rng(5)
+    values = [accuracy.outcome(rng.random(2) < 0.6, [[0, 1]]) for _ in range(37)]
+    others = [accuracy.outcome(rng.random(2) < 0.4, [[0, 1]]) for _ in range(37)]
+    shared = stats.Resamples(len(values), 500, seed=3)
+    alone = stats.replicates(values, ratio, shared)  # asked before any product: gathered
+    shared.prefetch([(values, ratio), (others, ratio)])  # then one product for both lists
+    expected = _gathered(values, ratio, stats.resample_indexes(len(values), 500, seed=3))
+    assert _same(alone, expected)
+    assert _same(stats.replicates(values, ratio, shared), expected)
+    assert _same(stats.replicates(others, ratio, stats.Resamples(37, 500, 3)),
+                 _gathered(others, ratio, shared.indexes))  # fmt: skip
+    assert _same(stats.replicates(others, ratio, shared), _gathered(others, ratio, shared.indexes))
+
+
+def test_report_estimates_equal_each_bootstrap_drawn_on_its_own():
+    """Grouped by their numbers of documents and computed on shared resamples, the report's
+    bootstraps give the very estimates of each one drawn alone."""
+    rng = np.random.default_rng(6)
+    a, b = (_outcome_list(rng, 40, p) for p in (0.7, 0.5))
+    c = _outcome_list(rng, 25, 0.6)
+    asked = Estimates(300, 4)
+    form = ratios.SCHEMA_ACCURACY
+    cells = {
+        "interval": (asked.interval(a, form, p=True), stats.bootstrap(a, form, null=0.25,
+                                                                     iters=300, seed=4)),
+        "paired": (asked.paired(a, b, form), stats.paired_difference(a, b, form, iters=300,
+                                                                     seed=4)),
+        "unpaired": (asked.unpaired(a, c, form), stats.unpaired_difference(a, c, form,
+                                                                         iters=300, seed=4)),
+    }  # fmt: skip
+    asked.compute(quiet=True)
+    for name, (cell, alone) in cells.items():
+        assert cell is not None
+        got = cell.estimate
+        for field in ("value", "low", "high", "stderr", "p", "p_above", "p_below", "n"):
+            assert getattr(got, field) == getattr(alone, field), (name, field)
+
+
+def test_resamples_of_another_size_are_refused():
+    values = [accuracy.outcome([1, 0], [[0, 1]])] * 5
+    with pytest.raises(ValueError, match="resamples of 6 documents"):
+        stats.bootstrap(values, ratios.PROBLEM_ACCURACY, iters=10, resamples=stats.Resamples(6, 10))
+
+
+def _outcome_list(rng: np.random.Generator, n: int, p: float) -> list:
+    return [accuracy.outcome(rng.random(2) < p, [[0, 1]]) for _ in range(n)]

@@ -31,11 +31,22 @@ class Ratio:
     of: str = "document"  # what the denominator counts, for "undefined: no <of>" messages
 
     def arrays(self, values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
-        pairs = np.array([self.parts(v) for v in values], dtype=float).reshape(-1, 2)
+        """Each document's (numerator, denominator); a value object met again is not recomputed
+        (a run's summary gives equal values as one object)."""
+        seen: dict[int, tuple[float, float]] = {}
+        parts = self.parts
+        pairs = np.array(
+            [seen[id(v)] if id(v) in seen else seen.setdefault(id(v), parts(v)) for v in values],
+            dtype=float,
+        ).reshape(-1, 2)
         return pairs[:, 0], pairs[:, 1]
 
     def __call__(self, values: Sequence[Any]) -> float:
-        num, den = self.arrays(values)
+        return self.of_arrays(*self.arrays(values))
+
+    @staticmethod
+    def of_arrays(num: np.ndarray, den: np.ndarray) -> float:
+        """The share from its ``arrays``."""
         total = den.sum()
         return float(num.sum() / total) if total else float("nan")
 

@@ -23,12 +23,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from wsc_tasks.metrics import ratios, registry
 from wsc_tasks.metrics.accuracy import SchemaOutcome
+from wsc_tasks.metrics.ratios import Ratio
 
 DEFAULT_ITERS = 10_000  # the thesis's R
 DEFAULT_SEED = 0
@@ -90,25 +92,141 @@ def resample_counts(indexes: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(offsets.ravel(), minlength=iters * n).reshape(iters, n)
 
 
+class Resamples:
+    """The resamples of ``n`` documents (rows of ``indexes``), shared by every bootstrap over
+    ``n`` documents with the same seed: drawn once, and a ratio's replicate sums taken as one
+    product of the draw counts with its parts, many ratios at once (``prefetch``).
+
+    Products are exact, so they are the very floats of summing the drawn parts one by one: parts
+    that are whole numbers (every accuracy and consistency count) are multiplied in float32
+    while every sum stays below 2**24, else in float64 below 2**53; other parts, and a ratio
+    asked alone before any product, are gathered and summed in the order drawn."""
+
+    BATCH = 256  # parts per matrix product: iters × BATCH floats of sums at a time
+
+    def __init__(self, n: int, iters: int, seed: int = DEFAULT_SEED) -> None:
+        self.n, self.iters, self.seed = n, iters, seed
+        self._parts: dict[tuple[int, Ratio], tuple[Sequence[Any], np.ndarray, np.ndarray]] = {}
+        self._sums: dict[tuple[int, Ratio], np.ndarray] = {}
+
+    @classmethod
+    def of(cls, indexes: np.ndarray) -> Resamples:
+        """Resamples given by their indexes (another draw than ``resample_indexes``': seed -1)."""
+        found = cls(indexes.shape[1], len(indexes), seed=-1)
+        found.__dict__["indexes"] = indexes
+        return found
+
+    @cached_property
+    def indexes(self) -> np.ndarray:
+        return resample_indexes(self.n, self.iters, self.seed)
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        return resample_counts(self.indexes, self.n)
+
+    @cached_property
+    def _counts32(self) -> np.ndarray:
+        return self.counts.astype(np.float32)
+
+    @cached_property
+    def _counts64(self) -> np.ndarray:
+        return self.counts.astype(np.float64)
+
+    def parts(self, values: Sequence[Any], ratio: Ratio) -> tuple[np.ndarray, np.ndarray]:
+        """``ratio.arrays(values)``, once per list of documents (kept by identity)."""
+        key = (id(values), ratio)
+        if key not in self._parts:  # the list is kept, so its id is not reused meanwhile
+            self._parts[key] = (values, *ratio.arrays(values))
+        _, num, den = self._parts[key]
+        return num, den
+
+    def prefetch(self, wanted: Sequence[tuple[Sequence[Any], Callable[..., Any]]]) -> None:
+        """The replicate sums of every ratio inside each (documents, metric), in few products."""
+        todo: dict[tuple[int, Ratio], tuple[np.ndarray, np.ndarray]] = {}
+        for values, metric in wanted:
+            for ratio in _ratios(metric):
+                key = (id(values), ratio)
+                if key not in self._sums and key not in todo:
+                    todo[key] = self.parts(values, ratio)
+        exact = {32: [], 64: []}  # type: dict[int, list[tuple[tuple[int, Ratio], np.ndarray]]]
+        for key, (num, den) in todo.items():
+            both = np.column_stack([num, den])
+            bits = _exact_bits(both, self.n)
+            if bits:
+                exact[bits].append((key, both))
+        for bits, found in exact.items():
+            for start in range(0, len(found), self.BATCH):
+                chunk = found[start : start + self.BATCH]
+                sums = self._product(np.column_stack([both for _, both in chunk]), bits)
+                for i, (key, _) in enumerate(chunk):
+                    self._sums[key] = sums[:, 2 * i : 2 * i + 2]
+
+    def forget(self) -> None:
+        """Drop the replicate sums kept so far (the resamples and the parts stay)."""
+        self._sums.clear()
+
+    def sums(self, values: Sequence[Any], ratio: Ratio) -> np.ndarray:
+        """iters × 2: Σ numerator and Σ denominator of ``ratio`` over each resample."""
+        key = (id(values), ratio)
+        if key in self._sums:
+            return self._sums[key].astype(float)
+        num, den = self.parts(values, ratio)
+        both = np.column_stack([num, den])
+        bits = _exact_bits(both, self.n)
+        if bits and "counts" in self.__dict__:  # counted already: one product
+            return self._product(both, bits).astype(float)
+        rows = self.indexes  # one ratio alone, or parts not whole: summed in the order drawn
+        return np.column_stack([num[rows].sum(axis=1), den[rows].sum(axis=1)])
+
+    def _product(self, parts: np.ndarray, bits: int) -> np.ndarray:
+        """counts @ parts in float``bits`` (kept so: exact, and float32 halves the memory)."""
+        if bits == 32:
+            return self._counts32 @ parts.astype(np.float32)
+        return self._counts64 @ parts
+
+
+def _exact_bits(parts: np.ndarray, n: int) -> int:
+    """32 or 64: the float width in which counts @ ``parts`` is exact (whole parts whose
+    largest possible sum, n draws of the largest part, fits the mantissa); 0 when none is."""
+    if not np.all(np.isfinite(parts)) or not np.all(parts == np.round(parts)):
+        return 0
+    largest = n * float(np.abs(parts).max(initial=0))
+    return 32 if largest < 2**24 else 64 if largest < 2**53 else 0
+
+
+def _ratios(metric: Callable[..., Any]) -> list[Ratio]:
+    """The ratios whose replicate sums a metric's replicates take (none for other metrics)."""
+    found = registry.form(metric)
+    if getattr(metric, "replicates", None) is not None or found is None:
+        return []
+    if isinstance(found, ratios.Combination):
+        return [r for part in found.parts for r in _ratios(part)]
+    if isinstance(found, ratios.Difference):
+        return [found.first, found.second]
+    return [found]
+
+
 def replicates(
-    values: Sequence[Any], metric: Callable[..., Any], indexes: np.ndarray
+    values: Sequence[Any], metric: Callable[..., Any], indexes: np.ndarray | Resamples
 ) -> np.ndarray:
     """The metric on every resample (rows of ``indexes``); vectorised for ratio forms and for
     aggregations with their own ``replicates``, which must give the same values as the loop."""
+    resamples = indexes if isinstance(indexes, Resamples) else Resamples.of(indexes)
     vectorised = getattr(metric, "replicates", None)
     if vectorised is not None:
-        return np.asarray(vectorised(values, indexes), dtype=float)
+        return np.asarray(vectorised(values, resamples.indexes), dtype=float)
     found = registry.form(metric)
     if isinstance(found, ratios.Combination):
-        return found.function(*(replicates(values, part, indexes) for part in found.parts))
+        return found.function(*(replicates(values, part, resamples) for part in found.parts))
     if isinstance(found, ratios.Difference):
-        return replicates(values, found.first, indexes) - replicates(values, found.second, indexes)
+        first = replicates(values, found.first, resamples)
+        return first - replicates(values, found.second, resamples)
     if isinstance(found, ratios.Ratio):
-        num, den = found.arrays(values)
+        sums = resamples.sums(values, found)
         with np.errstate(invalid="ignore", divide="ignore"):
-            totals = den[indexes].sum(axis=1)
-            return np.where(totals > 0, num[indexes].sum(axis=1) / totals, np.nan)
-    return np.array([float(metric([values[i] for i in row])) for row in indexes], dtype=float)
+            return np.where(sums[:, 1] > 0, sums[:, 0] / sums[:, 1], np.nan)
+    rows = resamples.indexes
+    return np.array([float(metric([values[i] for i in row])) for row in rows], dtype=float)
 
 
 ABOVE, BELOW = 1, -1  # the side of a one-sided p
@@ -154,12 +272,15 @@ def bootstrap(
     iters: int = DEFAULT_ITERS,
     seed: int = DEFAULT_SEED,
     confidence: float = CONFIDENCE,
+    resamples: Resamples | None = None,
 ) -> Estimate:
-    """The metric on ``values`` with a percentile interval, and p against ``null`` (e.g. chance)."""
+    """The metric on ``values`` with a percentile interval, and p against ``null`` (e.g. chance);
+    ``resamples``: the shared ``Resamples(len(values), iters, seed)``, else drawn here."""
     if not values:
         raise ValueError("bootstrap of an empty list of documents")
-    value = float(metric(values))
-    reps = replicates(values, metric, resample_indexes(len(values), iters, seed))
+    shared = _shared(resamples, len(values), iters, seed)
+    value = _value(values, metric, shared)
+    reps = replicates(values, metric, shared)
     return _estimate(value, reps, null, len(values), confidence)
 
 
@@ -172,6 +293,7 @@ def paired_difference(
     iters: int = DEFAULT_ITERS,
     seed: int = DEFAULT_SEED,
     confidence: float = CONFIDENCE,
+    resamples: Resamples | None = None,
 ) -> Estimate:
     """metric(first) − metric(second) on the same documents (aligned lists), p against 0.
 
@@ -183,9 +305,9 @@ def paired_difference(
     if not first:
         raise ValueError("paired difference of empty lists of documents")
     other = second_metric or metric
-    value = float(metric(first)) - float(other(second))
-    indexes = resample_indexes(len(first), iters, seed)
-    reps = replicates(first, metric, indexes) - replicates(second, other, indexes)
+    shared = _shared(resamples, len(first), iters, seed)
+    value = _value(first, metric, shared) - _value(second, other, shared)
+    reps = replicates(first, metric, shared) - replicates(second, other, shared)
     return _estimate(value, reps, 0.0, len(first), confidence)
 
 
@@ -197,16 +319,51 @@ def unpaired_difference(
     iters: int = DEFAULT_ITERS,
     seed: int = DEFAULT_SEED,
     confidence: float = CONFIDENCE,
+    resamples: tuple[Resamples, Resamples] | None = None,
 ) -> Estimate:
-    """metric(first) − metric(second) on different schemas, each resampled on its own."""
+    """metric(first) − metric(second) on different schemas, each resampled on its own
+    (``resamples``: ``unpaired_resamples`` of their sizes, else drawn here)."""
     if not first or not second:
         raise ValueError("unpaired difference needs documents on both sides")
     value = float(metric(first)) - float(metric(second))
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, len(first), size=(iters, len(first)))
-    b = rng.integers(0, len(second), size=(iters, len(second)))
+    if resamples is None:
+        resamples = unpaired_resamples(len(first), len(second), iters, seed)
+    a, b = resamples
+    if (a.n, b.n, a.iters) != (len(first), len(second), iters):
+        raise ValueError(
+            f"resamples of {a.n} and {b.n} documents given for {len(first)} and {len(second)}"
+        )
     reps = replicates(first, metric, a) - replicates(second, metric, b)
     return _estimate(value, reps, 0.0, min(len(first), len(second)), confidence)
+
+
+def _value(values: Sequence[Any], metric: Callable[..., Any], resamples: Resamples) -> float:
+    """``metric(values)``; a ratio's from the parts its resamples keep (computed once)."""
+    if isinstance(metric, Ratio):
+        return Ratio.of_arrays(*resamples.parts(values, metric))
+    return float(metric(values))
+
+
+def unpaired_resamples(
+    first: int, second: int, iters: int, seed: int = DEFAULT_SEED
+) -> tuple[Resamples, Resamples]:
+    """The two draws of an unpaired difference: ``first`` documents, then ``second`` from the
+    same generator (so the first are the ``Resamples(first, iters, seed)`` of a bootstrap)."""
+    rng = np.random.default_rng(seed)
+    a = Resamples(first, iters, seed)
+    a.__dict__["indexes"] = rng.integers(0, first, size=(iters, first))
+    return a, Resamples.of(rng.integers(0, second, size=(iters, second)))
+
+
+def _shared(resamples: Resamples | None, n: int, iters: int, seed: int) -> Resamples:
+    if resamples is None:
+        return Resamples(n, iters, seed)
+    if (resamples.n, resamples.iters, resamples.seed) != (n, iters, seed):
+        raise ValueError(
+            f"resamples of {resamples.n} documents ({resamples.iters}, seed {resamples.seed}) "
+            f"given for {n} ({iters}, seed {seed})"
+        )
+    return resamples
 
 
 def align(first: Mapping[Any, Any], second: Mapping[Any, Any]) -> tuple[list[Any], list[Any]]:

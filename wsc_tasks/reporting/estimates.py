@@ -16,26 +16,53 @@ from dataclasses import fields
 from typing import Any
 
 from wsc_tasks.metrics import ratios, registry, stats
-from wsc_tasks.metrics.accuracy import SchemaOutcome, restrict
-from wsc_tasks.metrics.registry import EQUAL_LEN, Key
+from wsc_tasks.metrics.accuracy import SchemaOutcome
+from wsc_tasks.metrics.registry import Key
 from wsc_tasks.reporting.progress import progress
 from wsc_tasks.reporting.runs import TaskRun
 from wsc_tasks.reporting.tables import Delta, Interval
+
+SHARED = (stats.bootstrap, stats.paired_difference)  # over one list of documents' resamples
 
 
 class Pending(stats.Estimate):
     """A bootstrap estimate filled in by ``Estimates.compute``; until then reading it fails."""
 
-    def __init__(self, run: Callable[[], stats.Estimate]) -> None:  # no fields until computed
-        object.__setattr__(self, "_run", run)
+    def __init__(self, function: Callable[..., stats.Estimate], *args: Any, **kwargs: Any) -> None:
+        object.__setattr__(self, "_call", (function, args, kwargs))  # no fields until computed
 
-    def compute(self) -> None:
-        found = self._run()
+    @property
+    def documents(self) -> tuple[int, ...]:
+        """The sizes of the lists its resamples draw: one (a bootstrap, a paired difference) or
+        two (an unpaired difference); bootstraps of the same sizes share their resamples."""
+        function, args, _ = self._call
+        return (len(args[0]),) if function in SHARED else (len(args[0]), len(args[1]))
+
+    def wanted(self) -> list[list[tuple[Sequence[Any], Callable]]]:
+        """Per list of resamples it draws, the (documents, metric) whose replicates it takes
+        on them, for ``stats.Resamples.prefetch``."""
+        function, args, _ = self._call
+        if function is stats.paired_difference:
+            first, second, metric, *other = args
+            return [[(first, metric), (second, other[0] if other else metric)]]
+        if function is stats.unpaired_difference:
+            first, second, metric = args
+            return [[(first, metric)], [(second, metric)]]
+        return [[(args[0], args[1])]]
+
+    def compute(self, iters: int, seed: int, resamples: Any) -> None:
+        """Its estimate, on ``resamples`` (those of ``documents``: one ``stats.Resamples`` or,
+        unpaired, a pair of them)."""
+        function, args, kwargs = self._call
+        found = function(*args, iters=iters, seed=seed, resamples=resamples, **kwargs)
         for item in fields(stats.Estimate):
             object.__setattr__(self, item.name, getattr(found, item.name))
 
     def __getattr__(self, name: str) -> Any:  # only for attributes not set yet
         raise RuntimeError(f"estimate {name} read before the report's bootstraps were computed")
+
+
+CHUNK = 256  # bootstraps whose replicate sums are held at once (iters × 2 floats per ratio)
 
 
 class Estimates:
@@ -45,16 +72,16 @@ class Estimates:
         self.iters, self.seed = iters, seed
         self.pending: list[Pending] = []
         self._asked: dict[tuple, tuple[Pending, tuple]] = {}
+        # per task (kept alive with it, so its id is not reused): its sorted schema ids, and
+        # its values in that order per (metric, equal-length only)
+        self._uids: dict[int, tuple[TaskRun, tuple[Any, ...] | None]] = {}
+        self._aligned: dict[tuple[int, str, bool], tuple[TaskRun, list]] = {}
 
     def _ask(self, function: Callable[..., stats.Estimate], *args: Any, **kwargs: Any) -> Pending:
         key = (function, *map(_identity, args), *sorted(kwargs.items(), key=lambda i: i[0]))
         if key in self._asked:  # the same documents: one bootstrap (args kept alive, ids stay)
             return self._asked[key][0]
-
-        def run() -> stats.Estimate:
-            return function(*args, iters=self.iters, seed=self.seed, **kwargs)
-
-        found = Pending(run)
+        found = Pending(function, *args, **kwargs)
         self.pending.append(found)
         self._asked[key] = (found, args)
         return found
@@ -91,21 +118,59 @@ class Estimates:
         if a is None or b is None:
             return None
         form = first.forms[metric]
-        uids_a = [d.get("schema_uid") for d in first.docs]
-        uids_b = [d.get("schema_uid") for d in second.docs]
-        if sorted(uids_a, key=str) == sorted(uids_b, key=str) and len(set(uids_a)) == len(uids_a):
-            a_sorted, b_sorted = stats.align(
-                dict(zip(uids_a, a, strict=True)), dict(zip(uids_b, b, strict=True))
+        schemas = self._schemas(first)
+        if schemas is not None and schemas == self._schemas(second):
+            return self.paired(
+                self._by_schema(first, metric, equal, a),
+                self._by_schema(second, metric, equal, b),
+                form,
             )
-            return self.paired(a_sorted, b_sorted, form)
         return self.unpaired(a, b, form)
 
+    def _schemas(self, task: TaskRun) -> tuple[Any, ...] | None:
+        """A task's schema ids, sorted; None when one is there twice (no pairing by them)."""
+        if id(task) not in self._uids:
+            uids = [d.get("schema_uid") for d in task.docs]
+            unique = len(set(uids)) == len(uids)
+            self._uids[id(task)] = (task, tuple(sorted(uids, key=str)) if unique else None)
+        return self._uids[id(task)][1]
+
+    def _by_schema(self, task: TaskRun, metric: str, equal: bool, values: list) -> list:
+        """``values`` in ``stats.align``'s order of its (unique) schema ids: one list per task and
+        metric, so its bootstraps and parts are shared by every model it is compared with."""
+        key = (id(task), metric, equal)
+        if key not in self._aligned:
+            uids = [d.get("schema_uid") for d in task.docs]
+            order = sorted(range(len(uids)), key=lambda i: repr(uids[i]))
+            self._aligned[key] = (task, [values[i] for i in order])
+        return self._aligned[key][1]
+
     def compute(self, quiet: bool = False) -> None:
-        """Run every bootstrap asked for so far, with a progress bar (off when ``quiet``)."""
+        """Run every bootstrap asked for so far, with a progress bar (off when ``quiet``).
+
+        Those over the same number of documents share one ``stats.Resamples`` (every bootstrap
+        of a report has the same seed, so they drew the same resamples anyway), its replicate
+        sums taken ``CHUNK`` bootstraps at a time; one number of documents' resamples are
+        dropped before the next are drawn, so memory holds one set at a time."""
+        by_size: dict[tuple[int, ...], list[Pending]] = {}
+        for found in self.pending:
+            by_size.setdefault(found.documents, []).append(found)
         with progress(len(self.pending), "report: bootstraps", "bootstrap", quiet) as bar:
-            for found in self.pending:
-                found.compute()
-                bar.update()
+            for sizes, group in by_size.items():
+                if len(sizes) == 1:
+                    resamples: Any = stats.Resamples(sizes[0], self.iters, self.seed)
+                    draws = [resamples]
+                else:
+                    resamples = stats.unpaired_resamples(sizes[0], sizes[1], self.iters, self.seed)
+                    draws = list(resamples)
+                for start in range(0, len(group), CHUNK):
+                    chunk = group[start : start + CHUNK]
+                    for i, draw in enumerate(draws):
+                        draw.forget()
+                        draw.prefetch([w for found in chunk for w in found.wanted()[i]])
+                    for found in chunk:
+                        found.compute(self.iters, self.seed, resamples)
+                        bar.update()
         self.pending = []
 
 
@@ -127,12 +192,7 @@ def outcomes(task: TaskRun, metric: str, equal: bool = False) -> list[SchemaOutc
     values = task.values.get(metric)
     if not values or metric not in task.forms:
         return None
-    if not equal:
-        return values
-    flags = task.values.get(Key("share", subset=EQUAL_LEN).name)
-    if not flags:
-        return None
-    return [restrict(v, f["correct"]) for v, f in zip(values, flags, strict=True)]
+    return task.equal_length(metric) if equal else values
 
 
 def form(record: str) -> ratios.Form:

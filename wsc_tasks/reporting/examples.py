@@ -19,8 +19,11 @@ import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema
@@ -126,35 +129,45 @@ def _schema_examples(
     all_methods = registry.methods(registry.parse_all(values).values())
     pairs = [(a, b) for i, a in enumerate(all_methods) for b in all_methods[i + 1 :]]
     differ = dict.fromkeys(pairs, 0)
-    first_examples: dict[tuple[str, str], list[tuple[int, int, dict[str, Any]]]] = {
-        p: [] for p in pairs
-    }
     outcomes = values.get(Key(ACC).name, [])
-    n_problems = 0
-    schemas: dict[int, Schema] = {}
-    for index, (doc, outcome) in enumerate(zip(docs, outcomes, strict=False)):
+    kept: list[int] = []  # the documents with per-problem outcomes, in order
+    for index, outcome in enumerate(outcomes[: len(docs)]):
         if not isinstance(outcome, dict) or "correct" not in outcome:
             continue
-        schema = schemas[index] = Schema.from_doc(doc)
+        kept.append(index)
         for group in outcome["groups"]:
             right = sum(outcome["correct"][i] for i in group)
             kind = CATEGORIES[0 if right == len(group) else 2 if right == 0 else 1]
             counts[kind] += 1
             if len(picked_groups[kind]) < PER_KIND:
                 picked_groups[kind].append((index, group, outcome["correct"]))
-        n_problems += len(schema.problems)
-        per_method = {m: values[Key(ACC, method=m).name][index]["correct"] for m in all_methods}
-        for j in range(len(schema.problems)):
-            for a, b in pairs:
-                if per_method[a][j] != per_method[b][j]:
-                    differ[(a, b)] += 1
-                    if len(first_examples[(a, b)]) < PER_KIND:
-                        flags = {m: per_method[m][j] for m in all_methods}
-                        first_examples[(a, b)].append((index, j, flags))
+    # every problem of those documents, in order, with each method's correctness on it
+    where = [(i, j) for i in kept for j in range(len(docs[i]["problems"]))]
+    n_problems = len(where)
+    columns = [values[Key(ACC, method=m).name] for m in all_methods]
+    sizes = [len(docs[i]["problems"]) for i in kept]
+    if all([len(c[i]["correct"]) for i in kept] == sizes for c in columns):  # one per problem
+        answers = np.array(
+            [list(chain.from_iterable(column[i]["correct"] for i in kept)) for column in columns],
+            dtype=np.int64,
+        ).reshape(len(all_methods), n_problems)
+    else:
+        answers = np.array(
+            [[column[i]["correct"][j] for i, j in where] for column in columns], dtype=np.int64
+        ).reshape(len(all_methods), n_problems)
+    first_examples: dict[tuple[str, str], list[tuple[int, int, dict[str, int]]]] = {}
+    for a, b in pairs:
+        differs = np.flatnonzero(answers[all_methods.index(a)] != answers[all_methods.index(b)])
+        differ[(a, b)] = len(differs)
+        first_examples[(a, b)] = [
+            (*where[at], {m: int(answers[k, at]) for k, m in enumerate(all_methods)})
+            for at in map(int, differs[:PER_KIND])
+        ]
     ranked = sorted(pairs, key=lambda p: (-differ[p], all_methods.index(p[0])))
     top = ranked[0] if ranked and differ[ranked[0]] else None
     needed = {index for shown in picked_groups.values() for index, _, _ in shown}
     needed |= {index for index, _, _ in first_examples[top]} if top else set()
+    schemas = {index: Schema.from_doc(docs[index]) for index in sorted(needed)}
     scores = fetch(needed)
     for kind, shown in picked_groups.items():
         for index, group, correct in shown:
@@ -223,13 +236,18 @@ def _side(schema: Schema, flags, indexes, scores) -> list[ProblemView]:
 _DOC_ID = re.compile(rb'\{\s*"doc_id"\s*:\s*(-?\d+)\s*[,}]')
 
 
-def shown_scores(path: Path, indexes: set[int]) -> dict[int, Scores]:
+def shown_scores(
+    path: Path, indexes: set[int], places: list[int] | None = None
+) -> dict[int, Scores]:
     """The request scores of the documents at ``indexes`` (in doc_id order, as the run's
-    documents are kept) of a samples file: every line's doc_id is read from its start (lm-eval
-    writes it first), and only the lines of those documents are decoded as JSON."""
+    documents are kept) of a samples file. With the documents' lines (``places``, as the run
+    was read), the file is read up to the last line wanted; else every line's doc_id is read
+    from its start (lm-eval writes it first). Only the lines of those documents are decoded."""
     if not indexes:
         return {}
     opener = gzip.open if path.suffix == ".gz" else open
+    if places is not None:
+        return _scores_at(path, opener, {places[i]: i for i in indexes})
     try:
         with opener(path, "rb") as handle:
             lines = [line for line in handle.read().split(b"\n") if line.strip()]
@@ -255,7 +273,7 @@ def task_examples(task: TaskRun, model: str) -> TaskExamples | None:
     samples = task.samples
 
     def fetch(indexes: set[int]) -> dict[int, Scores]:
-        return shown_scores(samples, indexes)
+        return shown_scores(samples, indexes, task.lines)
 
     found = TaskExamples(task.task, model)
     if task.kind in (TaskKind.CONSISTENCY, TaskKind.ASSOCIATIVITY):
@@ -270,3 +288,22 @@ def task_examples(task: TaskRun, model: str) -> TaskExamples | None:
 
 def fmt(value: float | None) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:.2f}"
+
+
+def _scores_at(path: Path, opener: Callable, wanted: dict[int, int]) -> dict[int, Scores]:
+    """``shown_scores`` of the documents at lines ``wanted`` (line -> index)."""
+    found: dict[int, Scores] = {}
+    last, number = max(wanted), -1
+    try:
+        with opener(path, "rb") as handle:
+            for line in handle:
+                if not line.strip():
+                    continue
+                number += 1
+                if number in wanted:
+                    found[wanted[number]] = request_scores(json.loads(line))
+                if number == last:
+                    return found
+    except (EOFError, OSError, zlib.error) as error:
+        raise RunError(f"samples file {path.name} cannot be read to its end ({error})") from None
+    raise RunError(f"samples file {path.name} has {number + 1} lines, fewer than when it was read")

@@ -64,9 +64,13 @@ def samples_file(results: Path, task: str) -> Path | None:
     return found[0] if found else None
 
 
+LINE = "__wsc_line__"  # a row's place among the samples file's lines (blank ones not counted)
+
+
 def read_samples(path: Path) -> list[dict[str, Any]]:
-    """A samples file's rows by document; a cut or corrupt file is ``IncompleteSamples``."""
-    rows = []
+    """A samples file's rows by document, each with its ``LINE``; a cut or corrupt file is
+    ``IncompleteSamples``."""
+    rows: list[dict[str, Any]] = []
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8") as handle:
@@ -74,6 +78,7 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
                 if line.strip():
                     try:
                         rows.append(json.loads(line))
+                        rows[-1][LINE] = len(rows) - 1
                     except json.JSONDecodeError as error:
                         if not line.endswith("\n"):  # the last line, cut: a run stopped writing
                             raise IncompleteSamples(

@@ -25,9 +25,11 @@ from wsc_tasks.data import catalog
 from wsc_tasks.data.pairing import PairingError, pair_schemas
 from wsc_tasks.data.problems import Schema
 from wsc_tasks.metrics import ratios, registry
-from wsc_tasks.metrics.registry import ACC, Key, TaskKind
+from wsc_tasks.metrics.accuracy import restrict
+from wsc_tasks.metrics.registry import ACC, EQUAL_LEN, Key, TaskKind
 from wsc_tasks.paths import SWEEP_RESULTS, hide_model_paths, portable
 from wsc_tasks.reporting.output_files import (
+    LINE,
     RESULTS_FILE,
     IncompleteSamples,
     RunError,
@@ -64,9 +66,11 @@ class TaskRun:
     values: dict[str, list[Any]] = field(default_factory=dict)
     forms: dict[str, ratios.Form] = field(default_factory=dict)
     samples: Path | None = None  # the samples file, read again for the report's examples
+    lines: list[int] | None = None  # each document's line in it (``output_files.LINE``)
     dataset: str | None = None  # the catalog dataset it ran on (``metadata.dataset``)
     scored: tuple[int, int] | None = None  # documents scored, of the dataset's (lm-eval n-samples)
     problems: list[str] = field(default_factory=list)  # metrics its samples do not reproduce
+    _equal: dict[str, list[Any] | None] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def partial(self) -> bool:
@@ -104,6 +108,26 @@ class TaskRun:
             for method in registry.methods(self.keys)
             if self.forms.get(Key(ACC, method=method).name) is ratios.PROBLEM_ACCURACY
         ]
+
+    def equal_length(self, metric: str) -> list[Any] | None:
+        """The per-document values of ``metric`` restricted to the problems whose answers have
+        equal lengths (thesis §3.7.4); None without the run's equal-length flags. One list per
+        metric, so that two tables asking for it share its bootstraps."""
+        if metric not in self._equal:
+            flags = self.values.get(Key("share", subset=EQUAL_LEN).name)
+            values = self.values.get(metric)
+            seen: dict[tuple[int, int], Any] = {}  # a summary's equal values are one object
+            self._equal[metric] = (
+                [
+                    seen[(id(v), id(f))]
+                    if (id(v), id(f)) in seen
+                    else seen.setdefault((id(v), id(f)), restrict(v, f["correct"]))
+                    for v, f in zip(values, flags, strict=True)
+                ]
+                if flags and values
+                else None
+            )
+        return self._equal[metric]
 
     def schemas(self, side: str | None = None) -> list[Schema]:
         return [Schema.from_doc(doc[side] if side else doc) for doc in self.docs]
@@ -232,10 +256,10 @@ def read_task(
         log.warning(f"wsc_tasks: {task}: no samples file (run with --log_samples): no intervals")
         return run
     if summary is not None:
-        run.docs, values = summary.read(task, samples, read_samples)
+        run.docs, run.lines, values = summary.read(task, samples, read_samples)
     else:
         rows = read_samples(samples)
-        run.docs = [r["doc"] for r in rows]
+        run.docs, run.lines = [r["doc"] for r in rows], [r[LINE] for r in rows]
         values = {name: [r[name] for r in rows] for name in (rows[0]["metrics"] if rows else [])}
     if expected is not None and len(run.docs) != expected:
         raise IncompleteSamples(

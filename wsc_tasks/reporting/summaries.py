@@ -3,8 +3,12 @@
 lm-eval's samples files hold, per document, its prompt arguments, the model's responses, hashes
 and the per-document metric values; the tables and the bootstrap need only the document and the
 values. The first read of a results file's samples writes them to ``wsc_summary_<stamp>.parquet``
-beside it: one row per (task, column), the column being the documents or one metric, its values
-as one JSON list, in document order. The file's metadata records what it was computed from: each
+beside it: one row per distinct value (a document, or one document's value of a metric, as JSON);
+per task, each column (the documents or one metric) is a list of row numbers, its values in
+document order, and equal lists are kept once (a task's metrics mostly share one outcome per
+document). A read so decodes a few thousand small values, not one per document and metric;
+equal values come back as one shared object, read-only as every per-document value is. The
+file's metadata holds the lists and records what they were computed from: each
 samples file's name, size and modification time, the package's version and this format's number;
 and, per task, each metric's figure recomputed from its values (or why it could not be), so that
 a read checks lm-eval's figures without recomputing them (``computed``/``remember``).
@@ -23,11 +27,14 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from wsc_tasks.reporting.output_files import LINE
+
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-FORMAT = 2  # bumped when what a summary holds, or how the samples are read into it, changes
+FORMAT = 3  # bumped when what a summary holds, or how the samples are read into it, changes
 PREFIX = "wsc_summary_"
 DOCS = "__docs__"  # the column of the documents themselves
+LINES = "__lines__"  # the column of each document's line in the samples file (``LINE``)
 KEY = b"wsc_tasks_summary"  # the Parquet metadata entry holding the key
 
 
@@ -64,40 +71,48 @@ class Summary:
         try:
             import pyarrow.parquet as pq
 
-            table = pq.read_table(self.path)
+            table = pq.ParquetFile(self.path).read()  # read_table sets up datasets: 0.5 s more
             meta = json.loads((table.schema.metadata or {})[KEY])
             if meta.get("format") != FORMAT or meta.get("version") != package_version():
                 log.info(f"wsc_tasks: {self.path.name}: made by another version; rebuilt")
                 self.changed = True
                 return
-            keys, computed = meta["tasks"], meta["computed"]
-            tasks, columns, data = (table.column(n).to_pylist() for n in ("task", "column", "data"))
+            keys, computed, rows = meta["tasks"], meta["computed"], meta["rows"]
+            pool = _decode(table.column("value").to_pylist())
+            lists = [[pool[i] for i in at] for at in meta["lists"]]
             found: dict[str, dict[str, Any]] = {
-                t: {"key": keys[t], "columns": {}, "computed": dict(computed[t])} for t in keys
+                t: {
+                    "key": keys[t],
+                    "columns": {c: list(lists[n]) for c, n in rows[t].items()},
+                    "computed": dict(computed[t]),
+                }
+                for t in keys
             }
-            for task, column, text in zip(tasks, columns, data, strict=True):
-                found[task]["columns"][column] = json.loads(text)
         except Exception as error:  # truncated, corrupt or foreign: rebuilt, never trusted
             log.warning(f"wsc_tasks: {self.path}: unreadable summary ({error}); rebuilt")
             self.changed = True
             return
         self.tasks = found
 
-    def read(self, task: str, samples: Path, reader: Any) -> tuple[list[Any], dict[str, list]]:
-        """The documents and per-metric values of ``task``: from the summary when it was made
-        from this very samples file, else from ``reader(samples)`` (lm-eval's rows, in document
-        order), kept for ``save``."""
+    def read(
+        self, task: str, samples: Path, reader: Any
+    ) -> tuple[list[Any], list[int], dict[str, list]]:
+        """The documents, their lines in the samples file and the per-metric values of
+        ``task``: from the summary when it was made from this very samples file, else from
+        ``reader(samples)`` (lm-eval's rows, in document order, with their ``LINE``), kept for
+        ``save``."""
         key = stat_key(samples)
         cached = self.tasks.get(task)
-        if cached is not None and cached["key"] == key and DOCS in cached["columns"]:
+        if cached is not None and cached["key"] == key and {DOCS, LINES} <= set(cached["columns"]):
             columns = dict(cached["columns"])
-            return columns.pop(DOCS), columns
+            return columns.pop(DOCS), columns.pop(LINES), columns
         rows = reader(samples)
-        docs = [r["doc"] for r in rows]
+        docs, lines = [r["doc"] for r in rows], [r[LINE] for r in rows]
         values = {name: [r[name] for r in rows] for name in (rows[0]["metrics"] if rows else [])}
-        self.tasks[task] = {"key": key, "columns": {DOCS: docs, **values}, "computed": {}}
+        columns = {DOCS: docs, LINES: lines, **values}
+        self.tasks[task] = {"key": key, "columns": columns, "computed": {}}
         self.changed = True
-        return docs, values
+        return docs, lines, values
 
     def computed(self, task: str, name: str) -> list[Any] | None:
         """``["value", figure]`` or ``["error", why]``: metric ``name`` of ``task`` recomputed
@@ -124,29 +139,54 @@ class Summary:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        names, columns, data = [], [], []
+        index: dict[str, int] = {}  # a value's JSON text -> its row
+        lists: dict[tuple[int, ...], int] = {}  # a column's rows -> its place in "lists"
+        rows: dict[str, dict[str, int]] = {}
         for task, found in sorted(self.tasks.items()):
+            rows[task] = {}
             for column, values in found["columns"].items():
-                names.append(task)
-                columns.append(column)
-                data.append(json.dumps(values, separators=(",", ":")))
+                texts = (json.dumps(v, separators=(",", ":")) for v in values)
+                at = tuple(index.setdefault(text, len(index)) for text in texts)
+                rows[task][column] = lists.setdefault(at, len(lists))
         meta = {
             "format": FORMAT,
             "version": package_version(),
             "tasks": {t: found["key"] for t, found in self.tasks.items()},
             "computed": {t: found["computed"] for t, found in self.tasks.items()},
+            "rows": rows,
+            "lists": list(lists),
         }
-        table = pa.table({"task": names, "column": columns, "data": data})
-        table = table.replace_schema_metadata({KEY: json.dumps(meta).encode()})
+        table = pa.table({"value": list(index)})  # a dict keeps its keys in insertion order
         partial = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            pq.write_table(table, partial, compression="zstd")
+            # the metadata once, in the file's footer (not also inside a stored Arrow schema)
+            text = json.dumps(meta, separators=(",", ":")).encode()
+            options = {"compression": "zstd", "store_schema": False}
+            with pq.ParquetWriter(partial, table.schema, **options) as writer:
+                writer.write_table(table)
+                writer.add_key_value_metadata({KEY: text})
             os.replace(partial, self.path)
         except OSError as error:
             log.info(f"wsc_tasks: {self.path}: summary not written ({error})")
             partial.unlink(missing_ok=True)
             return
         self.changed = False
+
+
+_DECODED: dict[str, Any] = {}  # a value's JSON text -> the object every summary read gives
+_DECODED_MAX = 500_000  # texts kept at most (a report of many models reads each text once)
+
+
+def _decode(texts: list[str]) -> list[Any]:
+    """The values of ``texts``, one object per distinct text across every summary this process
+    reads: the runs of a report share their documents and most outcomes, so each model adds
+    little memory and decoding."""
+    new = [text for text in dict.fromkeys(texts) if text not in _DECODED]
+    if len(_DECODED) + len(new) > _DECODED_MAX:
+        _DECODED.clear()
+        new = list(dict.fromkeys(texts))
+    _DECODED.update(zip(new, json.loads("[" + ",".join(new) + "]"), strict=True))
+    return [_DECODED[text] for text in texts]
 
 
 LATER = "WSC_TASKS_SUMMARY_LATER"  # set by a sweep for its runs: it summarises after compressing

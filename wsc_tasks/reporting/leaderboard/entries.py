@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import wsc_tasks.reporting.leaderboard.cache as cache
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ratios, stats
@@ -100,7 +98,7 @@ class Board:
         # per model: its schemas in ``stats.align``'s order, A on them and A's replicates on the
         # resamples every paired difference over those schemas shares (``_replicates``)
         self._models: dict[int, tuple[list[Any], float, Any]] = {}
-        self._counts: dict[int, Any] = {}  # schemas -> resample counts, iters × schemas
+        self._resamples: dict[int, stats.Resamples] = {}  # per number of schemas
 
     def estimate(self, values: list, form: ratios.Ratio, against_chance: bool) -> Interval:
         null = chance(values, form) if against_chance else None
@@ -131,31 +129,26 @@ class Board:
 
     def prepare(self, runs: Sequence[Run]) -> None:
         """A's replicates of every model in ``runs`` at once (what ``paired`` compares): the
-        resample counts times the models' per-schema parts, one matrix product per ``BATCH``
-        models over the same number of schemas."""
+        shared resamples of each number of schemas (``stats.Resamples``), their sums for
+        ``BATCH`` models at a time."""
         todo: dict[int, list[tuple[Run, list[Any]]]] = {}
         for run in runs:
             keyed = _keyed(run, self.task, SCHEMA_ACC)
             if id(run) not in self._models and keyed:
                 x, _ = stats.align(keyed, keyed)
                 todo.setdefault(len(x), []).append((run, x))
+        form = ratios.SCHEMA_ACCURACY
         for n, group in todo.items():
-            if n not in self._counts:  # how often each schema is drawn in each resample
-                indexes = stats.resample_indexes(n, self.iters, self.seed)
-                self._counts[n] = stats.resample_counts(indexes, n)
+            if n not in self._resamples:
+                self._resamples[n] = stats.Resamples(n, self.iters, self.seed)
+            resamples = self._resamples[n]
             for start in range(0, len(group), BATCH):
                 chunk = group[start : start + BATCH]
-                parts = [ratios.SCHEMA_ACCURACY.arrays(x) for _, x in chunk]
-                stacked = np.column_stack([part for pair in parts for part in pair])
-                sums = _exact_product(self._counts[n], stacked)
-                for i, ((run, x), (num, den)) in enumerate(zip(chunk, parts, strict=True)):
-                    total = den.sum()
-                    with np.errstate(invalid="ignore", divide="ignore"):
-                        reps = np.where(
-                            sums[:, 2 * i + 1] > 0, sums[:, 2 * i] / sums[:, 2 * i + 1], np.nan
-                        )
-                    value = float(num.sum() / total) if total else float("nan")
-                    self._models[id(run)] = (x, value, reps)
+                resamples.forget()
+                resamples.prefetch([(x, form) for _, x in chunk])
+                for run, x in chunk:
+                    reps = stats.replicates(x, form, resamples)
+                    self._models[id(run)] = (x, form.of_arrays(*resamples.parts(x, form)), reps)
 
     def _replicates(self, run: Run, keyed: dict) -> tuple[list[Any], float, Any]:
         if id(run) not in self._models:
@@ -243,16 +236,6 @@ class Board:
             controls=tuple(controls),
             contamination=contamination_check.checks(entry.run),
         )
-
-
-def _exact_product(counts: np.ndarray, parts: np.ndarray) -> np.ndarray:
-    """``counts @ parts`` as float64: the sums over each resample's drawn documents, the same
-    floats as summing them one by one (``stats.replicates``). Integer parts with sums below
-    2**24 are summed exactly in float32 (half the memory read); others in float64."""
-    whole = bool(np.all(parts == np.round(parts)))
-    if whole and counts.shape[1] * float(np.abs(parts).max(initial=0)) < 2**24:
-        return (counts.astype(np.float32) @ parts.astype(np.float32)).astype(float)
-    return counts.astype(float) @ parts
 
 
 def gpu_hours(done: dict[str, Any]) -> float | None:
