@@ -204,3 +204,22 @@ def test_a_p_against_chance_says_on_which_side_the_value_lies():
         ["model", "A", "p (A)"],
         [["x", "0.100 [0.000, 0.200]", ".007 (below)"], ["y", "0.720 [0.600, 0.800]", "–"]],
     )
+
+
+def test_many_models_are_compared_each_with_the_next_by_schema_accuracy(chance, smollm2):
+    from dataclasses import replace
+
+    from wsc_tasks.reporting.sections import models
+
+    runs = [replace(run, label=f"{run.label}-{i}") for i in range(4) for run in (chance, smollm2)]
+    assert len(runs) > models.ALL_PAIRS
+    built = models.build(Context(runs, Estimates(20, 0)))
+    (table,) = built.tables
+    rows = [row[1] for row in table.rows if row[0] == "wsc266"]
+    # smollm2's A on wsc266 is above chance's: its four copies first (ties in the order given)
+    order = [f"smollm2-135m-{i}" for i in range(4)] + [f"chance-{i}" for i in range(4)]
+    assert rows == [f"{a} − {b}" for a, b in zip(order, order[1:], strict=False)]
+    assert any("compare each model with the next below it" in note for note in built.notes)
+    few = models.build(Context(runs[:3], Estimates(20, 0)))
+    assert len([r for r in few.tables[0].rows if r[0] == "wsc266"]) == 3  # every pair
+    assert not few.notes

@@ -232,3 +232,20 @@ def test_a_sweeps_runner_leaves_the_summary_and_the_leaderboard_figures(
 def test_a_failed_summary_never_fails_the_run(tmp_path: Path, caplog: pytest.LogCaptureFixture):
     runs.write_summaries(tmp_path)  # no results file: a warning, no exception
     assert "no summary written" in caplog.text
+
+
+def test_the_lines_a_summary_keeps_find_the_shown_documents(sweep: Path):
+    from wsc_tasks.reporting.examples import shown_scores
+    from wsc_tasks.reporting.output_files import RunError
+
+    folder = sweep / "chance" / "lm_eval"
+    load_run(folder, "chance")  # writes the summary
+    task = load_run(folder, "chance").tasks["wsc266"]  # read from it
+    assert task.samples is not None and task.lines is not None
+    assert sorted(task.lines) == list(range(len(task.docs)))
+    shown = {0, 7, len(task.docs) - 1}
+    expected = shown_scores(task.samples, shown)  # every line's doc_id read
+    assert shown_scores(task.samples, shown, task.lines) == expected
+    assert all(expected[i] for i in shown)
+    with pytest.raises(RunError, match="fewer than when it was read"):
+        shown_scores(task.samples, shown, [line + 10**6 for line in task.lines])

@@ -122,11 +122,15 @@ Fetch = Callable[[set[int]], dict[int, Scores]]
 
 
 def _schema_examples(
-    found: TaskExamples, docs: list[Any], values: dict[str, list[Any]], fetch: Fetch
+    found: TaskExamples,
+    docs: list[Any],
+    values: dict[str, list[Any]],
+    keys: list[Key],
+    fetch: Fetch,
 ) -> None:
     counts = dict.fromkeys(CATEGORIES, 0)
     picked_groups: dict[str, list[tuple[int, list[int], list[int]]]] = {c: [] for c in CATEGORIES}
-    all_methods = registry.methods(registry.parse_all(values).values())
+    all_methods = registry.methods(keys)
     pairs = [(a, b) for i, a in enumerate(all_methods) for b in all_methods[i + 1 :]]
     differ = dict.fromkeys(pairs, 0)
     outcomes = values.get(Key(ACC).name, [])
@@ -202,8 +206,6 @@ def _pair_examples(
         item = next((i for i in items if isinstance(i, dict) and "before" in i), None)
         if item is None:
             continue
-        original = Schema.from_doc(doc["original"])
-        perturbed = Schema.from_doc(doc["transformed"])
         before, after = item["before"]["correct"], item["after"]["correct"]
         found.n_pairs += 1
         found.schema_level = not problem_level
@@ -218,6 +220,7 @@ def _pair_examples(
         if len(shown) >= PER_KIND:
             continue
         right_index = changed if not found.schema_level else range(len(after))
+        original, perturbed = (Schema.from_doc(doc[side]) for side in ("original", "transformed"))
         shown.append((index, original, perturbed, before, after, changed, right_index))
     scores = fetch({index for index, *_ in shown})
     for index, original, perturbed, before, after, changed, right_index in shown:
@@ -280,7 +283,7 @@ def task_examples(task: TaskRun, model: str) -> TaskExamples | None:
         spec = catalog.PAIR_SPECS.get(task.dataset) if task.dataset else None
         _pair_examples(found, task.docs, task.values, spec is None or spec.problem_level, fetch)
     elif task.kind is TaskKind.SCHEMA:
-        _schema_examples(found, task.docs, task.values, fetch)
+        _schema_examples(found, task.docs, task.values, task.keys, fetch)
     else:
         return None
     return found
