@@ -142,19 +142,18 @@ class Resamples:
 
     def prefetch(self, wanted: Sequence[tuple[Sequence[Any], Callable[..., Any]]]) -> None:
         """The replicate sums of every ratio inside each (documents, metric), in few products."""
-        todo: dict[tuple[int, Ratio], tuple[np.ndarray, np.ndarray]] = {}
+        exact: dict[int, dict[tuple[int, Ratio], np.ndarray]] = {32: {}, 64: {}}
+        seen = set(self._sums)
         for values, metric in wanted:
             for ratio in _ratios(metric):
                 key = (id(values), ratio)
-                if key not in self._sums and key not in todo:
-                    todo[key] = self.parts(values, ratio)
-        exact = {32: [], 64: []}  # type: dict[int, list[tuple[tuple[int, Ratio], np.ndarray]]]
-        for key, (num, den) in todo.items():
-            both = np.column_stack([num, den])
-            bits = _exact_bits(both, self.n)
-            if bits:
-                exact[bits].append((key, both))
-        for bits, found in exact.items():
+                if key not in seen:
+                    seen.add(key)
+                    both, bits = self._stacked(values, ratio)
+                    if bits:  # else gathered when asked (``sums``)
+                        exact[bits][key] = both
+        for bits, stacked in exact.items():
+            found = list(stacked.items())
             for start in range(0, len(found), self.BATCH):
                 chunk = found[start : start + self.BATCH]
                 sums = self._product(np.column_stack([both for _, both in chunk]), bits)
@@ -170,13 +169,17 @@ class Resamples:
         key = (id(values), ratio)
         if key in self._sums:
             return self._sums[key].astype(float)
-        num, den = self.parts(values, ratio)
-        both = np.column_stack([num, den])
-        bits = _exact_bits(both, self.n)
+        both, bits = self._stacked(values, ratio)
         if bits and "counts" in self.__dict__:  # counted already: one product
             return self._product(both, bits).astype(float)
         rows = self.indexes  # one ratio alone, or parts not whole: summed in the order drawn
+        num, den = self.parts(values, ratio)
         return np.column_stack([num[rows].sum(axis=1), den[rows].sum(axis=1)])
+
+    def _stacked(self, values: Sequence[Any], ratio: Ratio) -> tuple[np.ndarray, int]:
+        """n × 2: the ratio's numerator and denominator parts, with ``_exact_bits`` of them."""
+        both = np.column_stack(self.parts(values, ratio))
+        return both, _exact_bits(both, self.n)
 
     def _product(self, parts: np.ndarray, bits: int) -> np.ndarray:
         """counts @ parts in float``bits`` (kept so: exact, and float32 halves the memory)."""

@@ -72,9 +72,10 @@ class Estimates:
         self.iters, self.seed = iters, seed
         self.pending: list[Pending] = []
         self._asked: dict[tuple, tuple[Pending, tuple]] = {}
-        # per task (kept alive with it, so its id is not reused): its sorted schema ids, and
-        # its values in that order per (metric, equal-length only)
-        self._uids: dict[int, tuple[TaskRun, tuple[Any, ...] | None]] = {}
+        # per task (kept alive with it, so its id is not reused): its sorted schema ids and
+        # its documents' order by them (``_ids``), and its values in that order per (metric,
+        # equal-length only)
+        self._uids: dict[int, tuple[TaskRun, tuple[Any, ...] | None, list[int]]] = {}
         self._aligned: dict[tuple[int, str, bool], tuple[TaskRun, list]] = {}
 
     def _ask(self, function: Callable[..., stats.Estimate], *args: Any, **kwargs: Any) -> Pending:
@@ -129,20 +130,23 @@ class Estimates:
 
     def _schemas(self, task: TaskRun) -> tuple[Any, ...] | None:
         """A task's schema ids, sorted; None when one is there twice (no pairing by them)."""
+        return self._ids(task)[1]
+
+    def _ids(self, task: TaskRun) -> tuple[TaskRun, tuple[Any, ...] | None, list[int]]:
+        """(the task, its sorted schema ids or None, its documents in ``stats.align``'s order)."""
         if id(task) not in self._uids:
             uids = [d.get("schema_uid") for d in task.docs]
             unique = len(set(uids)) == len(uids)
-            self._uids[id(task)] = (task, tuple(sorted(uids, key=str)) if unique else None)
-        return self._uids[id(task)][1]
+            order = sorted(range(len(uids)), key=lambda i: repr(uids[i]))
+            self._uids[id(task)] = (task, tuple(sorted(uids, key=str)) if unique else None, order)
+        return self._uids[id(task)]
 
     def _by_schema(self, task: TaskRun, metric: str, equal: bool, values: list) -> list:
         """``values`` in ``stats.align``'s order of its (unique) schema ids: one list per task and
         metric, so its bootstraps and parts are shared by every model it is compared with."""
         key = (id(task), metric, equal)
         if key not in self._aligned:
-            uids = [d.get("schema_uid") for d in task.docs]
-            order = sorted(range(len(uids)), key=lambda i: repr(uids[i]))
-            self._aligned[key] = (task, [values[i] for i in order])
+            self._aligned[key] = (task, [values[i] for i in self._ids(task)[2]])
         return self._aligned[key][1]
 
     def compute(self, quiet: bool = False) -> None:

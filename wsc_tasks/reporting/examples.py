@@ -19,7 +19,6 @@ import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -149,16 +148,9 @@ def _schema_examples(
     where = [(i, j) for i in kept for j in range(len(docs[i]["problems"]))]
     n_problems = len(where)
     columns = [values[Key(ACC, method=m).name] for m in all_methods]
-    sizes = [len(docs[i]["problems"]) for i in kept]
-    if all([len(c[i]["correct"]) for i in kept] == sizes for c in columns):  # one per problem
-        answers = np.array(
-            [list(chain.from_iterable(column[i]["correct"] for i in kept)) for column in columns],
-            dtype=np.int64,
-        ).reshape(len(all_methods), n_problems)
-    else:
-        answers = np.array(
-            [[column[i]["correct"][j] for i, j in where] for column in columns], dtype=np.int64
-        ).reshape(len(all_methods), n_problems)
+    answers = np.array(
+        [[column[i]["correct"][j] for i, j in where] for column in columns], dtype=np.int64
+    ).reshape(len(all_methods), n_problems)
     first_examples: dict[tuple[str, str], list[tuple[int, int, dict[str, int]]]] = {}
     for a, b in pairs:
         differs = np.flatnonzero(answers[all_methods.index(a)] != answers[all_methods.index(b)])
