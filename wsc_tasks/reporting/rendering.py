@@ -7,11 +7,7 @@ them, and the same as one self-contained HTML page with the schemas behind the n
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -96,19 +92,13 @@ def write_markdown(runs: Sequence[Run], sections: Sequence[Section], out: Path, 
 
 
 def write_html(
-    runs: Sequence[Run],
-    sections: Sequence[Section],
-    out: Path,
-    head: str,
-    quiet: bool = False,
-    found: list[examples.TaskExamples] | None = None,
+    runs: Sequence[Run], sections: Sequence[Section], out: Path, head: str, quiet: bool = False
 ) -> Path:
     """``report.html``: report.md's sections as one self-contained page, plus examples. The
     contents first (each section, and its figures, a link); in each section its notes, its
     figures (the findings' headline figure first of all), its text, then its tables, those
     longer than ``html_report.FOLD`` rows folded (a click opens them), so the figures come
-    within the first screens, not after a table of 190 rows. ``found``: the examples, when
-    ``examples_aside`` computed them already."""
+    within the first screens, not after a table of 190 rows."""
     titles = [s.title for s in sections] + ["Examples"]
     entries = []
     for i, title in enumerate(titles):
@@ -140,7 +130,7 @@ def write_html(
             body.append(html_report.prose(text(section)))
         body += [html_report.table_html(table) for table in section.tables]
     body.append(f'<h2 id="s{len(sections)}">Examples</h2>')
-    body.append(html_report.examples_html(all_examples(runs, quiet) if found is None else found))
+    body.append(html_report.examples_html(all_examples(runs, quiet)))
     path = out / "report.html"
     path.write_text(html_report.page(TITLE, "\n".join(body)), encoding="utf-8")
     return path
@@ -162,28 +152,3 @@ def all_examples(runs: Sequence[Run], quiet: bool = False) -> list[examples.Task
                 found.append(item)
             bar.update()
     return found
-
-
-@contextmanager
-def examples_aside(runs: Sequence[Run], quiet: bool = False) -> Iterator[Callable[[], list]]:
-    """``all_examples(runs)`` computed in a forked process while the caller draws the figures
-    (the two largest costs of a report over many models, one core each); yields the function
-    that waits for them. Where fork is not available, or with one core, they are computed when
-    asked, in this process."""
-    if "fork" not in mp.get_all_start_methods() or (os.cpu_count() or 1) < 2:
-        yield lambda: all_examples(runs, quiet)
-        return
-    _ASIDE[:] = [runs]  # the forked worker finds them here: nothing is pickled but the result
-    try:
-        with ProcessPoolExecutor(1, mp_context=mp.get_context("fork")) as pool:
-            future = pool.submit(_aside_examples, quiet)
-            yield future.result
-    finally:
-        _ASIDE.clear()
-
-
-_ASIDE: list[Sequence[Run]] = []
-
-
-def _aside_examples(quiet: bool) -> list[examples.TaskExamples]:
-    return all_examples(_ASIDE[0], quiet)

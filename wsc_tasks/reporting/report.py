@@ -39,11 +39,10 @@ def write(
     """The report of ``runs`` under ``out`` (its sections ``built`` already, or built here); the
     path of ``report.md``."""
     built = build(runs, iters, seed, quiet) if built is None else built
-    with rendering.examples_aside(runs, quiet) as found:
-        rendering.draw(built, runs, out)
-        head = rendering.intro(iters, seed)
-        path = rendering.write_markdown(runs, built, out, head)
-        rendering.write_html(runs, built, out, head, quiet, found())
+    rendering.draw(built, runs, out)
+    head = rendering.intro(iters, seed)
+    path = rendering.write_markdown(runs, built, out, head)
+    rendering.write_html(runs, built, out, head, quiet)
     return path
 
 
