@@ -310,3 +310,28 @@ def test_a_perturbation_none_of_whose_originals_was_evaluated_says_why_it_has_no
         "evaluated (a run of the first documents of each, --limit), so it has no row in the "
         "perturbation table"
     ]
+
+
+def test_a_figure_with_one_model_a_row_keeps_its_rows_short(tmp_path):
+    """A row holds as many markers as models are drawn on it: one model a row (the findings'
+    figure) keeps one marker's height whatever the number of models; models side by side on a
+    row take a step each."""
+    import re
+
+    from wsc_tasks.metrics.stats import Estimate
+    from wsc_tasks.reporting import figures
+
+    point = Estimate(0.5, 0.4, 0.6, 0.05, None, None, 10, 100)
+
+    def spacing(bars: list[figures.Bar], name: str) -> float:
+        (svg,) = [p for p in figures.forest(bars, name, tmp_path / name) if p.suffix == ".svg"]
+        ys = {}
+        for y, label in re.findall(r'y="([\d.]+)"[^>]*>(row \d+)</text>', svg.read_text()):
+            ys.setdefault(label, float(y))
+        return (ys["row 1"] - ys["row 0"]) / 72  # inches
+
+    models = [f"m{i}" for i in range(16)]
+    alone = [figures.Bar("A", f"row {i}", m, point) for i, m in enumerate(models)]
+    shared = [figures.Bar("A", f"row {i}", m, point) for i in range(2) for m in models]
+    assert spacing(alone, "alone") == pytest.approx(0.12 + 0.13)
+    assert spacing(shared, "shared") == pytest.approx(0.12 + 0.13 * 16)

@@ -150,3 +150,39 @@ def test_resamples_of_another_size_are_refused():
 
 def _outcome_list(rng: np.random.Generator, n: int, p: float) -> list:
     return [accuracy.outcome(rng.random(2) < p, [[0, 1]]) for _ in range(n)]
+
+
+def test_summaries_of_many_bootstraps_equal_each_computed_on_its_own():
+    """``stats.summarise`` takes rows without a NaN replicate as one array: the same floats as
+    numpy's percentile and standard error of each row alone and the p of eq. 3.98 counted here;
+    a row with NaN replicates is summarised on its finite ones; none finite: NaN throughout."""
+    rng = np.random.default_rng(8)
+    reps = rng.normal(0.3, 0.05, (7, 401)).round(3)  # ties at the interval's ends
+    reps[4, ::3] = np.nan
+    reps[5] = np.nan
+    values = [0.31, 0.25, 0.3, float("nan"), 0.28, 0.3, 0.4]
+    nulls = [0.25, None, 0.3, 0.25, 0.0, 0.25, 0.5]
+    asked = zip(values, reps, nulls, strict=True)
+    found = stats.summarise([stats.Replicated(v, row, null, 40) for v, row, null in asked])
+    for value, row, null, got in zip(values, reps, nulls, found, strict=True):
+        finite = row[~np.isnan(row)]
+        assert (got.value, got.n, got.iters, got.null) == (value, 40, 401, null)
+        if not len(finite):
+            assert np.isnan([got.low, got.high, got.stderr, got.p]).all()
+            continue
+        tail = (1 - stats.CONFIDENCE) / 2 * 100  # 2.500000000000002
+        assert (got.low, got.high) == tuple(np.percentile(finite, [tail, 100 - tail]))
+        assert got.stderr == np.std(finite, ddof=1)
+        if null is None:
+            assert (got.p, got.p_above, got.p_below) == (None, None, None)
+            continue
+        if np.isnan(value):
+            assert np.isnan([got.p, got.p_above, got.p_below]).all()
+            continue
+        far = sum(abs(r - value) >= abs(value - null) - 1e-12 for r in finite)
+        above = sum(r - value >= value - null - 1e-12 for r in finite)
+        below = sum(value - r >= null - value - 1e-12 for r in finite)
+        scale = len(finite) + 1
+        assert (got.p, got.p_above, got.p_below) == ((far + 1) / scale, (above + 1) / scale,
+                                                      (below + 1) / scale)  # fmt: skip
+        assert got.p == stats.p_value(row, value, null)

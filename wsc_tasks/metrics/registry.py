@@ -140,7 +140,13 @@ class Key:
 
         A record's own name first; else the pattern with the longest fixed part, a variant from a
         vocabulary (token subsets, WinoWhy categories) before an open one (methods, scores).
+        Kept per name (keys are immutable): a report parses the same few hundred names
+        hundreds of thousands of times.
         """
+        return _parse(name)
+
+    @classmethod
+    def _parse(cls, name: str) -> Key | None:
         if name in METRICS:
             return cls(name)
         best: tuple[tuple[int, bool], dict[str, Any]] | None = None
@@ -160,6 +166,11 @@ class Key:
             if best is None or rank > best[0]:
                 best = rank, {"record": record, variant: value}
         return cls(**best[1]) if best is not None else None
+
+
+@cache
+def _parse(name: str) -> Key | None:
+    return Key._parse(name)
 
 
 @cache

@@ -157,8 +157,10 @@ class Resamples:
             for start in range(0, len(found), self.BATCH):
                 chunk = found[start : start + self.BATCH]
                 sums = self._product(np.column_stack([both for _, both in chunk]), bits)
+                rows = sums.T.astype(float)  # each ratio's two sums contiguous, in float64 once
+                rows.flags.writeable = False  # handed out as views
                 for i, (key, _) in enumerate(chunk):
-                    self._sums[key] = sums[:, 2 * i : 2 * i + 2]
+                    self._sums[key] = rows[2 * i : 2 * i + 2]
 
     def forget(self) -> None:
         """Drop the replicate sums kept so far (the resamples and the parts stay)."""
@@ -168,7 +170,7 @@ class Resamples:
         """iters × 2: Σ numerator and Σ denominator of ``ratio`` over each resample."""
         key = (id(values), ratio)
         if key in self._sums:
-            return self._sums[key].astype(float)
+            return self._sums[key].T
         both, bits = self._stacked(values, ratio)
         if bits and "counts" in self.__dict__:  # counted already: one product
             return self._product(both, bits).astype(float)
@@ -236,35 +238,96 @@ ABOVE, BELOW = 1, -1  # the side of a one-sided p
 
 
 def p_value(reps: np.ndarray, observed: float, null: float, side: int = 0) -> float:
-    """(k + 1)/(R + 1) (eq. 3.98). Two-sided (``side`` 0): k = replicates at least |observed −
-    null| from the observed. One-sided: k = replicates with side·(rep − observed) ≥ side·(observed
-    − null), i.e. the distribution shifted to the null reaching the observed value or beyond on
-    that side (``ABOVE``: H1 value > null; ``BELOW``: H1 value < null)."""
-    reps = reps[~np.isnan(reps)]
-    if math.isnan(observed) or not len(reps):
+    """(k + 1)/(R + 1) (eq. 3.98) of one estimate's finite replicates (``_p_values``)."""
+    finite = np.asarray(reps, dtype=float)
+    finite = finite[~np.isnan(finite)]
+    if math.isnan(observed) or not len(finite):
         return float("nan")
-    if side:
-        reach = side * (reps - observed) >= side * (observed - null) - 1e-12
-        return (int(np.count_nonzero(reach)) + 1) / (len(reps) + 1)
-    distance = abs(observed - null)
-    k = int(np.count_nonzero(np.abs(reps - observed) >= distance - 1e-12))
-    return (k + 1) / (len(reps) + 1)
+    return float(_p_values(finite[None, :], np.array([observed]), np.array([null]))[side][0])
+
+
+def _p_values(reps: np.ndarray, observed: np.ndarray, null: np.ndarray) -> dict[int, np.ndarray]:
+    """Per side (0, ``ABOVE``, ``BELOW``) and row of ``reps`` (finite replicates), (k + 1)/(R +
+    1). Two-sided (side 0): k = replicates at least |observed − null| from the observed.
+    One-sided: k = replicates with side·(rep − observed) ≥ side·(observed − null), i.e. the
+    distribution shifted to the null reaching the observed value or beyond on that side
+    (``ABOVE``: H1 value > null; ``BELOW``: H1 value < null). NaN where the observed is."""
+    centred = reps - observed[:, None]
+    shift = (observed - null)[:, None]
+    reach = {
+        0: np.abs(centred) >= np.abs(shift) - 1e-12,
+        ABOVE: centred >= shift - 1e-12,
+        BELOW: -centred >= -shift - 1e-12,
+    }
+    missing = np.isnan(observed)
+    return {
+        side: np.where(missing, np.nan, (np.count_nonzero(found, axis=1) + 1) / (reps.shape[1] + 1))
+        for side, found in reach.items()
+    }
+
+
+@dataclass(frozen=True)
+class Replicated:
+    """A bootstrap before its summary: the observed value, its replicates, the null (None: no
+    p), and the documents resampled (per condition)."""
+
+    value: float
+    reps: np.ndarray
+    null: float | None
+    n: int
+
+
+def summarise(found: Sequence[Replicated], confidence: float = CONFIDENCE) -> list[Estimate]:
+    """Each bootstrap's percentile interval, standard error (NaN replicates left out) and p
+    against its null: rows without a NaN replicate at once, as one array (the same floats as
+    one at a time: numpy takes both row by row), the others each on its finite replicates."""
+    out: list[Estimate | None] = [None] * len(found)
+    by_width: dict[int, list[int]] = {}
+    for i, item in enumerate(found):
+        by_width.setdefault(len(item.reps), []).append(i)
+    for rows in by_width.values():
+        block = np.stack([found[i].reps for i in rows]).astype(float, copy=False)
+        gaps = np.isnan(block).any(axis=1)
+        whole = [i for i, gap in zip(rows, gaps, strict=True) if not gap]
+        summaries = _summary([found[i] for i in whole], block[~gaps], confidence)
+        for i, estimate in zip(whole, summaries, strict=True):
+            out[i] = estimate
+        for i, row in zip(rows, block, strict=True):
+            if out[i] is None:
+                out[i] = _summary([found[i]], row[~np.isnan(row)][None, :], confidence)[0]
+    return [e for e in out if e is not None]
+
+
+def _summary(found: Sequence[Replicated], finite: np.ndarray, confidence: float) -> list[Estimate]:
+    """``summarise`` of bootstraps whose finite replicates are the rows of ``finite``."""
+    width = finite.shape[1]
+    if width:
+        tail = (1 - confidence) / 2 * 100
+        low, high = np.percentile(finite, [tail, 100 - tail], axis=1)
+        stderr = np.std(finite, axis=1, ddof=1) if width > 1 else np.full(len(found), np.nan)
+    else:
+        low = high = stderr = np.full(len(found), np.nan)
+    values = np.array([item.value for item in found], dtype=float)
+    nulls = np.array([np.nan if item.null is None else item.null for item in found], dtype=float)
+    if width:
+        p = _p_values(finite, values, nulls)
+    else:
+        p = {side: np.full(len(found), np.nan) for side in (0, ABOVE, BELOW)}
+    out = []
+    for i, item in enumerate(found):
+        shape = (item.value, float(low[i]), float(high[i]), float(stderr[i]))
+        if item.null is None:
+            out.append(Estimate(*shape, None, None, item.n, len(item.reps)))
+            continue
+        two, above, below = (float(p[side][i]) for side in (0, ABOVE, BELOW))
+        out.append(Estimate(*shape, two, item.null, item.n, len(item.reps), above, below))
+    return out
 
 
 def _estimate(
     value: float, reps: np.ndarray, null: float | None, n: int, confidence: float
 ) -> Estimate:
-    finite = reps[~np.isnan(reps)]
-    if len(finite):
-        tail = (1 - confidence) / 2 * 100
-        low, high = (float(x) for x in np.percentile(finite, [tail, 100 - tail]))
-        stderr = float(np.std(finite, ddof=1)) if len(finite) > 1 else float("nan")
-    else:
-        low = high = stderr = float("nan")
-    if null is None:
-        return Estimate(value, low, high, stderr, None, None, n, len(reps))
-    p, above, below = (p_value(reps, value, null, side) for side in (0, ABOVE, BELOW))
-    return Estimate(value, low, high, stderr, p, null, n, len(reps), above, below)
+    return summarise([Replicated(value, reps, null, n)], confidence)[0]
 
 
 def bootstrap(
@@ -279,12 +342,26 @@ def bootstrap(
 ) -> Estimate:
     """The metric on ``values`` with a percentile interval, and p against ``null`` (e.g. chance);
     ``resamples``: the shared ``Resamples(len(values), iters, seed)``, else drawn here."""
+    found = bootstrap_replicates(values, metric, null=null, iters=iters, seed=seed,
+                                 resamples=resamples)  # fmt: skip
+    return summarise([found], confidence)[0]
+
+
+def bootstrap_replicates(
+    values: Sequence[Any],
+    metric: Callable[..., Any],
+    *,
+    null: float | None = None,
+    iters: int = DEFAULT_ITERS,
+    seed: int = DEFAULT_SEED,
+    resamples: Resamples | None = None,
+) -> Replicated:
+    """``bootstrap`` before ``summarise``."""
     if not values:
         raise ValueError("bootstrap of an empty list of documents")
     shared = _shared(resamples, len(values), iters, seed)
     value = _value(values, metric, shared)
-    reps = replicates(values, metric, shared)
-    return _estimate(value, reps, null, len(values), confidence)
+    return Replicated(value, replicates(values, metric, shared), null, len(values))
 
 
 def paired_difference(
@@ -303,6 +380,22 @@ def paired_difference(
     The same resampled documents enter both conditions, which keeps the correlation between two
     models, two scoring methods or a dataset and its perturbation on the same schemas.
     """
+    found = paired_replicates(first, second, metric, second_metric, iters=iters, seed=seed,
+                              resamples=resamples)  # fmt: skip
+    return summarise([found], confidence)[0]
+
+
+def paired_replicates(
+    first: Sequence[Any],
+    second: Sequence[Any],
+    metric: Callable[..., Any],
+    second_metric: Callable[..., Any] | None = None,
+    *,
+    iters: int = DEFAULT_ITERS,
+    seed: int = DEFAULT_SEED,
+    resamples: Resamples | None = None,
+) -> Replicated:
+    """``paired_difference`` before ``summarise``."""
     if len(first) != len(second):
         raise ValueError(f"paired lists differ in length: {len(first)} and {len(second)}")
     if not first:
@@ -311,7 +404,7 @@ def paired_difference(
     shared = _shared(resamples, len(first), iters, seed)
     value = _value(first, metric, shared) - _value(second, other, shared)
     reps = replicates(first, metric, shared) - replicates(second, other, shared)
-    return _estimate(value, reps, 0.0, len(first), confidence)
+    return Replicated(value, reps, 0.0, len(first))
 
 
 def unpaired_difference(
@@ -326,6 +419,21 @@ def unpaired_difference(
 ) -> Estimate:
     """metric(first) − metric(second) on different schemas, each resampled on its own
     (``resamples``: ``unpaired_resamples`` of their sizes, else drawn here)."""
+    found = unpaired_replicates(first, second, metric, iters=iters, seed=seed,
+                                resamples=resamples)  # fmt: skip
+    return summarise([found], confidence)[0]
+
+
+def unpaired_replicates(
+    first: Sequence[Any],
+    second: Sequence[Any],
+    metric: Callable[..., Any],
+    *,
+    iters: int = DEFAULT_ITERS,
+    seed: int = DEFAULT_SEED,
+    resamples: tuple[Resamples, Resamples] | None = None,
+) -> Replicated:
+    """``unpaired_difference`` before ``summarise``."""
     if not first or not second:
         raise ValueError("unpaired difference needs documents on both sides")
     value = float(metric(first)) - float(metric(second))
@@ -337,7 +445,15 @@ def unpaired_difference(
             f"resamples of {a.n} and {b.n} documents given for {len(first)} and {len(second)}"
         )
     reps = replicates(first, metric, a) - replicates(second, metric, b)
-    return _estimate(value, reps, 0.0, min(len(first), len(second)), confidence)
+    return Replicated(value, reps, 0.0, min(len(first), len(second)))
+
+
+# each estimate before its summary (``summarise`` takes many at once)
+REPLICATES: dict[Callable[..., Estimate], Callable[..., Replicated]] = {
+    bootstrap: bootstrap_replicates,
+    paired_difference: paired_replicates,
+    unpaired_difference: unpaired_replicates,
+}
 
 
 def _value(values: Sequence[Any], metric: Callable[..., Any], resamples: Resamples) -> float:

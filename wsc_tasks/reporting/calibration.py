@@ -128,11 +128,11 @@ def parts(shape: Structure, right: np.ndarray, metric: str) -> tuple[np.ndarray,
 
 def estimates(
     num: np.ndarray, den: np.ndarray, null: float | None, seed: int = stats.DEFAULT_SEED,
-    iters: int = ITERS, paired_den: bool = False,
+    iters: int = ITERS,
 ) -> list[Estimate]:  # fmt: skip
     """``stats.bootstrap`` of a ratio (Σ num / Σ den over documents) for every row of ``num`` at
-    once: the same resampled indexes, interval, standard error and p-values. ``den`` is one row
-    for all models (or, ``paired_den``, a difference's: the value is Σ num / Σ den as given)."""
+    once: the same resampled indexes and ``stats.summarise``. ``den`` is one row for all
+    models."""
     documents = num.shape[1]
     counts = stats.resample_counts(stats.resample_indexes(documents, iters, seed), documents)
     counts = counts.astype(float)
@@ -140,30 +140,9 @@ def estimates(
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = (num @ counts.T) / totals
     values = num.sum(axis=1) / den.sum()
-    low, high = np.percentile(reps, [2.5, 97.5], axis=1)
-    stderr = reps.std(axis=1, ddof=1)
-    out = []
-    if null is None:
-        for i in range(len(num)):
-            out.append(
-                Estimate(values[i], low[i], high[i], stderr[i], None, None, documents, iters)
-            )
-        return out
-    distance = np.abs(values - null)[:, None]
-    two = (np.abs(reps - values[:, None]) >= distance - 1e-12).sum(axis=1)
-    shift = (values - null)[:, None]
-    above = ((reps - values[:, None]) >= shift - 1e-12).sum(axis=1)
-    below = ((values[:, None] - reps) >= -shift - 1e-12).sum(axis=1)
-    scale = iters + 1
-    for i in range(len(num)):
-        out.append(
-            Estimate(
-                float(values[i]), float(low[i]), float(high[i]), float(stderr[i]),
-                (two[i] + 1) / scale, null, documents, iters,
-                (above[i] + 1) / scale, (below[i] + 1) / scale,
-            )
-        )  # fmt: skip
-    return out
+    rows = zip(values, reps, strict=True)
+    found = [stats.Replicated(float(v), row, null, documents) for v, row in rows]
+    return stats.summarise(found)
 
 
 def accuracy(shape: Structure, right: np.ndarray, metric: str, iters: int) -> list[Estimate]:
@@ -189,14 +168,9 @@ def change(before: Structure, after: Structure, sims: int, rng: np.random.Genera
     counts = counts.astype(float)
     reps = (a_num @ counts.T) / (counts @ a_den) - (b_num @ counts.T) / (counts @ b_den)
     values = a_num.sum(axis=1) / a_den.sum() - b_num.sum(axis=1) / b_den.sum()
-    low, high = np.percentile(reps, [2.5, 97.5], axis=1)
-    stderr = reps.std(axis=1, ddof=1)
-    two = (np.abs(reps - values[:, None]) >= np.abs(values)[:, None] - 1e-12).sum(axis=1)
-    return [
-        Estimate(float(v), float(lo), float(hi), float(se), (k + 1) / (iters + 1), 0.0,
-                 documents, iters)
-        for v, lo, hi, se, k in zip(values, low, high, stderr, two, strict=True)
-    ]  # fmt: skip
+    rows = zip(values, reps, strict=True)
+    found = [stats.Replicated(float(v), row, 0.0, documents) for v, row in rows]
+    return stats.summarise(found)
 
 
 # -- the claims ----------------------------------------------------------------------------------

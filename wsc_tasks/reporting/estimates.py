@@ -50,11 +50,15 @@ class Pending(stats.Estimate):
             return [[(first, metric)], [(second, metric)]]
         return [[(args[0], args[1])]]
 
-    def compute(self, iters: int, seed: int, resamples: Any) -> None:
-        """Its estimate, on ``resamples`` (those of ``documents``: one ``stats.Resamples`` or,
-        unpaired, a pair of them)."""
+    def replicate(self, iters: int, seed: int, resamples: Any) -> stats.Replicated:
+        """Its replicates, on ``resamples`` (those of ``documents``: one ``stats.Resamples`` or,
+        unpaired, a pair of them), to be summarised with others (``fill``)."""
         function, args, kwargs = self._call
-        found = function(*args, iters=iters, seed=seed, resamples=resamples, **kwargs)
+        return stats.REPLICATES[function](
+            *args, iters=iters, seed=seed, resamples=resamples, **kwargs
+        )
+
+    def fill(self, found: stats.Estimate) -> None:
         for item in fields(stats.Estimate):
             object.__setattr__(self, item.name, getattr(found, item.name))
 
@@ -77,15 +81,26 @@ class Estimates:
         # equal-length only)
         self._uids: dict[int, tuple[TaskRun, tuple[Any, ...] | None, list[int]]] = {}
         self._aligned: dict[tuple[int, str, bool], tuple[TaskRun, list]] = {}
+        self._identities: dict[int, tuple[Sequence[Any], tuple[int, ...]]] = {}
 
     def _ask(self, function: Callable[..., stats.Estimate], *args: Any, **kwargs: Any) -> Pending:
-        key = (function, *map(_identity, args), *sorted(kwargs.items(), key=lambda i: i[0]))
+        key = (function, *map(self._identity, args), *sorted(kwargs.items(), key=lambda i: i[0]))
         if key in self._asked:  # the same documents: one bootstrap (args kept alive, ids stay)
             return self._asked[key][0]
         found = Pending(function, *args, **kwargs)
         self.pending.append(found)
         self._asked[key] = (found, args)
         return found
+
+    def _identity(self, value: Any) -> Any:
+        """What makes two bootstraps the same: the documents themselves (by object), a form, a
+        null. A list's is kept with the list (alive, so its id is not reused): the report asks
+        for the same few lists of thousands of documents tens of thousands of times."""
+        if not isinstance(value, list | tuple):
+            return id(value) if callable(value) else value
+        if id(value) not in self._identities:
+            self._identities[id(value)] = (value, tuple(id(item) for item in value))
+        return self._identities[id(value)][1]
 
     def estimate(self, values: Sequence[Any], form: Callable, null: float | None = None) -> Pending:
         return self._ask(stats.bootstrap, values, form, null=null)
@@ -172,17 +187,11 @@ class Estimates:
                     for i, draw in enumerate(draws):
                         draw.forget()
                         draw.prefetch([w for found in chunk for w in found.wanted()[i]])
-                    for found in chunk:
-                        found.compute(self.iters, self.seed, resamples)
-                        bar.update()
+                    drawn = [found.replicate(self.iters, self.seed, resamples) for found in chunk]
+                    for found, estimate in zip(chunk, stats.summarise(drawn), strict=True):
+                        found.fill(estimate)
+                    bar.update(len(chunk))
         self.pending = []
-
-
-def _identity(value: Any) -> Any:
-    """What makes two bootstraps the same: the documents themselves (by object), a form, a null."""
-    if isinstance(value, list | tuple):
-        return tuple(id(item) for item in value)
-    return id(value) if callable(value) else value
 
 
 # -- what the sections estimate -------------------------------------------------------------------

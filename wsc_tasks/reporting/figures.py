@@ -136,14 +136,14 @@ def _forest(
     rows = laid
     label_width = min(0.4 + 0.075 * max((len(r) for r in rows), default=4), 5.0)
     width = min(label_width + PANEL_WIDTH * max(len(panels), 1) + 0.3, MAX_WIDTH)
-    row_height = 0.12 + 0.13 * len(series)
+    alone = all(len({b.series for b in bars if b.x == row}) <= 1 for row in data_rows)
+    row_height = 0.12 + 0.13 * (1 if alone else len(series))  # room for a row's markers
     entries = len(series) + (1 if chance and any(p in chance for p in panels) else 0)
     shown = [visible((names or {}).get(s, s)) for s in series]
     columns = max(1, min(entries, int(width / (0.6 + 0.075 * max(map(len, shown), default=6)))))
     header, footer = 0.75 + 0.25 * math.ceil(entries / columns), 0.6
     height = header + footer + row_height * max(len(rows), 1)
     figure, axes = plt.subplots(1, max(len(panels), 1), figsize=(width, height), squeeze=False)
-    alone = all(len({b.series for b in bars if b.x == row}) <= 1 for row in data_rows)
     offsets = (
         [0.0] * len(series)
         if len(series) == 1 or alone  # one model a row (the findings' figure): centred
