@@ -52,6 +52,7 @@ def hidden(char: str) -> bool:
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # every ``hidden`` character: the controls (Cc), U+2028 (Zl), U+2029 (Zp) and ``BIDI``
 _HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029" + "".join(sorted(BIDI)) + "]")
+_SPACE = re.compile(r"\s")  # str.isspace()'s characters
 
 
 def visible(text: object) -> str:
@@ -85,6 +86,8 @@ def render(
     """``text`` in an output format: ``outside`` renders this package's Markdown (seeing each
     marked string as an opaque placeholder: its characters never reach ``outside``), ``as_name``
     and ``as_code`` each marked string (already ``visible``)."""
+    if _MARKS.search(text) is None:  # most cells: nothing marked
+        return outside(text)
     held: list[str] = []
 
     def hold(match: re.Match[str]) -> str:
@@ -149,7 +152,7 @@ def plain(text: str, outside: Callable[[str], str] = lambda body: body) -> str:
 def safe_href(href: str) -> bool:
     """A link this package may write: a relative path inside the output folder (no scheme, no
     leading ``/``, no ``..``, no backslash) or an ``https:`` address."""
-    if any(hidden(c) or c.isspace() for c in href) or "\\" in href:
+    if _HIDDEN.search(href) or _SPACE.search(href) or "\\" in href:
         return False
     if href.lower().startswith("https://"):
         return len(href) > len("https://")

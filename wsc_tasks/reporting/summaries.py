@@ -78,7 +78,7 @@ class Summary:
                 self.changed = True
                 return
             keys, computed, rows = meta["tasks"], meta["computed"], meta["rows"]
-            pool = _decode(table.column("value").to_pylist())
+            pool = decode(table.column("value").to_pylist())
             lists = [[pool[i] for i in at] for at in meta["lists"]]
             found: dict[str, dict[str, Any]] = {
                 t: {
@@ -177,10 +177,11 @@ _DECODED: dict[str, Any] = {}  # a value's JSON text -> the object every summary
 _DECODED_MAX = 500_000  # texts kept at most (a report of many models reads each text once)
 
 
-def _decode(texts: list[str]) -> list[Any]:
-    """The values of ``texts``, one object per distinct text across every summary this process
-    reads: the runs of a report share their documents and most outcomes, so each model adds
-    little memory and decoding."""
+def decode(texts: list[str]) -> list[Any]:
+    """The values of ``texts`` (JSON), one object per distinct text across every summary (and
+    leaderboard cache) this process reads: the runs of a report share their documents and most
+    outcomes, so each model adds little memory and decoding, and a computation kept per value
+    object (``Ratio.arrays``) is done once per distinct value."""
     new = [text for text in dict.fromkeys(texts) if text not in _DECODED]
     if len(_DECODED) + len(new) > _DECODED_MAX:
         _DECODED.clear()

@@ -2,8 +2,8 @@
 
 What the leaderboard says of one model alone (its intervals and p's of *A* and *a*, the control
 baselines and the datasets they are made from, the schema consistency; the run's metadata and
-notes; the ranking task's per-schema outcomes, which the paired differences with other models
-need) is computed once per (ranking
+notes; the ranking task's per-schema outcomes, each a JSON text of its own, which the paired
+differences with other models need) is computed once per (ranking
 task, R, seed) and written to ``<model>/wsc_leaderboard_<task>_R<iters>_s<seed>.json``. Its key is
 what it was computed from: the name, size and modification time of every file of the run's
 ``lm_eval/`` folder, the package's version and this format's number; a changed key, or a file that
@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from wsc_tasks.metrics import registry, stats
+from wsc_tasks.reporting import summaries
 from wsc_tasks.reporting.runs import ModelInfo, Run, TaskRun
 from wsc_tasks.reporting.summaries import PREFIX, package_version
 from wsc_tasks.reporting.tables import Interval
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-FORMAT = 3  # bumped when what a cache file holds changes
+FORMAT = 4  # bumped when what a cache file holds changes
 RANKED = (registry.SCHEMA_ACC, registry.ACC)  # the ranking task's metrics kept per schema
 
 
@@ -60,6 +61,13 @@ def _files(folder: str, under: str) -> list[list[Any]]:
                 stat = item.stat()
                 found.append([f"{under}{item.name}", stat.st_size, stat.st_mtime_ns])
     return found
+
+
+def _texts(values: list[Any]) -> list[str]:
+    """Each per-schema outcome (or document) as its own JSON text, read back with
+    ``summaries.decode``: the outcomes of a thousand models are a few hundred distinct values,
+    each decoded once, and their documents the same few hundred."""
+    return [json.dumps(value, separators=(",", ":")) for value in values]
 
 
 def _interval(cell: Interval | None) -> dict[str, Any] | None:
@@ -96,8 +104,8 @@ def dump(
     ranked = None
     if ranking is not None:
         ranked = {
-            "uids": [d.get("schema_uid") for d in ranking.docs],
-            "values": {m: ranking.values[m] for m in RANKED if m in ranking.forms},
+            "docs": _texts([{"schema_uid": d.get("schema_uid")} for d in ranking.docs]),
+            "values": {m: _texts(ranking.values[m]) for m in RANKED if m in ranking.forms},
         }
     return {
         "key": key,
@@ -132,8 +140,9 @@ def load(data: dict[str, Any], label: str, folder: Path, task: str) -> tuple[Run
     ranked = data["ranking"]
     if ranked is not None and task in tasks:
         ranking = tasks[task]
-        ranking.docs = [{"schema_uid": uid} for uid in ranked["uids"]]
-        for metric, values in ranked["values"].items():
+        ranking.docs = summaries.decode(ranked["docs"])
+        for metric, texts in ranked["values"].items():
+            values = summaries.decode(texts)
             ranking.values[metric] = values
             form = registry.by_name(metric, values[0]) if values else None
             if form is not None:
