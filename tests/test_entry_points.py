@@ -118,3 +118,16 @@ def test_metadata_given_to_simple_evaluate_beside_a_task_manager_is_refused(data
             model=NoTokenizer(), tasks=["wsc266"], limit=1, task_manager=task_manager(),
             metadata={"scoring": "partial"},
         )  # fmt: skip
+
+
+def test_lm_eval_iterates_the_rows_datasets_gives_once_converted(data_dir, task_manager):
+    """A task's documents are its test split's rows as ``datasets`` gives them (``from_list``'s
+    types and keys), converted once: lm-eval's passes over them (building the task, its
+    requests, their results) read one list, not a ``Dataset`` that formats each row anew."""
+    tasks = task_manager().load(["wsc266", "winowhy", "winogrande_twins"])["tasks"]
+    for name, task in tasks.items():
+        rows = task.eval_docs
+        assert isinstance(rows, list) and rows is task.eval_docs, name
+        assert rows == list(task.dataset["test"]), name
+        assert rows.features == task.dataset["test"].features, name
+        assert task.features == list(rows.features), name  # what lm-eval read when it built it

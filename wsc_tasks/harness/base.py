@@ -65,6 +65,15 @@ def select_metrics(
     return {name: fn for name, fn in functions.items() if name in headline}
 
 
+class Rows(list):
+    """A test split's rows as ``datasets`` gives them (the same values: its Arrow table converted
+    once), in a list, with the ``features`` lm-eval reads when it builds the task."""
+
+    def __init__(self, split: datasets.Dataset) -> None:
+        super().__init__(split.to_list())
+        self.features = split.features
+
+
 class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTask):
     """A task that builds its own documents and requests; see the module docstring (and
     ``conventions``: the model, metadata keys, --predict_only, the loggers, undefined metrics)."""
@@ -95,7 +104,16 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
     def download(
         self, dataset_kwargs: Mapping[str, object] | None = None, **kwargs: object
     ) -> None:
-        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(self.documents())})
+        test = datasets.Dataset.from_list(self.documents())
+        self.dataset = datasets.DatasetDict({"test": test})
+        self._rows = Rows(test)
+
+    def test_docs(self) -> Any:
+        """The documents as ``Rows``: lm-eval passes over them three times (building the task,
+        its requests, then their results), and a ``Dataset`` formats every row anew each time."""
+        if self.config.process_docs is not None:
+            return super().test_docs()
+        return self._rows
 
     def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> str:
         return ""
