@@ -135,6 +135,7 @@ class Key:
         return f"{self.record}_{extension}" if extension else self.record
 
     @classmethod
+    @cache
     def parse(cls, name: str) -> Key | None:
         """The key whose ``name`` is ``name``; None for a name no record of ours has.
 
@@ -143,10 +144,6 @@ class Key:
         Kept per name (keys are immutable): a report parses the same few hundred names
         hundreds of thousands of times.
         """
-        return _parse(name)
-
-    @classmethod
-    def _parse(cls, name: str) -> Key | None:
         if name in METRICS:
             return cls(name)
         best: tuple[tuple[int, bool], dict[str, Any]] | None = None
@@ -166,11 +163,6 @@ class Key:
             if best is None or rank > best[0]:
                 best = rank, {"record": record, variant: value}
         return cls(**best[1]) if best is not None else None
-
-
-@cache
-def _parse(name: str) -> Key | None:
-    return Key._parse(name)
 
 
 @cache

@@ -301,17 +301,15 @@ def summarise(found: Sequence[Replicated], confidence: float = CONFIDENCE) -> li
 def _summary(found: Sequence[Replicated], finite: np.ndarray, confidence: float) -> list[Estimate]:
     """``summarise`` of bootstraps whose finite replicates are the rows of ``finite``."""
     width = finite.shape[1]
+    values = np.array([item.value for item in found], dtype=float)
+    nulls = np.array([np.nan if item.null is None else item.null for item in found], dtype=float)
     if width:
         tail = (1 - confidence) / 2 * 100
         low, high = np.percentile(finite, [tail, 100 - tail], axis=1)
         stderr = np.std(finite, axis=1, ddof=1) if width > 1 else np.full(len(found), np.nan)
-    else:
-        low = high = stderr = np.full(len(found), np.nan)
-    values = np.array([item.value for item in found], dtype=float)
-    nulls = np.array([np.nan if item.null is None else item.null for item in found], dtype=float)
-    if width:
         p = _p_values(finite, values, nulls)
     else:
+        low = high = stderr = np.full(len(found), np.nan)
         p = {side: np.full(len(found), np.nan) for side in (0, ABOVE, BELOW)}
     out = []
     for i, item in enumerate(found):

@@ -145,8 +145,7 @@ class Summary:
         for task, found in sorted(self.tasks.items()):
             rows[task] = {}
             for column, values in found["columns"].items():
-                texts = (json.dumps(v, separators=(",", ":")) for v in values)
-                at = tuple(index.setdefault(text, len(index)) for text in texts)
+                at = tuple(index.setdefault(text, len(index)) for text in encode(values))
                 rows[task][column] = lists.setdefault(at, len(lists))
         meta = {
             "format": FORMAT,
@@ -175,6 +174,11 @@ class Summary:
 
 _DECODED: dict[str, Any] = {}  # a value's JSON text -> the object every summary read gives
 _DECODED_MAX = 500_000  # texts kept at most (a report of many models reads each text once)
+
+
+def encode(values: list[Any]) -> list[str]:
+    """Each value as its own compact JSON text, for ``decode``: equal values, equal texts."""
+    return [json.dumps(value, separators=(",", ":")) for value in values]
 
 
 def decode(texts: list[str]) -> list[Any]:

@@ -63,13 +63,6 @@ def _files(folder: str, under: str) -> list[list[Any]]:
     return found
 
 
-def _texts(values: list[Any]) -> list[str]:
-    """Each per-schema outcome (or document) as its own JSON text, read back with
-    ``summaries.decode``: the outcomes of a thousand models are a few hundred distinct values,
-    each decoded once, and their documents the same few hundred."""
-    return [json.dumps(value, separators=(",", ":")) for value in values]
-
-
 def _interval(cell: Interval | None) -> dict[str, Any] | None:
     return None if cell is None else {"estimate": asdict(cell.estimate), "show_p": cell.show_p}
 
@@ -104,8 +97,12 @@ def dump(
     ranked = None
     if ranking is not None:
         ranked = {
-            "docs": _texts([{"schema_uid": d.get("schema_uid")} for d in ranking.docs]),
-            "values": {m: _texts(ranking.values[m]) for m in RANKED if m in ranking.forms},
+            # one JSON text each (``summaries.encode``): a thousand models' outcomes and
+            # documents are a few hundred distinct values, each decoded once when read
+            "docs": summaries.encode([{"schema_uid": d.get("schema_uid")} for d in ranking.docs]),
+            "values": {
+                m: summaries.encode(ranking.values[m]) for m in RANKED if m in ranking.forms
+            },
         }
     return {
         "key": key,
