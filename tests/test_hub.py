@@ -264,7 +264,10 @@ def test_a_query_sweep_on_slurm_fetches_ahead_in_each_job_and_clears_behind(
     with HubServer(seconds_per_weights=SLOW_WEIGHTS_S) as server:
         shas = _serve(server, folders)
         more = (*SLURM, "--max-parallel", "1", "--job-name", "wsc-hub")
-        done = _sweep(out, _env(server, home), "--hub-query", "author=tiny,search=gpt2-", *more)
+        try:
+            done = _sweep(out, _env(server, home), "--hub-query", "author=tiny,search=gpt2-", *more)
+        finally:  # a sweep killed by its timeout leaves its jobs, holding the next tests' CPUs
+            subprocess.run(["scancel", "--name", "wsc-hub"], check=False)
         assert done.returncode == 0, done.stderr[-3000:]
         assert "at most 2 snapshots on disk at once (1 running + 1 ahead of each)" in done.stderr
         for name in ("gpt2-a", "gpt2-b", "gpt2-c", "gpt2-d"):

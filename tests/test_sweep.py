@@ -139,6 +139,33 @@ def _lock_holder(out: Path, name: str) -> int | None:
         return None
 
 
+AT_FORK = """
+import os, sys, threading
+from pathlib import Path
+from wsc_tasks.sweep import runner
+from wsc_tasks.sweep.lock import FileLock
+
+held = threading.Lock()
+held.acquire()  # held at the fork, as a prefetching thread holds huggingface_hub's HTTP client
+os.register_at_fork(after_in_child=held.acquire)  # a library's hook that waits for it
+folder = Path(sys.argv[1])
+with FileLock(folder / "model.lock", "the model") as lock:
+    run = [sys.executable, "-c", "print('ran')"]
+    code = runner._run_child(run, folder / "log.txt", None, lock, runner._stops[0])
+print(code, (folder / "log.txt").read_text().strip())
+"""
+
+
+def test_a_run_starts_while_a_thread_holds_a_lock_that_an_at_fork_hook_waits_for(tmp_path):
+    """No Python code runs between a run's fork and its exec. huggingface_hub closes its shared
+    HTTP client in an at-fork hook; a ``preexec_fn`` ran it in the forked process while the next
+    model's download held the client's connection pool, and the run, and the sweep, never went on
+    (the Hub sweeps of tests/test_hub.py hung so)."""
+    script = [sys.executable, "-c", AT_FORK, str(tmp_path)]
+    done = subprocess.run(script, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["0", "ran"], done.stderr[-2000:]
+
+
 @pytest.mark.slow
 def test_killed_sweep_resumes_to_the_same_leaderboard(tmp_path, data_dir):
     models = tmp_path / "models.txt"

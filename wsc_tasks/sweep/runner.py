@@ -10,7 +10,6 @@ sweep runs it again.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from wsc_tasks.paths import KEEP_PATHS, SWEEP_RESULTS, include_path, local_model
 from wsc_tasks.reporting import summaries
 from wsc_tasks.sweep import folder as protocol
 from wsc_tasks.sweep import hub as weights
+from wsc_tasks.sweep import tether
 from wsc_tasks.sweep.identity import identify
 from wsc_tasks.sweep.lock import Busy, FileLock
 from wsc_tasks.sweep.models import ModelSpec, resolved_args
@@ -87,29 +87,18 @@ def run_command(
     return [sys.executable, "-m", "wsc_tasks.cli", "run", *command]
 
 
-def _die_with_parent(parent: int) -> None:
-    """In the child before ``exec``: the kernel kills it when its parent dies (Linux), and it
-    exits at once if the parent is already gone."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)
-
-
 def _run_child(
     command: list[str], log_file: Path, env: dict[str, str] | None, lock: FileLock, stops: int
 ) -> int:
-    """The run in its own process group that dies with this process; the lock names it."""
-    parent = os.getpid()
+    """The run in its own process group that dies with this process (``tether``); the lock
+    names it."""
     with log_file.open("w", encoding="utf-8") as handle:
         child = subprocess.Popen(
-            command,
+            tether.command(os.getpid(), command),
             stdout=handle,
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
-            preexec_fn=lambda: _die_with_parent(parent),
         )
         _children.add(child.pid)
         try:
