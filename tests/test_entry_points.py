@@ -131,3 +131,17 @@ def test_lm_eval_iterates_the_rows_datasets_gives_once_converted(data_dir, task_
         assert rows == list(task.dataset["test"]), name
         assert rows.features == task.dataset["test"].features, name
         assert task.features == list(rows.features), name  # what lm-eval read when it built it
+
+
+def test_documents_with_different_keys_are_refused_not_cut_to_the_first_ones():
+    """``datasets.Dataset.from_list`` keeps the keys of the first document only: a task whose
+    documents differed would lose fields without a word."""
+    from wsc_tasks.harness.base import RequestTask
+
+    class Uneven(RequestTask):
+        def documents(self) -> list[dict]:
+            return [{"text": "a"}, {"text": "b", "note": "dropped"}]
+
+    with pytest.raises(ValueError, match=r"^task uneven: document 1 has the keys \['note', "
+                       r"'text'\], document 0 \['text'\]: every document"):  # fmt: skip
+        Uneven(config={"task": "uneven"})

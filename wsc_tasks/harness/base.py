@@ -104,7 +104,16 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
     def download(
         self, dataset_kwargs: Mapping[str, object] | None = None, **kwargs: object
     ) -> None:
-        test = datasets.Dataset.from_list(self.documents())
+        documents = self.documents()
+        keys = set(documents[0]) if documents else set()
+        for number, document in enumerate(documents):
+            if set(document) != keys:  # ``from_list`` keeps the first document's keys alone
+                raise ValueError(
+                    f"task {self.config.task}: document {number} has the keys "
+                    f"{sorted(document)}, document 0 {sorted(keys)}: every document of a task "
+                    "needs the same keys (give a missing one as None)"
+                )
+        test = datasets.Dataset.from_list(documents)
         self.dataset = datasets.DatasetDict({"test": test})
         self._rows = Rows(test)
 
