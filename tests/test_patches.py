@@ -89,6 +89,67 @@ def test_deduplicated_batch_tokenized_requests_score_as_lm_eval(tiny_gpt2_dir):
     assert all(ids == lm.tokenizer.encode(text) for (text, _), ids in memo.items())
 
 
+@slow
+def test_texts_the_tasks_encoded_are_not_encoded_again_for_lm_eval(tiny_gpt2_dir, monkeypatch):
+    """Section 4 takes the encodings of a task's token counter whose tokenizer encodes alike (as
+    the CLI's tasks load their own from the model's name) and asks the model's tokenizer only
+    for the other texts; a counter of another tokenizer is not used; the scores do not change."""
+    from transformers import AutoTokenizer
+
+    from wsc_tasks.harness.patches import p04_remember_tokens
+    from wsc_tasks.scoring.tokens import TokenCounter, same_encoding
+
+    patches.apply()
+    pairs = [*SHORT, *LONG]
+    requests = [Instance("loglikelihood", {}, p, 0) for p in pairs]
+    expected = _lls(HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=2), pairs)
+    lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=2)
+    tasks = TokenCounter(AutoTokenizer.from_pretrained(tiny_gpt2_dir), lm.add_bos_token)
+    other = AutoTokenizer.from_pretrained(tiny_gpt2_dir, add_prefix_space=True)
+    stray = TokenCounter(other, lm.add_bos_token)
+    assert same_encoding(tasks.tokenizer, lm.tokenizer) and tasks.tokenizer is not lm.tokenizer
+    assert not same_encoding(other, lm.tokenizer)
+    tasks.n_continuation(*SHORT[0])  # a task counts the first request's tokens
+    stray.n_continuation(*SHORT[1])  # with a tokenizer that splits words otherwise
+    asked: list[str] = []
+    batch_encode = p04_remember_tokens.batch_encode
+
+    def recording(tokenizer, texts, *args, **kwargs):
+        asked.extend(texts)
+        return batch_encode(tokenizer, texts, *args, **kwargs)
+
+    monkeypatch.setattr(p04_remember_tokens, "batch_encode", recording)
+    found = [r[0] for r in patches.deduplicated(lm.loglikelihood, [stray, tasks])(requests)]
+    assert found == expected
+    context, continuation = SHORT[0]
+    assert context not in asked and context + continuation not in asked
+    assert SHORT[1][0] in asked and LONG[0][0] in asked  # not the stray counter's encodings
+    memo = lm._wsc_tasks_token_memo
+    assert memo[(context, None)] == list(tasks.known(context, tasks.add_special_tokens))
+    assert all(ids == lm.tokenizer.encode(text) for (text, _), ids in memo.items())
+
+
+@slow
+def test_a_counter_whose_encodings_disagree_with_the_tokenizer_is_not_used(tiny_gpt2_dir, caplog):
+    """Section 4 checks a sample of a counter's encodings against the model's tokenizer before
+    taking them: one that differs (here, made up) sends every text to the tokenizer again."""
+    from wsc_tasks.scoring.tokens import TokenCounter
+
+    patches.apply()
+    lm = HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=2)
+    expected = _lls(HFLM(pretrained=str(tiny_gpt2_dir), device="cpu", batch_size=2), SHORT)
+    wrong = TokenCounter(lm.tokenizer, lm.add_bos_token)
+    for context, continuation in SHORT:
+        for text in (context, context + continuation):
+            wrong._cache[(text, lm.add_bos_token)] = (1, 2, 3)
+    requests = [Instance("loglikelihood", {}, p, 0) for p in SHORT]
+    with caplog.at_level(logging.WARNING):
+        found = [r[0] for r in patches.deduplicated(lm.loglikelihood, [wrong])(requests)]
+    assert found == expected
+    assert "a task's token counter encodes" in caplog.text
+    assert all(ids != [1, 2, 3] for ids in lm._wsc_tasks_token_memo.values())
+
+
 # -- versions --------------------------------------------------------------------------------------
 def test_a_version_outside_the_range_names_each_patch():
     assert patches.version_warnings("0.4.13") == []
@@ -110,6 +171,8 @@ def test_every_patch_of_apply_is_marked_and_applied_once():
     from lm_eval.api import metrics as lm_metrics
     from lm_eval.models.utils import Collator
 
+    from wsc_tasks.harness.patches import p19_freeze_survivors as freeze
+
     patches.apply()
     assert patches.apply() is False
     for owner, name in [
@@ -121,6 +184,7 @@ def test_every_patch_of_apply_is_marked_and_applied_once():
         assert getattr(patched, patches._MARK)
         assert not getattr(patches.original(owner, name), patches._MARK, False)
     assert lm_metrics.stderr_for_metric is evaluator_utils.stderr_for_metric
+    assert getattr(evaluator.evaluate, freeze.MARK)  # section 19's own mark on the same function
     filters = logging.getLogger(patches.GROUP_LOGGER).filters
     assert sum(isinstance(f, patches.ExpectedGroupGaps) for f in filters) == 1
 
@@ -648,3 +712,82 @@ def test_per_batch_scoring_equals_lm_evals_loop_on_every_task(tiny_gpt2_dir, dat
     finally:
         HFLM._loglikelihood_tokens = batched
     assert compared and sum(compared) > 500
+
+
+# -- 19. freeze_survivors --------------------------------------------------------------------------
+class _Cycle:
+    """An object in a reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_survivors_of_a_full_collection_are_frozen_while_the_block_runs():
+    """A full collection inside the block freezes what survived it (the next walks only newer
+    objects); on leaving, they are handed back, and a cycle that became garbage meanwhile is
+    collected by the next full collection."""
+    import gc
+    import weakref
+
+    assert gc.get_freeze_count() == 0
+    with patches.survivors_frozen() as engaged:
+        assert engaged
+        survivor = _Cycle()
+        gone = weakref.ref(survivor)
+        gc.collect()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0  # the survivor among them
+        del survivor
+        gc.collect()
+        assert gone() is not None  # frozen: not walked until the block ends
+        fresh = _Cycle()
+        fresh_ref = weakref.ref(fresh)
+        del fresh
+        gc.collect()
+        assert fresh_ref() is None  # garbage made since the last freeze still goes
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert gone() is None
+
+
+def test_the_collector_is_left_alone_when_off_or_when_objects_are_frozen_already():
+    import gc
+
+    gc.disable()
+    try:
+        with patches.survivors_frozen() as engaged:
+            assert not engaged
+            gc.collect()
+            assert gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
+    gc.freeze()  # the process's own frozen objects
+    try:
+        frozen = gc.get_freeze_count()
+        with patches.survivors_frozen() as engaged:
+            assert not engaged
+            _Cycle()
+            gc.collect()
+        assert gc.get_freeze_count() == frozen  # none added, none handed back
+    finally:
+        gc.unfreeze()
+
+
+def test_evaluate_freezes_survivors_only_for_our_tasks():
+    import gc
+
+    from wsc_tasks.harness.patches import p19_freeze_survivors as freeze
+
+    seen: list[int] = []
+
+    def evaluate(lm, task_dict, **kwargs):
+        gc.collect()
+        seen.append(gc.get_freeze_count())
+        return {}
+
+    wrapped = freeze.freezing(evaluate)
+    ours, theirs = _task("wsc_tasks.harness.task"), _task("lm_eval.api.task")
+    wrapped(None, {"group": {"a": theirs, "b": ours}})
+    wrapped(None, task_dict={"a": theirs})
+    assert seen[0] > 0 and seen[1] == 0
+    assert gc.get_freeze_count() == 0

@@ -26,7 +26,7 @@ from wsc_tasks.harness.model_facts import PASS_TOKENIZER, facts_of
 from wsc_tasks.metrics import ratios, registry
 from wsc_tasks.scoring.families import ModelFacts
 from wsc_tasks.scoring.methods import ScoringError
-from wsc_tasks.scoring.tokens import named_tokenizer
+from wsc_tasks.scoring.tokens import TokenCounter, named_tokenizer
 
 PART_LIMIT = (
     "--limit {limit}: the figures are of the first {limit} documents (schemas), not of the whole "
@@ -96,6 +96,11 @@ class TaskConventions(LmEvalTask):
 
     def _settle(self, facts: ModelFacts) -> None:
         raise NotImplementedError
+
+    def token_counter(self) -> TokenCounter | None:
+        """The counter the task counts tokens with (its encodings spare lm-eval's requests a
+        tokenizer call, patches section 4); None: it counts none."""
+        return None
 
     def build_all_requests(self, **kwargs: Any) -> None:
         self._chosen_documents = kwargs.get("samples") is not None

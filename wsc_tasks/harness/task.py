@@ -40,6 +40,7 @@ from wsc_tasks.scoring import causal, families
 from wsc_tasks.scoring.causal import shifted_splits
 from wsc_tasks.scoring.families import ModelFacts
 from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setup
+from wsc_tasks.scoring.tokens import TokenCounter
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -135,6 +136,9 @@ class SchemaTask(RequestTask):
             f"{', '.join(m.name for m in plan.methods)}; first-token prior {prior}"
         )
         return plan.setup, list(plan.methods)
+
+    def token_counter(self) -> TokenCounter | None:
+        return self.setup.tokens
 
     def _settle(self, facts: ModelFacts) -> None:
         """The plan for the model lm-eval hands the task (``conventions``)."""

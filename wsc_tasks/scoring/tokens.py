@@ -78,16 +78,48 @@ def batch_encode(
         ids = [list(i) for i in answer["input_ids"]]
         if offsets:
             spans = [tuple((int(a), int(b)) for a, b in o) for o in answer["offset_mapping"]]
+    if not agrees(tokenizer, texts, ids, add_special_tokens, "its batch call"):
+        return None
+    return ids, spans
+
+
+def agrees(
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    ids: Sequence[Sequence[int]],
+    add_special_tokens: bool | None,
+    source: str,
+) -> bool:
+    """Whether ``tokenizer.encode`` gives ``ids`` for up to 16 of ``texts``, spread over them
+    (the check of encodings made another way, by ``source``); logs the first that differs."""
+    kwargs = {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
     step = max(len(texts) // 16, 1)
     for i in range(0, len(texts), step):
-        if ids[i] != list(tokenizer.encode(texts[i], **kwargs)):
+        if list(ids[i]) != list(tokenizer.encode(texts[i], **kwargs)):
             log.warning(
-                "wsc_tasks: this tokenizer's batch call encodes %r differently from its encode(); "
+                "wsc_tasks: %s encodes %r differently from this tokenizer's encode(); "
                 "encoding one text at a time",
+                source,
                 texts[i],
             )
-            return None
-    return ids, spans
+            return False
+    return True
+
+
+def same_encoding(a: object, b: object) -> bool:
+    """Whether two tokenizer objects encode every text alike: one object, or fast tokenizers of
+    one class, built with the same arguments around the same Rust tokenizer (its vocabulary,
+    merges, normalizer, pre-tokenizer, post-processor and added tokens, as serialised)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or not getattr(a, "is_fast", False):
+        return False
+    if getattr(a, "init_kwargs", None) != getattr(b, "init_kwargs", None):
+        return False
+    backends = getattr(a, "backend_tokenizer", None), getattr(b, "backend_tokenizer", None)
+    if backends[0] is None or backends[1] is None:
+        return False
+    return bool(backends[0].to_str() == backends[1].to_str())
 
 
 # hashed by identity: one counter per tokenizer and encoding rule, a key of scoring caches; frozen,
@@ -138,6 +170,11 @@ class TokenCounter:
             self._cache.setdefault((text, False), tuple(ids))
         self.calls[0] += len(todo)
         return len(todo)
+
+    def known(self, text: str, add_special_tokens: bool | None) -> tuple[int, ...] | None:
+        """``text``'s ids if already encoded with ``add_special_tokens`` as the tokenizer is
+        given it (None: the tokenizer's default), else None; encodes nothing."""
+        return self._cache.get((text, add_special_tokens))
 
     def offsets(self, text: str) -> Offsets:
         """(start, end) character offsets of ``text``'s tokens, without special tokens."""

@@ -13,6 +13,7 @@ from wsc_tasks.harness.patches.base import (
     Patch,
     Request,
     _replace,
+    is_our_task,
     log,
 )
 from wsc_tasks.harness.patches.p04_remember_tokens import (
@@ -20,8 +21,12 @@ from wsc_tasks.harness.patches.p04_remember_tokens import (
     _remember_tokens,
     recording_template_lm,
 )
-from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import warn_unkeyed_request_cache
+from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import (
+    _tasks_of,
+    warn_unkeyed_request_cache,
+)
 from wsc_tasks.harness.patches.p13_tasks_meet_the_model import meet_the_model
+from wsc_tasks.scoring.tokens import TokenCounter
 
 # lm-eval passes the loglikelihood requests of all tasks to the model in one call, duplicates
 # included; overlapping tasks (``wsc266`` and its subsets, every consistency task's original side,
@@ -46,8 +51,11 @@ def distinct(requests: Sequence[R]) -> tuple[list[R], list[int]]:
     return unique, where
 
 
-def deduplicated(method: Callable[..., list[Answer]]) -> Callable[..., list[Answer]]:
-    """``lm.loglikelihood`` that sends each distinct request once."""
+def deduplicated(
+    method: Callable[..., list[Answer]], counters: Sequence[TokenCounter] = ()
+) -> Callable[..., list[Answer]]:
+    """``lm.loglikelihood`` that sends each distinct request once; ``counters``: the tasks'
+    token counters, whose encodings section 4 reuses."""
 
     def loglikelihood(requests: list[Request], *args: object, **kwargs: object) -> list[Answer]:
         unique, where = distinct(requests)
@@ -55,12 +63,22 @@ def deduplicated(method: Callable[..., list[Answer]]) -> Callable[..., list[Answ
             f"wsc_tasks: {len(requests)} loglikelihood requests, {len(unique)} distinct sent to "
             "the model"
         )
-        _encode_in_one_batch(getattr(method, "__self__", None), unique)
+        _encode_in_one_batch(getattr(method, "__self__", None), unique, counters)
         results = method(unique, *args, **kwargs)
         return [results[i] for i in where]
 
     setattr(loglikelihood, _MARK, True)
     return loglikelihood
+
+
+def _token_counters(task_dict: object) -> list[TokenCounter]:
+    """The token counters of this package's tasks in ``task_dict``, each once."""
+    found: dict[int, TokenCounter] = {}
+    for task in filter(is_our_task, _tasks_of(task_dict)):
+        counter = getattr(task, "token_counter", lambda: None)()  # ``TaskConventions``'
+        if isinstance(counter, TokenCounter):
+            found[id(counter)] = counter
+    return list(found.values())
 
 
 def _send_distinct_requests() -> None:
@@ -77,8 +95,10 @@ def _send_distinct_requests() -> None:
         method = getattr(lm, "loglikelihood", None)
         if method is None or getattr(method, _MARK, False):
             return evaluate_original(lm, *args, **kwargs)
-        warn_unkeyed_request_cache(lm, kwargs.get("task_dict", args[0] if args else {}))
-        setattr(lm, "loglikelihood", deduplicated(method))  # noqa: B010  (this object only)
+        task_dict = kwargs.get("task_dict", args[0] if args else {})
+        warn_unkeyed_request_cache(lm, task_dict)
+        dedup = deduplicated(method, _token_counters(task_dict))
+        setattr(lm, "loglikelihood", dedup)  # noqa: B010  (this object only)
         try:
             return evaluate_original(lm, *args, **kwargs)
         finally:

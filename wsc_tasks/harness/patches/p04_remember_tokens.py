@@ -12,18 +12,24 @@ from wsc_tasks.harness.patches.base import (
     _replace,
     original,
 )
-from wsc_tasks.scoring.tokens import batch_encode
+from wsc_tasks.scoring.tokens import TokenCounter, agrees, batch_encode, same_encoding
 
 
 # ``TemplateLM._encode_pair`` makes two tokenizer calls per request, one text at a time. An HF
 # causal model's ``tok_encode`` now remembers its texts, and section 3 fills that memo with one
-# batched tokenizer call per model call (same tokenizer arguments as ``HFLM.tok_encode``). No
+# batched tokenizer call per model call (same tokenizer arguments as ``HFLM.tok_encode``), for
+# the texts the tasks' token counters have not already encoded with the same special tokens and a
+# tokenizer that encodes alike (``tokens.same_encoding``): most of them, as the tasks check how
+# lm-eval will split each request they build. No
 # upstream issue found; upstream, ``TemplateLM.loglikelihood`` could encode the pairs with one
 # ``tokenizer(list)`` call.
-def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
-    """Fill an HF causal model's text → tokens memo with batched calls for the texts that
+def _encode_in_one_batch(
+    lm: object, requests: Sequence[Request], counters: Sequence[TokenCounter] = ()
+) -> None:
+    """Fill an HF causal model's text → tokens memo for the texts that
     ``TemplateLM.loglikelihood`` will encode (``_encode_pair``'s, and an empty context's
-    continuation)."""
+    continuation): from ``counters`` where they encoded a text alike, else with batched
+    calls."""
     from lm_eval.models.huggingface import HFLM
 
     if not isinstance(lm, HFLM) or getattr(lm, "backend", None) != "causal":
@@ -42,6 +48,7 @@ def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
             context, continuation = context[:-spaces], context[-spaces:] + continuation
         texts.update((context, context + continuation))
     memo = _memo(lm)
+    alike = [c for c in counters if same_encoding(c.tokenizer, lm.tokenizer)]
     bos = lm.tokenizer.decode(lm.prefix_token_id)
     default = _add_special_kwargs(None, lm.add_bos_token).get("add_special_tokens")
     for flag, key, chosen in (
@@ -49,6 +56,12 @@ def _encode_in_one_batch(lm: object, requests: Sequence[Request]) -> None:
         (False, False, list(alone)),
     ):
         todo = sorted(t for t in chosen if (t, key) not in memo)
+        for counter in alike:
+            hits = {text: found for text in todo if (found := counter.known(text, flag))}
+            source = "a task's token counter"
+            if hits and agrees(lm.tokenizer, list(hits), list(hits.values()), flag, source):
+                memo.update(((text, key), list(found)) for text, found in hits.items())
+                todo = [text for text in todo if text not in hits]
         encoded = batch_encode(lm.tokenizer, todo, flag)
         if encoded is not None:  # else lm-eval encodes them one at a time, as without the memo
             memo.update(((text, key), ids) for text, ids in zip(todo, encoded[0], strict=True))
