@@ -75,7 +75,7 @@ def _token_counters(task_dict: object) -> list[TokenCounter]:
     """The token counters of this package's tasks in ``task_dict``, each once."""
     found: dict[int, TokenCounter] = {}
     for task in filter(is_our_task, _tasks_of(task_dict)):
-        counter = getattr(task, "token_counter", lambda: None)()  # ``TaskConventions``'
+        counter = getattr(task, "token_counter", lambda: None)()  # ``TaskConventions``
         if isinstance(counter, TokenCounter):
             found[id(counter)] = counter
     return list(found.values())

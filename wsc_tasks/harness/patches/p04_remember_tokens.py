@@ -16,13 +16,13 @@ from wsc_tasks.scoring.tokens import TokenCounter, agrees, batch_encode, same_en
 
 
 # ``TemplateLM._encode_pair`` makes two tokenizer calls per request, one text at a time. An HF
-# causal model's ``tok_encode`` now remembers its texts, and section 3 fills that memo with one
-# batched tokenizer call per model call (same tokenizer arguments as ``HFLM.tok_encode``), for
-# the texts the tasks' token counters have not already encoded with the same special tokens and a
-# tokenizer that encodes alike (``tokens.same_encoding``): most of them, as the tasks check how
-# lm-eval will split each request they build. No
-# upstream issue found; upstream, ``TemplateLM.loglikelihood`` could encode the pairs with one
-# ``tokenizer(list)`` call.
+# causal model's ``tok_encode`` now remembers its texts, and section 3 fills that memo before each
+# model call: with the encodings of the tasks' token counters whose tokenizer encodes alike
+# (``tokens.same_encoding``, a sample checked against the model's tokenizer, ``tokens.agrees``)
+# and the same special tokens, most of the texts, as the tasks check how lm-eval will split each
+# request they build; the rest with one batched tokenizer call (same tokenizer arguments as
+# ``HFLM.tok_encode``). No upstream issue found; upstream, ``TemplateLM.loglikelihood`` could
+# encode the pairs with one ``tokenizer(list)`` call.
 def _encode_in_one_batch(
     lm: object, requests: Sequence[Request], counters: Sequence[TokenCounter] = ()
 ) -> None:
