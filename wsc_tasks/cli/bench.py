@@ -385,7 +385,8 @@ def comparison(ours: Timed, theirs: Timed, tasks: str) -> str:
     rows = [("lm-eval winogrande", theirs), (tasks, ours)]
     lines = [
         "",
-        f"wsc-tasks bench: {tasks} against lm-eval's own winogrande, same model, one process",
+        f"wsc-tasks bench: {tasks} against lm-eval's own winogrande, same model, one process "
+        "(winogrande second: its imports are warm)",
         f"  {'':22s} {'wall':>9s} {'forward':>9s} {'outside':>9s} {'CPU':>9s} {'calls':>6s} "
         f"{'tokens/call':>11s} {'TFLOP/s':>8s}",
     ]
@@ -427,7 +428,10 @@ def bench_run(argv: list[str], run: Callable[[list[str]], int] | None = None) ->
     with tempfile.TemporaryDirectory() as folder:
         local = local_winogrande(Path(folder))
         theirs_argv = with_tasks(argv, WINOGRANDE_TASK if local else "winogrande", local)
-        print("wsc-tasks bench: lm-eval's own winogrande on the same model", flush=True)
+        print(
+            f"wsc-tasks bench: lm-eval's own winogrande on the same model, after {tasks}",
+            flush=True,
+        )
         if local:
             with patches.without_lm_eval_tasks():
                 theirs = timed_run(theirs_argv, run)
