@@ -371,8 +371,17 @@ def _job_of(out: Path, name: str) -> str | None:
         return None
 
 
+# ``wsc-tasks sweep`` as started at a terminal, where Ctrl-C raises KeyboardInterrupt: Python keeps
+# an ignored SIGINT ignored, and a test run started as a background job of a non-interactive shell
+# passes SIGINT on ignored
+_AT_A_TERMINAL = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from wsc_tasks.cli import main; raise SystemExit(main(sys.argv[1:]))"
+)
+
+
 def _start(argv: list[str]) -> subprocess.Popen:
-    command = [sys.executable, "-m", "wsc_tasks.cli", "sweep", *argv]
+    command = [sys.executable, "-c", _AT_A_TERMINAL, "sweep", *argv]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
