@@ -45,6 +45,11 @@ class Tokenizer(Protocol):
     ) -> Mapping[str, Any]: ...
 
 
+def _special_tokens_kwargs(add_special_tokens: bool | None) -> dict[str, bool]:
+    """The tokenizer's keyword for ``add_special_tokens``; none for None (its own default)."""
+    return {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
+
+
 def batch_encode(
     tokenizer: Tokenizer,
     texts: Sequence[str],
@@ -61,7 +66,7 @@ def batch_encode(
     neither pads nor truncates, as transformers' call would then also do."""
     if not texts or not getattr(tokenizer, "is_fast", False):
         return None
-    kwargs = {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
+    kwargs = _special_tokens_kwargs(add_special_tokens)
     backend = getattr(tokenizer, "backend_tokenizer", None)
     spans: list[Offsets] = []
     if backend is not None and backend.padding is None and backend.truncation is None:
@@ -92,7 +97,7 @@ def agrees(
 ) -> bool:
     """Whether ``tokenizer.encode`` gives ``ids`` for up to 16 of ``texts``, spread over them
     (the check of encodings made another way, by ``source``); logs the first that differs."""
-    kwargs = {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
+    kwargs = _special_tokens_kwargs(add_special_tokens)
     step = max(len(texts) // 16, 1)
     for i in range(0, len(texts), step):
         if list(ids[i]) != list(tokenizer.encode(texts[i], **kwargs)):
@@ -191,7 +196,7 @@ class TokenCounter:
     def _encode(self, text: str, flag: bool | None) -> tuple[int, ...]:
         key = (text, flag)
         if key not in self._cache:
-            kwargs = {} if flag is None else {"add_special_tokens": flag}
+            kwargs = _special_tokens_kwargs(flag)
             self.calls[1] += 1
             self._cache[key] = tuple(self.tokenizer.encode(text, **kwargs))
         return self._cache[key]

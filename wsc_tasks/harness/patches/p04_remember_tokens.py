@@ -49,6 +49,7 @@ def _encode_in_one_batch(
         texts.update((context, context + continuation))
     memo = _memo(lm)
     alike = [c for c in counters if same_encoding(c.tokenizer, lm.tokenizer)]
+    source = "a task's token counter"  # where the encodings came from, for ``agrees``' warning
     bos = lm.tokenizer.decode(lm.prefix_token_id)
     default = _add_special_kwargs(None, lm.add_bos_token).get("add_special_tokens")
     for flag, key, chosen in (
@@ -58,7 +59,6 @@ def _encode_in_one_batch(
         todo = sorted(t for t in chosen if (t, key) not in memo)
         for counter in alike:
             hits = {text: found for text in todo if (found := counter.known(text, flag))}
-            source = "a task's token counter"
             if hits and agrees(lm.tokenizer, list(hits), list(hits.values()), flag, source):
                 memo.update(((text, key), list(found)) for text, found in hits.items())
                 todo = [text for text in todo if text not in hits]
