@@ -648,7 +648,8 @@ def test_batch_answers_are_the_per_request_answers(dtype):
         [7],
         [0, 0, 0],
     ]
-    got = patches.batch_answers(log_probs, rows, starts, conts)
+    positions = [range(s, s + len(c)) for s, c in zip(starts, conts, strict=True)]
+    got = patches.batch_answers(log_probs, rows, positions, conts)
     assert got == _answers_per_request(log_probs, rows, starts, conts)
     assert [g for _, g in got] == [True, False, False, True, greedy[2, 8].item() == 7, False]
 
@@ -673,15 +674,19 @@ def _local_winogrande(folder, data_dir):
 
 
 @slow
-def test_per_batch_scoring_equals_lm_evals_loop_on_every_task(tiny_gpt2_dir, data_dir, tmp_path):
+def test_per_batch_scoring_equals_lm_evals_loop_on_every_task(
+    tiny_gpt2_dir, data_dir, tmp_path, monkeypatch
+):
     """Every request of every task of ``wsc_group`` and of lm-eval's ``winogrande`` (first 3
-    documents each), fp32 on a CPU: section 18's answers equal lm-eval's own loop's (with
-    section 1), to 1e-6, greedy flags identical; in a run, through ``--model hf``."""
+    documents each), fp32 on a CPU: section 18's answers (section 20's prefix sharing turned
+    off) equal lm-eval's own loop's (with section 1), to 1e-6, greedy flags identical; in a run,
+    through ``--model hf``."""
     from lm_eval.tasks import TaskManager
 
     from wsc_tasks.paths import include_path
 
     patches.apply()
+    monkeypatch.setenv(patches.SHARING_ENV, "0")
     batched = HFLM._loglikelihood_tokens
     per_request = patches.original(HFLM, "_loglikelihood_tokens")
     compared: list[int] = []

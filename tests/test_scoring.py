@@ -19,7 +19,8 @@ from lm_eval.models.huggingface import HFLM
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema
-from wsc_tasks.scoring import causal, families
+from wsc_tasks.harness.patches import p20_share_prefixes as sharing
+from wsc_tasks.scoring import causal, families, prefix_tree
 from wsc_tasks.scoring.causal import CausalFormula
 from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter
@@ -119,10 +120,29 @@ def by_hand(h: dict[str, float], limit: int) -> dict[str, float]:
     return out
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["padded", "shared-prefixes"])
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
-def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_dir, task_manager):
+def test_every_causal_method_by_hand(
+    arch, shared, tiny_gpt2_dir, tiny_llama_dir, data_dir, task_manager, monkeypatch
+):
+    """Every causal method's score of every option against one explicit forward pass per
+    sequence (fp32; to 1e-5 or a relative 1e-6, the rounding of other matrix shapes), and the
+    fewest token sequences (lm-eval's padded batches) or token positions (shared prefixes,
+    patches section 20) through the model."""
     folder = tiny_gpt2_dir if arch == "gpt2" else tiny_llama_dir
-    lm = Counting(pretrained=str(folder), device="cpu", batch_size=1)
+    positions: list[int] = []
+    if shared:  # one forward call: every tree in one row, its nodes counted
+        tree_inputs = prefix_tree.tree_inputs
+
+        def counted(rows, pad_id=0):
+            positions.append(sum(len(row.tokens) for row in rows))
+            return tree_inputs(rows, pad_id)
+
+        monkeypatch.setattr(prefix_tree, "tree_inputs", counted)
+        monkeypatch.setattr(sharing, "probe", lambda lm, inputs: None)
+    else:
+        monkeypatch.setenv(sharing.SHARING_ENV, "0")
+    lm = Counting(pretrained=str(folder), device="cpu", batch_size=64 if shared else 1)
     counter = TokenCounter(lm.tokenizer)
     doc_ids = _doc_ids(counter)
     manager = task_manager(pretrained=str(folder), **ALL)
@@ -151,7 +171,8 @@ def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_d
             hand = [_hand_scores(model, tok, bos, problem, i) for i in (0, 1)]
             for name, method in causal.METHODS.items():
                 ours = method.option_scores(problem, results, setup)
-                assert ours == pytest.approx([h[name] for h in hand], abs=1e-5), (name, problem.uid)
+                expected = pytest.approx([h[name] for h in hand], abs=1e-5, rel=1e-6)
+                assert ours == expected, (name, problem.uid)
                 choice = 0 if hand[0][name] >= hand[1][name] else 1
                 right[name] += choice == problem.label
     result = out["results"][TASK]
@@ -179,8 +200,10 @@ def test_every_causal_method_by_hand(arch, tiny_gpt2_dir, tiny_llama_dir, data_d
                 else:
                     inputs.add((bos, *sentence[:-1]))
                     inputs.add((bos, *answer[:-1]))
-    expected = len(inputs)
-    assert rows == expected
+    if shared:
+        assert positions == [prefix_tree.trie_nodes(inputs)] and rows == 0
+    else:
+        assert rows == len(inputs)
 
 
 def _t5_hand(model, tok, problem, option: int) -> dict[str, float]:
@@ -231,7 +254,8 @@ def test_every_t5_method_by_hand(tiny_t5_dir, data_dir, task_manager):
             hand = [_t5_hand(lm.model, lm.tokenizer, problem, i) for i in (0, 1)]
             for name, method in methods.items():
                 ours = method.option_scores(problem, results, setup)
-                assert ours == pytest.approx([h[name] for h in hand], abs=1e-5), (name, problem.uid)
+                expected = pytest.approx([h[name] for h in hand], abs=1e-5, rel=1e-6)
+                assert ours == expected, (name, problem.uid)
                 right[name] += (0 if hand[0][name] >= hand[1][name] else 1) == problem.label
     result = out["results"][TASK]
     for name in methods:

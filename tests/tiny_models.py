@@ -35,6 +35,12 @@ ARCHITECTURES = {
     "qwen2": ("Qwen2ForCausalLM", "Qwen2Config"),
     "gemma": ("GemmaForCausalLM", "GemmaConfig"),
     "gpt_neox": ("GPTNeoXForCausalLM", "GPTNeoXConfig"),
+    "phi": ("PhiForCausalLM", "PhiConfig"),
+    "phi3": ("Phi3ForCausalLM", "Phi3Config"),
+    "qwen3": ("Qwen3ForCausalLM", "Qwen3Config"),
+    "gemma2": ("Gemma2ForCausalLM", "Gemma2Config"),
+    "stablelm": ("StableLmForCausalLM", "StableLmConfig"),
+    "bloom": ("BloomForCausalLM", "BloomConfig"),
     "t5": ("T5ForConditionalGeneration", "T5Config"),
     "bart": ("BartForConditionalGeneration", "BartConfig"),
     "bert": ("BertForMaskedLM", "BertConfig"),
@@ -333,8 +339,15 @@ def family_size(arch: str, tok: Any) -> dict[str, Any]:
                pad_token_id=tok.pad_token_id)  # fmt: skip
     if arch == "gpt2":
         return dict(vocab_size=n, n_positions=256, n_embd=16, n_layer=2, n_head=2, **ids)
-    if arch in ("mistral", "llama", "qwen2"):
+    if arch in ("mistral", "llama", "qwen2", "qwen3", "phi3", "stablelm"):
         return dict(vocab_size=n, num_key_value_heads=1, **small, **ids)
+    if arch == "phi":
+        return dict(vocab_size=n, **small, **ids)
+    if arch == "gemma2":  # sliding windows of 128 tokens, longer than every request
+        return dict(vocab_size=n, num_key_value_heads=1, head_dim=8, sliding_window=128,
+                    **small, **ids)  # fmt: skip
+    if arch == "bloom":  # ALiBi
+        return dict(vocab_size=n, hidden_size=16, n_layer=2, n_head=2, **ids)
     if arch == "opt":
         return dict(vocab_size=n, hidden_size=16, ffn_dim=32, num_hidden_layers=2,
                     num_attention_heads=2, word_embed_proj_dim=16, max_position_embeddings=256,

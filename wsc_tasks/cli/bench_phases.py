@@ -112,6 +112,7 @@ def instrument(timer: PhaseTimer) -> None:
     from wsc_tasks.data import zeroshot  # noqa: F401
     from wsc_tasks.harness import categorized, chance, patches, task, winowhy  # noqa: F401
     from wsc_tasks.harness.patches import p03_send_distinct_requests as sender
+    from wsc_tasks.harness.patches import p20_share_prefixes as sharing
     from wsc_tasks.scoring import tokens  # noqa: F401
 
     timer.wrap(TaskManager, "__init__", "task building")
@@ -128,12 +129,14 @@ def instrument(timer: PhaseTimer) -> None:
     timer.wrap(TemplateLM, "_encode_pair", "tokenization")
     timer.wrap(sender, "_encode_in_one_batch", "tokenization")  # by the name its caller uses
     timer.wrap(HFLM, "_model_call", "model forward")
+    timer.wrap(sharing, "tree_forward", "model forward")
     timer.wrap(chance.ChanceLM, "loglikelihood", "model forward")
     timer.wrap(mlm_scoring, "_masked_logits", "model forward")
     timer.wrap(evaluator, "_process_results", "aggregation")
     timer.wrap(lm_utils, "make_table", "printing")
     _count_requests(timer, sender)
-    _count_tokens(timer, HFLM, mlm_scoring)
+    _count_tokens(timer, HFLM, mlm_scoring, sharing)
+    _count_trie(timer, HFLM)
 
 
 def _count_requests(timer: PhaseTimer, fixes: Any) -> None:
@@ -148,7 +151,7 @@ def _count_requests(timer: PhaseTimer, fixes: Any) -> None:
     _replace(fixes, "distinct", distinct)
 
 
-def _count_tokens(timer: PhaseTimer, hflm: Any, mlm_module: Any) -> None:
+def _count_tokens(timer: PhaseTimer, hflm: Any, mlm_module: Any, sharing: Any) -> None:
     def counting(forward: Any) -> Any:
         """``forward(owner, input_ids, …)`` (HFLM's ``_model_call``, mlm's ``_masked_logits``)."""
 
@@ -164,6 +167,24 @@ def _count_tokens(timer: PhaseTimer, hflm: Any, mlm_module: Any) -> None:
 
     _replace(hflm, "_model_call", counting(hflm._model_call))
     _replace(mlm_module, "_masked_logits", counting(mlm_module._masked_logits))
+    _replace(sharing, "tree_forward", counting(sharing.tree_forward))
+
+
+def _count_trie(timer: PhaseTimer, hflm: Any) -> None:
+    """Count the nodes of the tries of the token sequences each ``_loglikelihood_tokens`` call
+    runs through the model: the fewest positions a causal model needs for them."""
+    from wsc_tasks.scoring import prefix_tree
+
+    original = hflm._loglikelihood_tokens
+
+    def counted(self: Any, requests: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self, "backend", None) == "causal":
+            inputs = [(context + continuation)[:-1] for _, context, continuation in requests]
+            timer.counts["trie nodes"] += prefix_tree.trie_nodes(inputs)
+        return original(self, requests, *args, **kwargs)
+
+    functools.update_wrapper(counted, original)  # keeps the patches' marks
+    _replace(hflm, "_loglikelihood_tokens", counted)
 
 
 def report(timer: PhaseTimer, wall: float, cpu: float | None = None) -> str:
@@ -177,10 +198,20 @@ def report(timer: PhaseTimer, wall: float, cpu: float | None = None) -> str:
     lines.append(f"  {'wall':18s} {wall:9.2f} s")
     if cpu is not None:  # on a shared machine, wall time also counts other processes' turns
         lines.append(f"  {'process CPU time':18s} {cpu:9.2f} s  (all threads of this process)")
-    for name in ("requests", "distinct requests", "forward calls",
-                 "token positions through the model"):  # fmt: skip
+    for name in ("requests", "distinct requests", "forward calls"):
         lines.append(f"  {name}: {timer.counts[name]:,}")
+    positions, nodes = timer.counts["token positions through the model"], timer.counts["trie nodes"]
+    minimum = (
+        f" (the tries of the requests' token sequences: {nodes:,} nodes, the fewest a causal "
+        f"model needs; {positions / nodes:.2f}x)"
+        if nodes
+        else ""
+    )
+    lines.append(f"  token positions through the model: {positions:,}{minimum}")
     model = timer.seconds["model forward"]
     ratio = f"{wall / model:.1f}" if model > 0 else "inf (no model time)"
     lines.append(f"  wall / model forward time: {ratio}")
+    if timer.counts["requests"]:
+        per_request = (wall - model) / timer.counts["requests"] * 1000
+        lines.append(f"  outside the forward calls: {per_request:.3f} ms a request")
     return "\n".join(lines)

@@ -47,12 +47,12 @@ def _scores_per_batch(lm: object) -> bool:
 def batch_answers(
     log_probs: torch.Tensor,
     rows: Sequence[int],
-    starts: Sequence[int],
+    positions: Sequence[Sequence[int]],
     conts: Sequence[Sequence[int]],
 ) -> list[tuple[float, bool]]:
-    """(sum of log-probabilities, greedy) of each continuation ``conts[i]``, scored at positions
-    ``starts[i]…`` of row ``rows[i]`` of ``log_probs`` ([batch, positions, vocab]): one gather,
-    one argmax comparison and one transfer to the host for all of them."""
+    """(sum of log-probabilities, greedy) of each continuation ``conts[i]``, its tokens scored at
+    positions ``positions[i]`` of row ``rows[i]`` of ``log_probs`` ([batch, positions, vocab]):
+    one gather, one argmax comparison and one transfer to the host for all of them."""
     import torch
 
     by_length: dict[int, list[int]] = {}
@@ -64,7 +64,7 @@ def batch_answers(
     for n, members in by_length.items():  # tokens grouped by length: each group a [k, n] block
         for i in members:
             flat_rows += [rows[i]] * n
-            flat_positions += range(starts[i], starts[i] + n)
+            flat_positions += positions[i]
             flat_targets += conts[i]
     index = torch.tensor([flat_rows, flat_positions, flat_targets], dtype=torch.long)
     index = index.to(log_probs.device)
@@ -156,7 +156,10 @@ def _batched_loglikelihood_tokens(
         batched = torch.tensor(padded, dtype=torch.long).to(lm.device)
         log_probs = F.log_softmax(lm._model_call(batched), dim=-1, dtype=lm.softmax_dtype)
         shift = log_probs.shape[1] - width  # virtual tokens before the input, as lm-eval allows
-        rows, starts, conts, keys = [], [], [], []
+        rows: list[int] = []
+        spans: list[range] = []
+        conts: list[list[int]] = []
+        keys: list[object] = []
         for row, ((request_str, ctx_tokens, cont_tokens), ids) in enumerate(
             zip(chunk, inputs, strict=True)
         ):
@@ -165,10 +168,10 @@ def _batched_loglikelihood_tokens(
                 req_str=request_str, cxt_toks=ctx_tokens, cont_toks=cont_tokens, logits=placeholder
             ):
                 rows.append(row)
-                starts.append(end - len(cont))  # each continuation's own last positions
+                spans.append(range(end - len(cont), end))  # each continuation's last positions
                 conts.append(list(cont))
                 keys.append(key)
-        for key, answer in zip(keys, batch_answers(log_probs, rows, starts, conts), strict=True):
+        for key, answer in zip(keys, batch_answers(log_probs, rows, spans, conts), strict=True):
             res.append(answer)
             if key is not None:
                 lm.cache_hook.add_partial("loglikelihood", key, answer)
