@@ -137,3 +137,53 @@ def test_bench_compares_with_lm_evals_winogrande_in_one_process(data_dir, capsys
     assert "wsc-tasks bench: wsc266 against lm-eval's own winogrande" in out
     assert "|winogrande_local|" in out  # lm-eval's task, its own table
     assert "ratio wsc266 / winogrande: wall " in out
+
+
+def test_the_report_puts_the_tries_nodes_beside_the_positions():
+    timer = bench.PhaseTimer()
+    timer.seconds["model forward"] = 2.0
+    timer.counts["requests"] = 4000
+    timer.counts["token positions through the model"] = 204_653
+    timer.counts["trie nodes"] = 200_040
+    text = bench.report(timer, wall=10.0)
+    assert (
+        "token positions through the model: 204,653 (the tries of the requests' token "
+        "sequences: 200,040 nodes, the fewest a causal model needs; 1.02x)"
+    ) in text
+    assert "outside the forward calls: 2.000 ms a request" in text  # (10 - 2) s / 4,000
+
+
+def test_models_flag_and_its_table():
+    from wsc_tasks.cli import bench_sweep
+
+    assert bench_sweep.models_wanted(["--tiny-gpt2", "--models", "3", "--limit", "2"]) == (
+        3, ["--tiny-gpt2", "--limit", "2"])  # fmt: skip
+    assert bench_sweep.models_wanted(["--models=2"]) == (2, [])
+    assert bench_sweep.models_wanted(["--limit", "2"]) == (0, ["--limit", "2"])
+    with pytest.raises(SystemExit, match="2 or more"):
+        bench_sweep.models_wanted(["--models", "1"])
+
+    def run(wall, forward, phases):
+        phase = dict(zip(bench_sweep.TOKENIZER_PHASES, phases, strict=True))
+        seconds = {"model forward": forward, **phase}
+        return {"wall": wall, "cpu": wall, "seconds": seconds, "counts": {}}
+
+    text = bench_sweep.table([run(30.0, 10.0, (2, 3, 3)), run(22.0, 10.0, (1, 0.5, 0.5))])
+    assert "  1         30.00s    10.00s    20.00s             8.00s          1.00x" in text
+    assert "  2         22.00s    10.00s    12.00s             2.00s          0.60x" in text
+    assert text.splitlines()[-2].endswith("0.25x")
+
+
+@pytest.mark.slow
+def test_bench_models_runs_each_copy_in_its_own_process(tiny_gpt2_dir, data_dir, capfd):
+    """Two copies of one model, one process each, one request cache: the second builds no
+    request (lm-eval says when it builds a task's requests)."""
+    from wsc_tasks.cli import bench_sweep
+
+    argv = ["--model", "hf", "--model_args", f"pretrained={tiny_gpt2_dir}", "--tasks", "wsc266",
+            "--limit", "2"]  # fmt: skip
+    assert bench_sweep.bench_models(2, argv) == 0
+    out, err = capfd.readouterr()
+    rows = [line.split() for line in out.splitlines() if line.startswith(("  1 ", "  2 "))]
+    assert len(rows) == 2 and rows[0][-1] == "1.00x", out[-2000:]
+    assert (out + err).count("Building contexts for wsc266") == 1

@@ -29,6 +29,8 @@ wall time over the time inside the model's forward calls, and the largest score 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import tempfile
 import time
@@ -48,6 +50,7 @@ from wsc_tasks.cli.bench_phases import (  # noqa: F401 - the phase accounting, u
     report,
     uninstrument,
 )
+from wsc_tasks.cli.bench_sweep import REPORT_ENV, bench_models, models_wanted
 from wsc_tasks.cli.run import run_lm_eval
 from wsc_tasks.data import catalog
 from wsc_tasks.harness import mlm, mlm_scoring
@@ -152,6 +155,11 @@ are run's: `wsc-tasks run --help`.
   wsc-tasks bench --tasks wsc266                   # the quick try of the README, timed
   wsc-tasks bench --tiny-gpt2 --batch_size 64      # wsc_group against lm-eval's winogrande
   wsc-tasks bench --model wsc-chance --model_args default,seed=1 --tasks wsc_group
+  wsc-tasks bench --tiny-gpt2 --models 3           # a sweep's later models, same tokenizer
+
+--models N runs N copies of the model (--model hf --model_args pretrained=DIR, or --tiny-gpt2),
+each in a process of its own with lm-eval's --cache_requests true and one request cache, as
+wsc-tasks sweep runs them, and prints what the models after the first cost against it.
 """
 
 MLM_HELP = (
@@ -373,6 +381,11 @@ def timed_run(argv: list[str], run: Callable[[list[str]], int]) -> Timed:
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         uninstrument()
         print(report(timer, wall, cpu), file=sys.stdout, flush=True)
+    figures = os.environ.get(REPORT_ENV)
+    if figures:  # for ``--models N``, which runs each model in a process of its own
+        summary = {"wall": wall, "cpu": cpu, "seconds": dict(timer.seconds),
+                   "counts": dict(timer.counts)}  # fmt: skip
+        Path(figures).write_text(json.dumps(summary), encoding="utf-8")
     return Timed(timer, wall, cpu, code)
 
 
@@ -417,6 +430,9 @@ def bench_run(argv: list[str], run: Callable[[list[str]], int] | None = None) ->
             tiny_gpt2(Path(folder))
             model = ["--model", "hf", "--model_args", f"pretrained={folder}"]
             return bench_run([*model, *(a for a in argv if a != TINY)], run)
+    models, argv = models_wanted(argv)
+    if models:
+        return bench_models(models, argv)
     argv = [a for a in argv if a != NO_COMPARE]
     ours = timed_run(argv, run)
     if not compare or ours.code != 0:

@@ -82,7 +82,12 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
         help=f"task or group that ranks models (default {leaderboard.DEFAULT_TASK})",
     )
     found.add_argument("--retry-failed", action="store_true", help="run failed models again")
-    found.add_argument("--no-cache", action="store_true", help="no lm-eval request cache")
+    found.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="no lm-eval caches (--use_cache: answers per model; --cache_requests: requests and "
+        "their encodings per tokenizer, shared by the models with that tokenizer)",
+    )
     found.add_argument(
         "--iters",
         type=int,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import cache
 from pathlib import Path
 
 from wsc_tasks.paths import MODEL_FILE_ARGS  # pretrained=, tokenizer=, peft=, delta=, gguf_file=
@@ -67,6 +68,32 @@ def model_fingerprint(args: str) -> dict[str, Fingerprint]:
         elif key != "gguf_file":
             found[key] = {"hub": value, "commit": _hub_commit(value, values.get("revision"))}
     return found
+
+
+@cache
+def package_fingerprint() -> str:
+    """16 hex digits that change with this package's version and with any of its source files or
+    task YAMLs (an editable install keeps one version while its code changes)."""
+    import wsc_tasks
+    from wsc_tasks.paths import include_path
+
+    digest = hashlib.sha256(metadata_version().encode())
+    for root in (Path(wsc_tasks.__file__).parent, include_path()):
+        for file in sorted(root.rglob("*")):
+            if file.suffix in (".py", ".yaml") and "__pycache__" not in file.parts:
+                digest.update(file.relative_to(root).as_posix().encode())
+                digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def metadata_version() -> str:
+    """This package's installed version; "source" for a checkout on ``sys.path``."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("wsc-tasks")
+    except metadata.PackageNotFoundError:
+        return "source"
 
 
 def cache_key(model: str, args: str) -> str:

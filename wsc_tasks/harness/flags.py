@@ -137,6 +137,8 @@ class RefusesUnmeasuredFlags(LmEvalTask):
         if kwargs.get("cache_requests"):  # lm-eval's file name knows no metadata: patches §11
             from wsc_tasks.harness.patches import request_cache_tag
 
-            tag = request_cache_tag(self.config.metadata)
+            counter = getattr(self, "token_counter", lambda: None)()  # ``TaskConventions``
+            family = getattr(self, "family", None)
+            tag = request_cache_tag(self.config.metadata, counter, family)
             kwargs["tokenizer_name"] = f"{kwargs.get('tokenizer_name', '')}-wsc_tasks{tag}"
         super().build_all_requests(**kwargs)

@@ -90,6 +90,9 @@ class WinoWhyTask(RequestTask):
         super().__init__(config, **kwargs)
         self._settle(None)
 
+    def token_counter(self) -> TokenCounter | None:
+        return self.tokens
+
     def _settle(self, facts: ModelFacts | None) -> None:
         """The plan from the metadata, or from the model lm-eval hands the task (``facts``; see
         ``conventions``); until then, when the metadata names no tokenizer, a provisional one."""

@@ -127,6 +127,31 @@ def same_encoding(a: object, b: object) -> bool:
     return bool(backends[0].to_str() == backends[1].to_str())
 
 
+# tokenizer arguments that say where it was read from, not how it encodes
+_LOCATION_ARGUMENTS = frozenset(
+    {"name_or_path", "vocab_file", "merges_file", "tokenizer_file", "is_local", "local_files_only",
+     "_commit_hash", "cache_dir"}
+)  # fmt: skip
+
+
+def encoding_identity(tokenizer: object) -> str | None:
+    """64 hex digits that change with whatever decides a fast tokenizer's encodings (its class,
+    its arguments but those naming where it was read from, its Rust tokenizer as serialised), and
+    with nothing else: two models' folders holding the same tokenizer get the same identity.
+    None for a tokenizer without a Rust backend, which has no such serialisation."""
+    import hashlib
+    import json
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or not getattr(tokenizer, "is_fast", False):
+        return None
+    arguments = getattr(tokenizer, "init_kwargs", None) or {}
+    kept = {k: v for k, v in arguments.items() if k not in _LOCATION_ARGUMENTS}
+    rules = [type(tokenizer).__qualname__, kept, backend.to_str()]
+    text = json.dumps(rules, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 # hashed by identity: one counter per tokenizer and encoding rule, a key of scoring caches; frozen,
 # since every task of a run shares it (``_counter``)
 @dataclass(frozen=True, eq=False)
@@ -211,6 +236,30 @@ class TokenCounter:
         whole = self.encode(context + continuation)
         head = self.encode(context)
         return head, whole[len(head) :]
+
+    @cached_property
+    def identity(self) -> str | None:
+        """What this counter's encodings follow (``encoding_identity`` and the encoding rule),
+        16 hex digits; None when the tokenizer has no content identity."""
+        found = encoding_identity(self.tokenizer)
+        if found is None:
+            return None
+        rule = f"{found}-{self.add_special_tokens}-{self.seq2seq}"
+        import hashlib
+
+        return hashlib.sha256(rule.encode("utf-8")).hexdigest()[:16]
+
+    def memo(self) -> dict[str, dict]:
+        """Everything encoded so far (ids by text and rule, offsets by text), to be kept."""
+        return {"ids": dict(self._cache), "offsets": dict(self._offsets)}
+
+    def remember(self, memo: Mapping[str, Mapping]) -> None:
+        """Take the encodings of ``memo`` (``TokenCounter.memo`` of a counter of the same
+        ``identity``) as if encoded here; what is known already stays."""
+        for key, ids in memo.get("ids", {}).items():
+            self._cache.setdefault(key, ids)
+        for text, offsets in memo.get("offsets", {}).items():
+            self._offsets.setdefault(text, offsets)
 
     @cached_property  # asked for every request; transformers' attribute lookup is slow
     def prefix_token_id(self) -> int | None:

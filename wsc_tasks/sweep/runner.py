@@ -35,6 +35,7 @@ from wsc_tasks.sweep.options import Placement, SweepOptions
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
+REQUEST_CACHE_ENV = "LM_HARNESS_CACHE_PATH"  # lm-eval's request-cache folder (--cache_requests)
 ERROR_LINE = re.compile(r"^([\w.]*(Error|Exception)\b|wsc-tasks:)")
 STOPPED = {-signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP, 128 + signal.SIGTERM, 130}
 _children: set[int] = set()  # process groups of the runs in progress in this process
@@ -78,6 +79,9 @@ def run_command(
         command += ["--metadata", json.dumps(spec.metadata, sort_keys=True)]
     if options.cache:  # `wsc-tasks run` names the file by the model's cache_key
         command += ["--use_cache", f"{options.out / '.cache'}{os.sep}"]
+        # the requests and their encodings, one file per task and tokenizer (patches §4, §11):
+        # the models that share a tokenizer build and encode them once
+        command += ["--cache_requests", "true"]
     if options.keep_paths:
         command.append(KEEP_PATHS)
     command += options.lm_eval_flags
@@ -169,6 +173,8 @@ def _run_locked(
     log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
     env = weights.env_for_run(spec, placement.env)
     env = {**(env if env is not None else os.environ), summaries.LATER: "1"}  # after gzip, below
+    if options.cache:  # lm-eval's request cache in the sweep's folder, unless one is chosen
+        env.setdefault(REQUEST_CACHE_ENV, str(options.out / ".cache" / "requests"))
     started, clock = time.strftime("%FT%T%z"), time.monotonic()
     if spec.hub:
         weights.record(options.out, "run-start", spec)

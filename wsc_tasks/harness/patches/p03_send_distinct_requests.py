@@ -19,7 +19,9 @@ from wsc_tasks.harness.patches.base import (
 from wsc_tasks.harness.patches.p04_remember_tokens import (
     _encode_in_one_batch,
     _remember_tokens,
+    load_encodings,
     recording_template_lm,
+    save_encodings,
 )
 from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import (
     _tasks_of,
@@ -97,12 +99,21 @@ def _send_distinct_requests() -> None:
             return evaluate_original(lm, *args, **kwargs)
         task_dict = kwargs.get("task_dict", args[0] if args else {})
         warn_unkeyed_request_cache(lm, task_dict)
-        dedup = deduplicated(method, _token_counters(task_dict))
+        counters = _token_counters(task_dict)
+        kept = bool(kwargs.get("cache_requests")) and any(map(is_our_task, _tasks_of(task_dict)))
+        if kept and not kwargs.get("rewrite_requests_cache"):
+            read = load_encodings(lm, counters)
+            log.info(f"wsc_tasks: {read} token encodings read from lm-eval's request cache")
+        dedup = deduplicated(method, counters)
         setattr(lm, "loglikelihood", dedup)  # noqa: B010  (this object only)
         try:
-            return evaluate_original(lm, *args, **kwargs)
+            results = evaluate_original(lm, *args, **kwargs)
         finally:
             delattr(lm, "loglikelihood")
+        if kept:
+            written = save_encodings(lm, counters)
+            log.info(f"wsc_tasks: {written} token encodings kept in lm-eval's request cache")
+        return results
 
     _replace(evaluator, "evaluate", evaluate)
 

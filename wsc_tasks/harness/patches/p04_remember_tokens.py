@@ -12,7 +12,13 @@ from wsc_tasks.harness.patches.base import (
     _replace,
     original,
 )
-from wsc_tasks.scoring.tokens import TokenCounter, agrees, batch_encode, same_encoding
+from wsc_tasks.scoring.tokens import (
+    TokenCounter,
+    agrees,
+    batch_encode,
+    encoding_identity,
+    same_encoding,
+)
 
 
 # ``TemplateLM._encode_pair`` makes two tokenizer calls per request, one text at a time. An HF
@@ -65,6 +71,77 @@ def _encode_in_one_batch(
         encoded = batch_encode(lm.tokenizer, todo, flag)
         if encoded is not None:  # else lm-eval encodes them one at a time, as without the memo
             memo.update(((text, key), ids) for text, ids in zip(todo, encoded[0], strict=True))
+
+
+# With lm-eval's ``--cache_requests``, the encodings are kept too, in lm-eval's request-cache
+# folder (``lm_eval.caching.cache``), one file per tokenizer: the tasks' counters' (by
+# ``TokenCounter.identity``) and the model's memo (by its tokenizer's ``encoding_identity`` and
+# ``add_bos_token``), each name also carrying the package's source fingerprint. The next run with
+# the same tokenizer, another model of a sweep included, reads them instead of encoding again;
+# a tokenizer that encodes any text differently has another identity, so another file.
+ENCODINGS_FILE = "wsc_tasks-encodings"
+
+
+def _model_identity(lm: object) -> str | None:
+    """What an HF causal model's memo follows: its tokenizer's encodings and BOS rule."""
+    import hashlib
+
+    from lm_eval.models.huggingface import HFLM
+
+    if not isinstance(lm, HFLM) or getattr(lm, "backend", None) != "causal":
+        return None
+    found = encoding_identity(lm.tokenizer)
+    if found is None:
+        return None
+    rule = f"{found}-{lm.add_bos_token}"
+    return hashlib.sha256(rule.encode("utf-8")).hexdigest()[:16]
+
+
+def _encodings_files(
+    lm: object, counters: Sequence[TokenCounter]
+) -> list[tuple[str, TokenCounter | None]]:
+    """(lm-eval cache file name, counter; None: the model's memo) of each identified tokenizer."""
+    from wsc_tasks.harness.fingerprint import package_fingerprint
+
+    package = package_fingerprint()
+    found = {f"{ENCODINGS_FILE}-{c.identity}-{package}": c for c in counters if c.identity}
+    files: list[tuple[str, TokenCounter | None]] = list(found.items())
+    model = _model_identity(lm)
+    if model is not None:
+        files.append((f"{ENCODINGS_FILE}-model-{model}-{package}", None))
+    return files
+
+
+def load_encodings(lm: object, counters: Sequence[TokenCounter]) -> int:
+    """Fill the counters' and the model's memos from their files in lm-eval's request cache;
+    returns how many encodings were read."""
+    from lm_eval.caching.cache import load_from_cache
+
+    read = 0
+    for name, counter in _encodings_files(lm, counters):
+        kept = load_from_cache(file_name=name, cache=True)
+        if not isinstance(kept, dict):
+            continue
+        if counter is None:
+            _memo(lm).update(kept)
+            read += len(kept)
+        else:
+            counter.remember(kept)
+            read += len(kept.get("ids", {}))
+    return read
+
+
+def save_encodings(lm: object, counters: Sequence[TokenCounter]) -> int:
+    """Write the counters' and the model's memos to lm-eval's request cache; returns how many
+    encodings were written."""
+    from lm_eval.caching.cache import save_to_cache
+
+    written = 0
+    for name, counter in _encodings_files(lm, counters):
+        memo: dict = dict(_memo(lm)) if counter is None else counter.memo()
+        save_to_cache(file_name=name, obj=memo)
+        written += len(memo) if counter is None else len(memo["ids"])
+    return written
 
 
 def _memo(lm: object) -> dict[tuple[str, bool | None], list[int]]:

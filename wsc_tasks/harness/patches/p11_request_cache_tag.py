@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib import metadata
 
 from wsc_tasks.harness.patches.base import (
     TESTED,
     Patch,
 )
+from wsc_tasks.scoring.tokens import TokenCounter
 
 
 # lm-eval's ``--cache_requests`` saves each task's built requests in a file named by the task,
@@ -17,25 +17,38 @@ from wsc_tasks.harness.patches.base import (
 # (``scoring``, ``headline``, the tokenizer named by ``pretrained=``/``tokenizer=``): a run with
 # other ``--metadata`` read the requests of the first, sent them all to the model, then failed in
 # ``zip()`` (fewer requests than its methods need), or scored the wrong ones. This package's tasks
-# pass ``tokenizer_name`` with a tag of their metadata, the files it names and this package's
-# version (``tokenizer_name`` is used for that file name only), so each setup has its own file.
-# No upstream issue found; upstream, the cache name could include the task config's metadata.
-def request_cache_tag(task_metadata: Mapping[str, object] | None) -> str:
-    """16 hex digits that change with the metadata, the model files it names, and the package."""
+# pass ``tokenizer_name`` with a tag (``tokenizer_name`` is used for that file name only), so each
+# setup has its own file. The tag follows what the requests follow: the metadata, the package's
+# source (``fingerprint.package_fingerprint``) and, for a task that counts tokens with a fast
+# tokenizer, that tokenizer's encodings (``TokenCounter.identity``) and the model's family instead
+# of the model's files: the models of a sweep that share a tokenizer share the file, and new
+# weights at the same path do not rebuild it. Without such a tokenizer, the files the metadata
+# names (weights included) stand in. No upstream issue found; upstream, the cache name could
+# include the task config's metadata.
+def request_cache_tag(
+    task_metadata: Mapping[str, object] | None,
+    tokens: TokenCounter | None = None,
+    family: str | None = None,
+) -> str:
+    """16 hex digits that change with the metadata, the package's source, and the tokenizer's
+    encodings and the model's family (else the model files the metadata names)."""
     import hashlib
     import json
 
-    from wsc_tasks.harness.fingerprint import model_fingerprint
+    from wsc_tasks.harness.fingerprint import model_fingerprint, package_fingerprint
     from wsc_tasks.paths import MODEL_FILE_ARGS
 
     meta = dict(task_metadata or {})
-    named = ",".join(f"{key}={meta[key]}" for key in MODEL_FILE_ARGS if meta.get(key))
-    try:
-        package = metadata.version("wsc-tasks")
-    except metadata.PackageNotFoundError:  # a source checkout on sys.path
-        package = "source"
-    identity = {"metadata": meta, "files": model_fingerprint(named), "wsc_tasks": package}
-    text = json.dumps(identity, sort_keys=True, default=str)
+    identity = tokens.identity if tokens is not None else None
+    model: object
+    if identity is not None:  # the requests follow the tokenizer, not the weights or paths
+        model = {"tokens": identity, "family": family}
+        meta = {key: value for key, value in meta.items() if key not in MODEL_FILE_ARGS}
+    else:
+        named = ",".join(f"{key}={meta[key]}" for key in MODEL_FILE_ARGS if meta.get(key))
+        model = model_fingerprint(named)
+    key = {"metadata": meta, "model": model, "wsc_tasks": package_fingerprint()}
+    text = json.dumps(key, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
