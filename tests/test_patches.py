@@ -796,3 +796,26 @@ def test_evaluate_freezes_survivors_only_for_our_tasks():
     wrapped(None, task_dict={"a": theirs})
     assert seen[0] > 0 and seen[1] == 0
     assert gc.get_freeze_count() == 0
+
+
+# -- 21. pickle_request_cache ----------------------------------------------------------------------
+def test_the_request_cache_reads_and_writes_lm_evals_files_both_ways(tmp_path, monkeypatch):
+    """Written with the standard pickler and read by lm-eval's own dill reader, written by
+    lm-eval's dill writer and read here; an object only dill pickles (a lambda) still goes."""
+    import lm_eval.api.task as lm_task
+    from lm_eval.api.instance import Instance
+    from lm_eval.caching import cache
+
+    patches.apply()
+    monkeypatch.setattr(cache, "PATH", str(tmp_path))
+    instances = [[Instance("loglikelihood", {"id": k}, ("a b", f" c{k}"), k)] for k in range(3)]
+    lm_task.save_to_cache("ours", instances)
+    theirs = patches.original(cache, "load_from_cache")("ours", cache=True)
+    assert [[i.args for i in group] for group in theirs] == [[("a b", f" c{k}")] for k in range(3)]
+    patches.original(cache, "save_to_cache")("theirs", instances)
+    back = lm_task.load_from_cache(file_name="theirs", cache=True)
+    assert [[i.doc for i in group] for group in back] == [[{"id": k}] for k in range(3)]
+    assert lm_task.load_from_cache(file_name="theirs", cache=False) is None
+    assert lm_task.load_from_cache(file_name="missing", cache=True) is None
+    cache.save_to_cache("lambda", {"f": lambda x: x + 1})
+    assert cache.load_from_cache("lambda", cache=True)["f"](1) == 2

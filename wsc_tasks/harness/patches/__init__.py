@@ -12,7 +12,7 @@ the patch can probably go. ``tests/test_patches.py`` tests what each patch does,
 
 When they apply (as before this package existed; N: the module ``pNN_…``):
 
-- ``apply()`` — sections 1 to 6, 9, 12, 15 to 20, when ``wsc_tasks.harness.base`` (the base of
+- ``apply()`` — sections 1 to 6, 9, 12, 15 to 21, when ``wsc_tasks.harness.base`` (the base of
   every task class) is imported (that is, when lm-eval loads this package's tasks, before any
   request is sent); 14 is part of section 2's replacement;
 - ``accept_several_include_paths()`` (7) — by ``wsc-tasks run`` before lm-eval's CLI starts;
@@ -125,6 +125,9 @@ from wsc_tasks.harness.patches.p20_share_prefixes import (
     SHARING_ENV,
     share_prefixes,
 )
+from wsc_tasks.harness.patches.p21_pickle_request_cache import (
+    pickle_request_cache,
+)
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -193,6 +196,7 @@ __all__ = [
     "survivors_frozen",
     "SHARING_ENV",
     "share_prefixes",
+    "pickle_request_cache",
 ]
 
 
@@ -230,7 +234,7 @@ def check_lm_eval_version() -> None:
 
 
 def apply() -> bool:
-    """Sections 1–6, 9, 12 and 15–20, once per process (13 and 14 are parts of 3 and 2); True if
+    """Sections 1–6, 9, 12 and 15–21, once per process (13 and 14 are parts of 3 and 2); True if
     the logits cache was patched now."""
     quiet_git_lookup()  # section 17
     explain_chat_template_advice()
@@ -244,6 +248,7 @@ def apply() -> bool:
     score_per_batch()  # section 18
     freeze_survivors()  # section 19
     share_prefixes()  # section 20, around section 18's replacement
+    pickle_request_cache()  # section 21
     return _slice_cache_hits()
 
 

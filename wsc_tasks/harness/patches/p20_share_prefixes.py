@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Sequence
@@ -27,10 +28,11 @@ from wsc_tasks.scoring import prefix_tree
 # once: the requests' sequences are packed into rows as tries (``scoring.prefix_tree``: each
 # node sees its ancestors only, its position id is its depth), rows batched by a token budget,
 # and each request's log-likelihood and greedy flag read from its path with the gather of section
-# 18. ``wsc_group`` with SmolLM2's tokenizer: 204,452 positions through the model instead of
-# 518,748 (the tries of its 25,774 distinct sequences have 200,040 nodes). The route needs
-# a model that takes a 4-D additive attention mask and position ids (transformers' eager and
-# SDPA attention do), with sliding windows, where it has them, longer than every sequence; each
+# 18. ``wsc_group`` with SmolLM2's tokenizer, batches of 64: 204,653 positions through the
+# model instead of 514,588 (the tries of its 25,774 distinct sequences have 200,040 nodes). The
+# route needs a model that takes a 4-D additive attention mask and position ids (transformers'
+# eager and SDPA attention do), with sliding windows, where it has them, longer than every
+# sequence; each
 # model is checked once on a few of its own requests against lm-eval's own forward, and where
 # a check fails or the requests are longer than the model's context the call goes to section 18
 # (said once in the log). ``WSC_TASKS_PREFIX_SHARING=0`` turns the route off. No upstream issue
@@ -69,10 +71,10 @@ def static_refusal(lm: HFLM, inputs: Sequence[Sequence[int]]) -> str | None:
     if getattr(config, "alibi", False) or config.model_type in ("bloom", "mpt"):
         return "its attention biases positions by ALiBi, not by position ids"
     try:
-        parameters = inspect.signature(model.forward).parameters
+        parameters = set(inspect.signature(model.forward).parameters)
     except (TypeError, ValueError):
-        parameters = {}  # type: ignore[assignment]
-    if "position_ids" not in parameters or "attention_mask" not in parameters:
+        parameters = set()
+    if not {"position_ids", "attention_mask"} <= parameters:
         return "its forward takes no position ids or attention mask"
     longest = max(map(len, inputs), default=0)
     window = getattr(config, "sliding_window", None)
@@ -254,8 +256,6 @@ def share_prefixes() -> bool:
             _say_once(reason)
             return padded(self, requests, disable_tqdm, override_bs)
         return shared_prefix_answers(self, requests, disable_tqdm, override_bs)
-
-    import functools
 
     functools.update_wrapper(_loglikelihood_tokens, padded)
     return _replace(HFLM, "_loglikelihood_tokens", _loglikelihood_tokens, mark=MARK)
