@@ -113,7 +113,9 @@ def test_cache_requests_with_other_metadata_builds_its_own_requests(
     results("partial", *cached, "--metadata", '{"scoring": "partial"}')
     served = results("all", *cached)
     assert served == results("fresh")
-    assert len(list((tmp_path / "requests").iterdir())) == 2
+    files = sorted(path.name for path in (tmp_path / "requests").iterdir())
+    assert sum(name.startswith("requests-") for name in files) == 2  # one per metadata
+    assert sum(name.startswith("wsc_tasks-encodings-") for name in files) == 1  # one tokenizer
 
 
 # -- the output folder and lm-eval's files ------------------------------------------------------

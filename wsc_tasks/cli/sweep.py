@@ -83,10 +83,7 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
     )
     found.add_argument("--retry-failed", action="store_true", help="run failed models again")
     found.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="no lm-eval caches (--use_cache: answers per model; --cache_requests: requests and "
-        "their encodings per tokenizer, shared by the models with that tokenizer)",
+        "--no-cache", action="store_true", help="no lm-eval caches (answers, requests)"
     )
     found.add_argument(
         "--iters",
