@@ -128,9 +128,10 @@ def tokenizers():
 
 @pytest.fixture(scope="module")
 def requests_of(tmp_path_factory, data_dir):
-    """``requests_of(folder)``: the loglikelihood instances of the first documents of every task
-    of ``wsc_group`` (built for the model in ``folder``: the tasks learn its tokenizer) and of
-    lm-eval's own ``winogrande`` (its dev file in ``WSC_TASKS_DATA``)."""
+    """``requests_of(folder, tokenizer)``: the loglikelihood instances of the first documents of
+    every task of ``wsc_group`` (built for the model in ``folder``: the tasks learn its tokenizer;
+    causal models with one tokenizer send the same requests, built once) and of lm-eval's own
+    ``winogrande`` (its dev file in ``WSC_TASKS_DATA``)."""
     from lm_eval.tasks import TaskManager
 
     from wsc_tasks.cli.bench import WINOGRANDE_TASK, local_winogrande
@@ -143,7 +144,11 @@ def requests_of(tmp_path_factory, data_dir):
         for value in tree.values():
             yield from leaves(value) if isinstance(value, dict) else [value]
 
-    def get(folder):
+    built: dict[str, tuple[int, list]] = {}
+
+    def get(folder, tokenizer: str):
+        if tokenizer in built:
+            return built[tokenizer]
         manager = TaskManager(
             include_path=[str(include_path()), local],
             include_defaults=False,
@@ -154,7 +159,8 @@ def requests_of(tmp_path_factory, data_dir):
         for task in tasks:
             task.build_all_requests(limit=DOCUMENTS, rank=0, world_size=1)
             instances += [i for i in task.instances if i.request_type == "loglikelihood"]
-        return len(tasks), instances
+        built[tokenizer] = len(tasks), instances
+        return built[tokenizer]
 
     return get
 
@@ -188,7 +194,7 @@ def test_shared_prefixes_give_lm_evals_answers(
     than lm-eval's padded batches (counted at the forward)."""
     patches.apply()
     folder = tiny_models.family_model(tmp_path, arch, tokenizers(tok_name))
-    n_tasks, instances = requests_of(folder)
+    n_tasks, instances = requests_of(folder, tok_name)
     assert n_tasks >= 45 and len(instances) > 500
     lm = HFLM(pretrained=str(folder), device="cpu", batch_size=16)
     counted = {"tree": 0, "plain": 0}
