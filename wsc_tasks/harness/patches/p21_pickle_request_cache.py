@@ -13,8 +13,10 @@ from wsc_tasks.harness.patches.base import TESTED, Patch, _replace, original
 # write and 0.039 s to read, the standard pickler 0.009 s and 0.008 s, the same bytes' worth), so
 # that the first model of a sweep paid more for the cache than the others saved. Files are now
 # written with the standard pickler when it can pickle the object (dill where it cannot: what dill
-# reads either way) and read with it, dill reading what it cannot. The same files, lm-eval's own
-# tasks' included. No upstream issue found; upstream, ``save_to_cache`` could try pickle first.
+# reads either way) and read with it, dill reading what it cannot; a file is written aside and
+# renamed into place, so the runs of a sweep that share the folder never read a half-written one.
+# The same files, lm-eval's own tasks' included. No upstream issue found; upstream,
+# ``save_to_cache`` could try pickle first.
 
 
 def dumps(obj: object) -> bytes:
@@ -55,11 +57,20 @@ def pickle_request_cache() -> bool:
             return None
 
     def save_to_cache(file_name: str, obj: object) -> None:
+        import tempfile
+
         os.makedirs(lm_cache.PATH, exist_ok=True)
         path = lm_cache._cache_file_path(file_name)
         lm_cache.eval_logger.debug("Saving %s to cache...", path)
-        with open(path, "wb") as file:
-            file.write(dumps(obj))
+        # written aside, then renamed: a sweep's runs sharing the folder never read half a file
+        handle, temporary = tempfile.mkstemp(dir=lm_cache.PATH, suffix=".partial")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(dumps(obj))
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
 
     replaced = _replace(lm_cache, "load_from_cache", load_from_cache)
     replaced = _replace(lm_cache, "save_to_cache", save_to_cache) or replaced
