@@ -83,6 +83,20 @@ def gpt2_tok():
 
 
 @pytest.fixture(scope="session")
+def tokenizers():
+    """``tokenizers(name)``: the tests' tokenizer ``name`` (``tiny_models.tokenizer``), built
+    once per session."""
+    cache: dict[str, object] = {}
+
+    def get(name: str):
+        if name not in cache:
+            cache[name] = tiny_models.tokenizer(name)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
 def tiny_gpt2_dir(tmp_path_factory) -> Path:
     """A 2-layer random GPT-2 with the real GPT-2 vocabulary, saved like a Hub checkpoint."""
     return tiny_models.gpt2(tmp_path_factory.mktemp("tiny-gpt2"))

@@ -57,18 +57,6 @@ BY_TOKENIZER = list({(tok, family): (arch, tok, family) for arch, tok, family in
 
 
 @pytest.fixture(scope="session")
-def tokenizers():
-    cache: dict[str, object] = {}
-
-    def get(name: str):
-        if name not in cache:
-            cache[name] = tiny_models.tokenizer(name)
-        return cache[name]
-
-    return get
-
-
-@pytest.fixture(scope="session")
 def model_dir(tmp_path_factory, tokenizers):
     made: dict[str, Path] = {}
 

@@ -115,18 +115,6 @@ DOCUMENTS = 2  # per task
 
 
 @pytest.fixture(scope="module")
-def tokenizers():
-    cache: dict[str, object] = {}
-
-    def get(name: str):
-        if name not in cache:
-            cache[name] = tiny_models.tokenizer(name)
-        return cache[name]
-
-    return get
-
-
-@pytest.fixture(scope="module")
 def requests_of(tmp_path_factory, data_dir):
     """``requests_of(folder, tokenizer)``: the loglikelihood instances of the first documents of
     every task of ``wsc_group`` (built for the model in ``folder``: the tasks learn its tokenizer;

@@ -173,14 +173,14 @@ def _count_tokens(timer: PhaseTimer, hflm: Any, mlm_module: Any, sharing: Any) -
 def _count_trie(timer: PhaseTimer, hflm: Any) -> None:
     """Count the nodes of the tries of the token sequences each ``_loglikelihood_tokens`` call
     runs through the model: the fewest positions a causal model needs for them."""
+    from wsc_tasks.harness.patches.p20_share_prefixes import model_inputs
     from wsc_tasks.scoring import prefix_tree
 
     original = hflm._loglikelihood_tokens
 
     def counted(self: Any, requests: Any, *args: Any, **kwargs: Any) -> Any:
         if getattr(self, "backend", None) == "causal":
-            inputs = [(context + continuation)[:-1] for _, context, continuation in requests]
-            timer.counts["trie nodes"] += prefix_tree.trie_nodes(inputs)
+            timer.counts["trie nodes"] += prefix_tree.trie_nodes(model_inputs(requests))
         return original(self, requests, *args, **kwargs)
 
     functools.update_wrapper(counted, original)  # keeps the patches' marks

@@ -39,6 +39,14 @@ class Packing:
     path_of: list[list[int]]  # per sequence: the row position of each of its tokens
 
 
+def _shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    shared, limit = 0, min(len(a), len(b))
+    while shared < limit and a[shared] == b[shared]:
+        shared += 1
+    return shared
+
+
 def pack(sequences: Sequence[Sequence[int]], row_tokens: int) -> Packing:
     """Pack ``sequences`` into rows of at most ``row_tokens`` nodes (a longer sequence gets a row
     of its own); equal sequences and shared prefixes within a row share their nodes."""
@@ -59,10 +67,7 @@ def pack(sequences: Sequence[Sequence[int]], row_tokens: int) -> Packing:
 
     for i in order:
         sequence = sequences[i]
-        shared = 0
-        limit = min(len(previous), len(sequence))
-        while shared < limit and previous[shared] == sequence[shared]:
-            shared += 1
+        shared = _shared_prefix(previous, sequence)
         if tokens and len(tokens) + len(sequence) - shared > row_tokens:
             close()
             tokens, depths, ends, stack, shared = [], [], [], [], 0
@@ -89,11 +94,7 @@ def trie_nodes(sequences: Sequence[Sequence[int]]) -> int:
     total = 0
     previous: tuple[int, ...] = ()
     for sequence in ordered:
-        shared = 0
-        limit = min(len(previous), len(sequence))
-        while shared < limit and previous[shared] == sequence[shared]:
-            shared += 1
-        total += len(sequence) - shared
+        total += len(sequence) - _shared_prefix(previous, sequence)
         previous = sequence
     return total
 

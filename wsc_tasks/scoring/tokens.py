@@ -134,11 +134,12 @@ _LOCATION_ARGUMENTS = frozenset(
 )  # fmt: skip
 
 
-def encoding_identity(tokenizer: object) -> str | None:
-    """64 hex digits that change with whatever decides a fast tokenizer's encodings (its class,
-    its arguments but those naming where it was read from, its Rust tokenizer as serialised), and
-    with nothing else: two models' folders holding the same tokenizer get the same identity.
-    None for a tokenizer without a Rust backend, which has no such serialisation."""
+def encoding_identity(tokenizer: object, *rule: object) -> str | None:
+    """16 hex digits that change with whatever decides a fast tokenizer's encodings (its class,
+    its arguments but those naming where it was read from, its Rust tokenizer as serialised) and
+    with ``rule`` (how it is called: special tokens, BOS), and with nothing else: two models'
+    folders holding the same tokenizer get the same identity. None for a tokenizer without a
+    Rust backend, which has no such serialisation."""
     import hashlib
     import json
 
@@ -147,9 +148,9 @@ def encoding_identity(tokenizer: object) -> str | None:
         return None
     arguments = getattr(tokenizer, "init_kwargs", None) or {}
     kept = {k: v for k, v in arguments.items() if k not in _LOCATION_ARGUMENTS}
-    rules = [type(tokenizer).__qualname__, kept, backend.to_str()]
+    rules = [type(tokenizer).__qualname__, kept, backend.to_str(), list(rule)]
     text = json.dumps(rules, sort_keys=True, default=repr)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 # hashed by identity: one counter per tokenizer and encoding rule, a key of scoring caches; frozen,
@@ -239,15 +240,9 @@ class TokenCounter:
 
     @cached_property
     def identity(self) -> str | None:
-        """What this counter's encodings follow (``encoding_identity`` and the encoding rule),
-        16 hex digits; None when the tokenizer has no content identity."""
-        found = encoding_identity(self.tokenizer)
-        if found is None:
-            return None
-        rule = f"{found}-{self.add_special_tokens}-{self.seq2seq}"
-        import hashlib
-
-        return hashlib.sha256(rule.encode("utf-8")).hexdigest()[:16]
+        """What this counter's encodings follow: ``encoding_identity`` of its tokenizer and
+        encoding rule; None when the tokenizer has no content identity."""
+        return encoding_identity(self.tokenizer, self.add_special_tokens, self.seq2seq)
 
     def memo(self) -> dict[str, dict]:
         """Everything encoded so far (ids by text and rule, offsets by text), to be kept."""

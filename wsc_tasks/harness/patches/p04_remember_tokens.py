@@ -84,17 +84,11 @@ ENCODINGS_FILE = "wsc_tasks-encodings"
 
 def _model_identity(lm: object) -> str | None:
     """What an HF causal model's memo follows: its tokenizer's encodings and BOS rule."""
-    import hashlib
-
     from lm_eval.models.huggingface import HFLM
 
     if not isinstance(lm, HFLM) or getattr(lm, "backend", None) != "causal":
         return None
-    found = encoding_identity(lm.tokenizer)
-    if found is None:
-        return None
-    rule = f"{found}-{lm.add_bos_token}"
-    return hashlib.sha256(rule.encode("utf-8")).hexdigest()[:16]
+    return encoding_identity(lm.tokenizer, lm.add_bos_token)
 
 
 def _encodings_files(

@@ -196,14 +196,24 @@ def token_budget(lm: HFLM, inputs: Sequence[Sequence[int]], override_bs: int | N
     return max(1, round(int(size) * mean))
 
 
+def model_inputs(requests: Sequence[TokenRequest]) -> list[list[int]]:
+    """The token ids each request feeds a causal model: its context and continuation but the
+    last token (lm-eval's input, untruncated)."""
+    return [(context + continuation)[:-1] for _, context, continuation in requests]
+
+
 def shared_prefix_answers(
-    lm: HFLM, requests: Sequence[TokenRequest], disable_tqdm: bool, override_bs: int | None
+    lm: HFLM,
+    requests: Sequence[TokenRequest],
+    inputs: Sequence[Sequence[int]],
+    disable_tqdm: bool,
+    override_bs: int | None,
 ) -> list[tuple[float, bool]]:
-    """lm-eval's answers to ``requests``, each distinct token prefix through the model once."""
+    """lm-eval's answers to ``requests`` (their ``model_inputs``: ``inputs``), each distinct token
+    prefix through the model once."""
     import torch.nn.functional as F
     from tqdm import tqdm
 
-    inputs = [(context + continuation)[:-1] for _, context, continuation in requests]
     budget = token_budget(lm, inputs, override_bs)
     longest = max(map(len, inputs), default=1)
     packing = prefix_tree.pack(inputs, min(ROW_TOKENS, max(budget, longest)))
@@ -250,12 +260,12 @@ def share_prefixes() -> bool:
     ) -> list[tuple[float, bool]]:
         if not requests or not _scores_per_batch(self):
             return padded(self, requests, disable_tqdm, override_bs)
-        inputs = [(context + continuation)[:-1] for _, context, continuation in requests]
+        inputs = model_inputs(requests)
         reason = refusal(self, inputs)
         if reason is not None:
             _say_once(reason)
             return padded(self, requests, disable_tqdm, override_bs)
-        return shared_prefix_answers(self, requests, disable_tqdm, override_bs)
+        return shared_prefix_answers(self, requests, inputs, disable_tqdm, override_bs)
 
     functools.update_wrapper(_loglikelihood_tokens, padded)
     return _replace(HFLM, "_loglikelihood_tokens", _loglikelihood_tokens, mark=MARK)
