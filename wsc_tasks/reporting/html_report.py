@@ -71,6 +71,7 @@ table.sortable tbody tr:nth-child(even) { background: #fafafa; }
 details.columns { display: inline-block; margin: 0 0 .3em 1em; font-size: 13px; }
 details.columns label { display: inline-block; margin-right: .8em; white-space: nowrap; }
 h2 + ul.findings, ul.findings { padding-left: 1.2em; } ul.findings li { margin: .25em 0; }
+h1 + h2 { margin-top: .8em; } /* the findings: on the first screen */
 /* -- report: findings, notes, contents, tooltips, narrow screens (end) -- */
 nav.toc ol { margin: .3em 0; padding-left: 1.6em; } nav.toc li { margin: .1em 0; }
 figure { margin: 1em 0 1.5em; } figure figcaption { font-weight: bold; margin-bottom: .3em; }
@@ -158,14 +159,16 @@ def inline(text: str) -> str:
     return markup.render(text, _markdown_html, esc, lambda shown: f"<code>{esc(shown)}</code>")
 
 
-def prose(text: str) -> str:
-    """Markdown paragraphs (blank-line separated) and ``- `` lists as HTML."""
+def prose(text: str, item: str = "") -> str:
+    """Markdown paragraphs (blank-line separated) and ``- `` lists as HTML; ``item``: the class
+    of the lists' items (``conclusion``: a model's, on the report's first screen)."""
     out = []
+    kind = f' class="{esc(item)}"' if item else ""
     for block in re.split(r"\n\s*\n", text.strip()):
         lines = block.splitlines()
         if all(line.startswith("- ") for line in lines):
-            items = "".join(f"<li>{inline(line[2:])}</li>" for line in lines)
-            out.append(f"<ul>{items}</ul>")
+            items = "".join(f"<li{kind}>{inline(line[2:])}</li>" for line in lines)
+            out.append(f'<ul class="findings">{items}</ul>' if item else f"<ul>{items}</ul>")
         else:
             out.append(f"<p>{inline(' '.join(lines))}</p>")
     return "\n".join(out)

@@ -91,46 +91,79 @@ def write_markdown(runs: Sequence[Run], sections: Sequence[Section], out: Path, 
     return path
 
 
+def contents(sections: Sequence[Section], examples_shown: bool) -> str:
+    """The contents: each section with something to show (and its figures) a link; the sections
+    skipped for want of their tasks counted, not listed (each says where it stands which tasks it
+    needs)."""
+    entries = []
+    for i, section in enumerate(sections):
+        if section.skipped:
+            continue
+        marks = [
+            f'<a href="#f-{figure.stem}" title="{html_report.esc(figure.caption)}">'
+            f"{'figure' if len(section.figures) == 1 else f'figure {n}'}</a>"
+            for n, figure in enumerate(section.figures, 1)
+        ]
+        more = f" · {' · '.join(marks)}" if marks else ""
+        name = html_report.esc(section.title.split(" (thesis")[0])
+        entries.append(f'<li><a href="#s{i}">{name}</a>{more}</li>')
+    if examples_shown:
+        entries.append(f'<li><a href="#s{len(sections)}">Examples</a></li>')
+    skipped = sum(1 for section in sections if section.skipped)
+    left = (
+        f'<p class="muted">Not listed: {skipped} section{"s" if skipped > 1 else ""} with '
+        "nothing to show for the tasks run (each says, in its place, which tasks it needs).</p>"
+        if skipped
+        else ""
+    )
+    return f'<nav class="toc"><b>Contents</b><ol>{"".join(entries)}</ol>{left}</nav>'
+
+
+def section_html(section: Section, out: Path, rest: str | None = None) -> list[str]:
+    """A section's notes, figures (the headline figure first), text (``rest`` in its place where
+    the page opened with the section's lead) and tables; a skipped section says why."""
+    body = []
+    if section.notes and rest is None:
+        body.append(html_report.notes_html(section.notes))
+    if section.skipped:
+        return [*body, f"<p>Skipped: {html_report.inline(section.skipped)}.</p>"]
+    for figure in section.figures:
+        svg = out / "figures" / f"{figure.stem}.svg"
+        body.append(html_report.figure_html(svg, figure.caption))
+    shown = text(section) if rest is None else rest
+    if shown:
+        body.append(html_report.prose(shown))
+    return body + [html_report.table_html(table) for table in section.tables]
+
+
 def write_html(
     runs: Sequence[Run], sections: Sequence[Section], out: Path, head: str, quiet: bool = False
 ) -> Path:
-    """``report.html``: report.md's sections as one self-contained page, plus examples. The
-    contents first (each section, and its figures, a link); in each section its notes, its
-    figures (the findings' headline figure first of all), its text, then its tables, those
-    longer than ``html_report.FOLD`` rows folded (a click opens them), so the figures come
-    within the first screens, not after a table of 190 rows."""
-    titles = [s.title for s in sections] + ["Examples"]
-    entries = []
-    for i, title in enumerate(titles):
-        shown = sections[i].figures if i < len(sections) and not sections[i].skipped else []
-        marks = [
-            f'<a href="#f-{figure.stem}" title="{html_report.esc(figure.caption)}">'
-            f"{'figure' if len(shown) == 1 else f'figure {n}'}</a>"
-            for n, figure in enumerate(shown, 1)
-        ]
-        more = f" · {' · '.join(marks)}" if marks else ""
-        name = html_report.esc(title.split(" (thesis")[0])
-        entries.append(f'<li><a href="#s{i}">{name}</a>{more}</li>')
-    body = [
-        f"<h1>{TITLE}</h1>",
-        f"<p>{html_report.inline(head)}</p>",
-        f'<nav class="toc"><b>Contents</b><ol>{"".join(entries)}</ol></nav>',
-    ]
-    for i, section in enumerate(sections):
+    """``report.html``: report.md's sections as one self-contained page, plus examples. The page
+    opens with each model's conclusion (the first section's ``lead``: the first screen answers,
+    at 1,400 and at 400 px), then its notes, the method paragraph and the contents; in each
+    section its notes, its figures, its text, then its tables, those longer than
+    ``html_report.FOLD`` rows folded (a click opens them)."""
+    found = all_examples(runs, quiet)
+    toc = contents(sections, bool(found))
+    body = [f"<h1>{TITLE}</h1>"]
+    first = sections[0] if sections else None
+    if first is not None and first.lead is not None and not first.skipped:
+        conclusion, rest = first.lead()
+        body.append(f'<h2 id="s0">{html_report.esc(first.title)}</h2>')
+        body.append(html_report.prose(conclusion, item="conclusion"))
+        if first.notes:
+            body.append(html_report.notes_html(first.notes))
+        body += [f"<p>{html_report.inline(head)}</p>", toc, *section_html(first, out, rest)]
+        later = list(enumerate(sections))[1:]
+    else:
+        body += [f"<p>{html_report.inline(head)}</p>", toc]
+        later = list(enumerate(sections))
+    for i, section in later:
         body.append(f'<h2 id="s{i}">{html_report.esc(section.title)}</h2>')
-        if section.notes:
-            body.append(html_report.notes_html(section.notes))
-        if section.skipped:
-            body.append(f"<p>Skipped: {html_report.inline(section.skipped)}.</p>")
-            continue
-        for figure in section.figures:
-            svg = out / "figures" / f"{figure.stem}.svg"
-            body.append(html_report.figure_html(svg, figure.caption))
-        if text(section):
-            body.append(html_report.prose(text(section)))
-        body += [html_report.table_html(table) for table in section.tables]
+        body += section_html(section, out)
     body.append(f'<h2 id="s{len(sections)}">Examples</h2>')
-    body.append(html_report.examples_html(all_examples(runs, quiet)))
+    body.append(html_report.examples_html(found))
     path = out / "report.html"
     path.write_text(html_report.page(TITLE, "\n".join(body)), encoding="utf-8")
     return path

@@ -48,6 +48,10 @@ class Section:
     figures: list[Figure] = field(default_factory=list)
     skipped: str = ""  # why the section has nothing to show (the tasks it needs)
     notes: list[str] = field(default_factory=list)  # what a reader must know, shown even if skipped
+    # the HTML page's first screen, before its method paragraph and contents: Markdown (a function:
+    # called after the estimates) whose ``- `` items are each model's conclusion, and the text
+    # shown after it in place of ``text`` (the same findings, without what the lead says)
+    lead: Callable[[], tuple[str, str]] | None = None
 
 
 @dataclass

@@ -113,22 +113,43 @@ def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
     return built, half
 
 
-def text(models: list[tuple[findings.Model, str]]) -> str:
+def _ordered(models: list[tuple[findings.Model, str]]) -> list[tuple[findings.Model, str]]:
+    """The models, then the chance models."""
+    return [(m, k) for m, k in models if not m.chance_model] + [
+        (m, k) for m, k in models if m.chance_model
+    ]
+
+
+def text(models: list[tuple[findings.Model, str]], with_overview: bool = True) -> str:
     """The overview line, then each model's sentences as a list under its name."""
     chosen = [m for m, _ in models]
     tested = findings.headline_tests(chosen)
-    overview = findings.overview(chosen, tested)
+    overview = findings.overview(chosen, tested) if with_overview else None
     power = findings.detectable(chosen)
     lines = [line for line in (overview, power) if line]
     lines += [""] if lines else []
-    order = [(m, kind) for m, kind in models if not m.chance_model]
-    order += [(m, kind) for m, kind in models if m.chance_model]
-    for found, kind in order:
+    for found, kind in _ordered(models):
         said = findings.sentences(found, tested.get(found.label), catalog.RANKING)
         lines += [f"**{findings.name(found.label)}** ({findings.code(kind)})", ""]
         lines += [f"- {s}" for s in said] if said else ["- No task with samples to say it from."]
         lines.append("")
     return "\n".join([*lines, HOW_TO_READ])
+
+
+def lead(models: list[tuple[findings.Model, str]]) -> tuple[str, str]:
+    """What the page opens with: the overview line, then each model's conclusion in one
+    sentence (``findings.brief``, as its leaderboard row says it); and the rest of the findings
+    (``text`` without the overview), shown after the report's method paragraph and contents."""
+    chosen = [m for m, _ in models]
+    tested = findings.headline_tests(chosen)
+    overview = findings.overview(chosen, tested)
+    items = [
+        f"- **{findings.name(m.label)}** ({findings.code(kind)}): "
+        f"{findings.brief(m, tested.get(m.label))}"
+        for m, kind in _ordered(models)
+    ]
+    first = "\n\n".join(part for part in (overview, "\n".join(items)) if part)
+    return first, text(models, with_overview=False)
 
 
 BEGIN = "<!-- the findings of report/report.md, written by wsc-tasks report --readme -->"
@@ -197,4 +218,5 @@ def build(context: Context) -> Section:
         return section
     section.tables = [table] if table.rows else []
     section.text = lambda: text(models)
+    section.lead = lambda: lead(models)
     return section
