@@ -156,6 +156,7 @@ class Tables:
     matrix: Table
     status: Table
     contamination: Table = field(default_factory=lambda: contamination_table([]))
+    controls_above: int = 0  # the control table's first columns: some model is above chance on them
 
     def shown(self) -> list[Table]:
         """The tables with rows, in reading order (the matrix only for two or more models)."""
@@ -193,6 +194,8 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
                 gpu_hours(entry.done),
             ])  # fmt: skip
     controls = [c for c in CONTROLS if any(c in e.controls for e in everyone)]
+    above = {c.task for e in everyone if e.model for c in findings.controls_above(e.model)}
+    controls = [c for c in controls if c in above] + [c for c in controls if c not in above]
     control_table = Table(
         "leaderboard_controls",
         "Control baselines: problem accuracy a without what a reader needs to resolve the pronoun "
@@ -253,7 +256,7 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
         ])  # fmt: skip
     status = Table("leaderboard_status", "Models without a result", ["model", "status"])
     return Tables(ranking, chance_models, control_table, consistency_table, models, matrix, status,
-                  contamination_table(everyone))  # fmt: skip
+                  contamination_table(everyone), len(above & set(controls)))  # fmt: skip
 
 
 def contamination_table(entries: Sequence[Entry]) -> Table:

@@ -12,7 +12,7 @@ from wsc_tasks.reporting import html_report, markup
 from wsc_tasks.reporting.leaderboard.board import Leaderboard, build
 from wsc_tasks.reporting.leaderboard.entries import COST, Entry
 from wsc_tasks.reporting.sections import contamination as contamination_check
-from wsc_tasks.reporting.tables import markdown, numeric
+from wsc_tasks.reporting.tables import Table, markdown, numeric
 
 FIRST_SCREEN = 10  # findings and notes shown unfolded on the HTML page; the rest in a <details>
 TOP = 3  # findings unfolded on a larger board's page: the ranking starts on its first screen
@@ -68,12 +68,41 @@ def html_text(board: Leaderboard) -> str:
     else:
         body += [f"<p>{html_report.inline(board.intro)}</p>"]
     for table in board.tables.shown():
+        if table is board.tables.controls:
+            body.append(controls_html(table, board.tables.controls_above))
+            continue
         body.append(html_report.table_html(table, fold=table is not board.tables.ranking))
         if table is board.tables.ranking or (
             table is board.tables.chance_models and not board.tables.ranking.rows
         ):
             body.append(f"<p>{html_report.inline(board.cost)}</p>")
     return html_report.page("Leaderboard", "\n".join(body))
+
+
+def controls_html(table: Table, above: int) -> str:
+    """The control table led by the ``above`` controls some model is above chance on (its first
+    columns); the others folded below it (a click opens them), so that the controls that say
+    something are on screen, not past the tenth column of a table 2,400 px wide."""
+    if above == len(table.columns) - 1:
+        return html_report.table_html(table)
+    lead = Table(table.name, table.title, table.columns[: above + 1])
+    lead.rows = [row[: above + 1] for row in table.rows]
+    rest = Table(
+        f"{table.name}_rest",
+        "The other control baselines: no model above chance on them",
+        [table.columns[0], *table.columns[above + 1 :]],
+        [[row[0], *row[above + 1 :]] for row in table.rows],
+    )
+    shown = html_report.table_html(lead) if above else (
+        f'<p class="caption">{html_report.inline(table.title)}</p>'
+        "<p>No model is above chance on any control baseline.</p>"
+    )  # fmt: skip
+    folded = len(rest.columns) - 1
+    return (
+        f'{shown}<details class="table"><summary>{folded} control baseline'
+        f"{'s' if folded > 1 else ''} no model is above chance on (click to show)</summary>\n"
+        f"{html_report.table_html(rest, fold=False)}</details>\n"
+    )
 
 
 def contamination_columns(entries: Sequence[Entry]) -> pd.DataFrame:
