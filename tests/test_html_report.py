@@ -111,7 +111,10 @@ def test_report_html_is_self_contained_with_every_section(built):
     for title in re.findall(r"^## (.+)$", markdown, flags=re.M):
         assert f">{title}</h2>" in page.replace("&#x27;", "'"), title
     assert "[`report.html`](report.html)" in markdown
-    assert page.count("<svg") == len(re.findall(r"^!\[", markdown, flags=re.M)) > 0
+    figures = len(re.findall(r"^!\[", markdown, flags=re.M))
+    assert page.count('class="scroll figure wide"') == figures > 0
+    assert page.count('class="scroll figure narrow"') == figures  # a phone's layout of each
+    assert page.count("<svg") == 2 * figures
     assert not re.search(r"""(src|href)=["'](?!#)""", page)  # nothing fetched at view time
     assert "<link" not in page and "@import" not in page
     assert "Joan made sure to thank Susan for all the help ___ had received." in page
@@ -291,7 +294,8 @@ def _at_400_px(driver, page: Path, shot: Path) -> None:
 
 
 FIGURES_JS = """
-const figures = Array.from(document.querySelectorAll('svg.figure'));
+const figures = Array.from(document.querySelectorAll('svg.figure'))
+  .filter(svg => svg.getBoundingClientRect().width > 0);  // the layout this width shows
 let smallest = Infinity, texts = 0;
 for (const svg of figures) {
   for (const text of svg.querySelectorAll('text')) {
@@ -314,12 +318,26 @@ def _figures(driver) -> dict[str, float]:
     return {"height": height, "first_figure_y": first, "smallest_figure_text_px": smallest}
 
 
-def test_report_html_figures_come_first_and_stay_readable_on_a_phone(built):
-    """The contents, then the findings and their figure: the first figure on the first screen at
-    1,400 px, within two at 400 px (before: after a table of 190 rows, 7 screens down at 1,400 px
-    and 11 at 400 px, in the committed report); every figure's text at least
-    9 px at both widths (before: about 3.6 px at 400 px, the figures shrunk to the screen's
-    width). A figure scrolls sideways in its own box on a narrow screen; long tables fold."""
+FIRST_SCREEN_JS = """
+const top = (el) => el ? el.getBoundingClientRect().top + window.scrollY : null;
+const method = Array.from(document.querySelectorAll('p'))
+  .find(p => p.textContent.startsWith('Made by'));
+const boxes = Array.from(document.querySelectorAll('div.scroll.figure'))
+  .filter(box => box.getBoundingClientRect().width > 0)
+  .map(box => [box.closest('figure').id, box.scrollWidth, box.clientWidth]);
+return [Array.from(document.querySelectorAll('li.conclusion')).map(top),
+        top(document.querySelector('nav.toc')), top(method), boxes];
+"""
+FIRST_CONCLUSION = {1400: 900, 400: 850}  # px: the first conclusion's top, at most, per width
+
+
+def test_report_html_first_screen_answers_at_1400_and_400_px(built):
+    """The page opens with each model's conclusion, then the method paragraph and the contents:
+    the first conclusion's top under 900 px at 1,400 px wide and under 850 at 400 (before: 1,200
+    and 1,653 px in the committed report, below the method paragraph and a contents of 13
+    items); every figure's text 12 px or more at both widths (before: 9.5 px at 400 px, the
+    figures scrolling sideways in their boxes, the findings' "a" panel off screen): on a phone
+    each figure's narrow layout, its panels stacked, in place of the wide one."""
     from selenium.webdriver.common.by import By
 
     driver, profile = _browser()
@@ -327,25 +345,70 @@ def test_report_html_figures_come_first_and_stay_readable_on_a_phone(built):
     shots.mkdir(parents=True, exist_ok=True)
     measured = {}
     try:
-        for width, screen, screens in ((1400, 1000, 1), (400, 900, 2)):
-            driver.set_window_size(width, screen)
+        for width in (1400, 400):
+            driver.set_window_size(width, 900)
             driver.get((built / "report.html").as_uri())
+            assert driver.execute_script("return window.innerWidth") == width
+            conclusions, toc, method, boxes = driver.execute_script(FIRST_SCREEN_JS)
             found = _figures(driver)
-            measured[width] = found
-            assert found["first_figure_y"] < screens * screen, (width, found)
-            assert found["smallest_figure_text_px"] >= 9, (width, found)
-            toc = driver.find_element(By.CSS_SELECTOR, "nav.toc")
-            assert toc.is_displayed() and toc.location["y"] < screen  # on the first screen
-            links = [a.get_attribute("href") for a in toc.find_elements(By.TAG_NAME, "a")]
-            assert any(link.endswith("#f-overview") for link in links)
+            measured[width] = {"conclusions_y": conclusions, "contents_y": toc, **found}
+            assert len(conclusions) == len(MODELS), measured
+            assert conclusions[0] < FIRST_CONCLUSION[width], measured
+            assert max(conclusions) < min(toc, method), measured  # before method and contents
+            assert found["smallest_figure_text_px"] >= 12, (width, found)
+            assert boxes and all(scroll <= client for _, scroll, client in boxes), boxes
             first = driver.find_element(By.CSS_SELECTOR, "figure")
             assert first.get_attribute("id") == "f-findings"  # the headline figure leads
             page_width, visible, _ = _page_width(driver)
-            assert page_width <= visible  # a wide figure scrolls in its box, not the page
+            assert page_width <= visible  # nothing makes the page scroll sideways
+            shot = shots / f"report_first_screen_{width}.png"
+            assert driver.save_screenshot(str(shot))
+        assert max(measured[1400]["conclusions_y"]) < 900  # every model's, at 1,400 px
         (shots / "report_html_measures.json").write_text(json.dumps(measured, indent=1))
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_the_contents_list_only_sections_with_something_to_show(built):
+    """A section skipped for want of its tasks is counted under the contents, not listed (a
+    report of three WSC266 tasks listed 13 sections, most of them "Skipped")."""
+    page = (built / "report.html").read_text(encoding="utf-8")
+    markdown = (built / "report.md").read_text(encoding="utf-8")
+    toc = page[page.index('<nav class="toc">') : page.index("</nav>")]
+    titles = re.findall(r"^## (.+)$", markdown, flags=re.M)
+    skipped = [t for t, body in zip(titles, markdown.split("\n## ")[1:], strict=True)
+               if body.split("\n", 2)[2].startswith("Skipped:")]  # fmt: skip
+    listed = re.findall(r'<li><a href="#s\d+">([^<]+)</a>', toc)
+    assert skipped and len(listed) == len(titles) - len(skipped) + 1  # and the examples
+    assert not {html.unescape(t) for t in listed} & {t.split(" (thesis")[0] for t in skipped}
+    assert f"Not listed: {len(skipped)} sections with nothing to show" in toc
+    assert page.index('class="conclusion"') < page.index("Made by") < page.index("<nav")
+
+
+def test_the_control_table_leads_with_the_controls_some_model_is_above_chance_on():
+    """The committed leaderboard: its controls above chance in the first columns, the others
+    folded (before: a table 2,385 px wide at 1,400 px, the interesting ones in its 10th-11th
+    columns)."""
+    from wsc_tasks.reporting.leaderboard import render
+    from wsc_tasks.reporting.tables import Table
+
+    table = Table("controls", "Controls", ["model", "a x", "a y", "a z"], [["m", 1, 2, 3]])
+    shown = render.controls_html(table, 1)
+    assert shown.index('id="table-controls"') < shown.index("<details")
+    lead = shown[: shown.index("<details")]
+    assert ">a x<" in lead and ">a y<" not in lead
+    assert "2 control baselines no model is above chance on" in shown
+    assert 'id="table-controls_rest"' in shown and ">a z<" in shown[shown.index("<details") :]
+    assert "<details" not in render.controls_html(table, 3)
+    assert "No model is above chance on any control baseline" in render.controls_html(table, 0)
+    page = (RESULTS / "leaderboard.html").read_text(encoding="utf-8")
+    first = page[page.index('id="table-leaderboard_controls"') :]
+    heads = re.findall(r"<th>(?:<abbr[^>]*>)?([^<]+)<", first[: first.index("</thead>")])
+    assert heads[1:] == [
+        "a wsc273_partsent", "p (a wsc273_partsent)",
+        "a wsc266_associative_nocands", "p (a wsc266_associative_nocands)",
+    ]  # fmt: skip
 
 
 def test_long_tables_fold_below_their_caption(tmp_path):
@@ -391,8 +454,10 @@ def test_report_html_in_chromium(built):
         box = driver.find_element(By.CSS_SELECTOR, 'input[data-table="table-overview"]')
         box.send_keys("chance")
         assert set(_column(driver, "table-overview", names.index("model"))) == {"chance"}
-        figures = driver.find_elements(By.CSS_SELECTOR, "svg.figure")
+        figures = driver.find_elements(By.CSS_SELECTOR, ".wide svg.figure")
         assert figures and all(f.size["width"] > 300 for f in figures)
+        narrow = driver.find_elements(By.CSS_SELECTOR, ".narrow svg.figure")
+        assert len(narrow) == len(figures) and not any(f.is_displayed() for f in narrow)
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert errors == []
         _at_400_px(driver, built / "report.html", shots / "report_html_400.png")

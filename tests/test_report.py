@@ -334,4 +334,4 @@ def test_a_figure_with_one_model_a_row_keeps_its_rows_short(tmp_path):
     alone = [figures.Bar("A", f"row {i}", m, point) for i, m in enumerate(models)]
     shared = [figures.Bar("A", f"row {i}", m, point) for i in range(2) for m in models]
     assert spacing(alone, "alone") == pytest.approx(0.12 + 0.13)
-    assert spacing(shared, "shared") == pytest.approx(0.12 + 0.13 * 16)
+    assert spacing(shared, "shared") == pytest.approx(0.12 + figures.SPREAD * 16)

@@ -12,7 +12,7 @@ import pytest
 
 from wsc_tasks.metrics import stats
 from wsc_tasks.metrics.registry import TaskKind
-from wsc_tasks.reporting import markup, rendering, report, sections
+from wsc_tasks.reporting import figures, markup, rendering, report, sections
 from wsc_tasks.reporting.estimates import Estimates, Pending
 from wsc_tasks.reporting.runs import load_run
 from wsc_tasks.reporting.sections import Context, Section
@@ -77,6 +77,8 @@ def test_no_two_sections_write_the_same_file(smollm2, chance):
     tables = [t.name for s in built for t in s.tables]
     stems = [f.stem for s in built for f in s.figures]
     assert len(tables) == len(set(tables)) and len(stems) == len(set(stems))
+    narrow = [f"{stem}{figures.NARROW}" for stem in stems]  # each figure's phone layout
+    assert not set(narrow) & set(stems)
     assert len({s.title for s in built}) == len(built)
 
 

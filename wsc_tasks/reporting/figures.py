@@ -37,6 +37,12 @@ DPI = 100
 MAX_WIDTH = 19.5  # inches: under 2,000 pixels at DPI
 PANEL_WIDTH = 4.0
 FONT = 10
+SPREAD = 0.08  # inches a row grows by per model whose markers it holds side by side
+# the narrow layout (a phone's page): this wide, its panels one under another, each with its row
+# labels, long labels and the title wrapped; on a page 400 px wide its text stays 13 px high
+NARROW_WIDTH = 4.0
+NARROW_LABEL = 1.75  # inches at most for the row labels, wrapped to fit
+NARROW_GAP = 0.8  # inches between stacked panels: the x label and the next panel's title
 # Okabe and Ito's colour-blind-safe palette (black last), then matplotlib's tab10
 _OKABE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 COLOURS: tuple[ColorType, ...] = (*_OKABE, *matplotlib.color_sequences["tab10"])
@@ -81,14 +87,29 @@ def forest(
     xlabel: str = "accuracy",
     styles: dict[str, Style] | None = None,
     names: dict[str, str] | None = None,
+    narrow: bool = False,
 ) -> list[Path]:
     """Rows of point estimates with interval whiskers, one panel per ``Bar.panel``. PNG and SVG.
     ``names``: a series' name in the legend, where it is not its label (a chance model's: its
-    markers are hollow)."""
+    markers are hollow). ``narrow``: the same figure laid out for a phone (``NARROW_WIDTH``
+    wide, the panels stacked), written as ``<stem>_narrow.svg`` only: a page shows it where the
+    wide one would have to shrink its text below 12 px."""
     import matplotlib.pyplot as plt
 
     with plt.rc_context({"text.parse_math": False}):
-        return _forest(bars, title, path_stem, chance, xlabel, styles, names)
+        return _forest(bars, title, path_stem, chance, xlabel, styles, names, narrow)
+
+
+def wrap(text: str, width: int) -> str:
+    """``text`` in lines of at most ``width`` characters where it can break (after ``_``, ``-``
+    or a space); a longer word stays whole."""
+    lines: list[str] = []
+    for word in re.findall(r"[^_\- ]+[_\- ]*|[_\- ]+", text):
+        if lines and len(lines[-1]) + len(word.rstrip(" ")) <= width:
+            lines[-1] += word
+        else:
+            lines.append(word)
+    return "\n".join(line.rstrip(" ") for line in lines) or text
 
 
 def _layout(bars: Sequence[Bar]) -> tuple[list[str], list[str]]:
@@ -123,6 +144,7 @@ def _forest(
     xlabel: str,
     styles: dict[str, Style] | None,
     names: dict[str, str] | None,
+    narrow: bool = False,
 ) -> list[Path]:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
@@ -135,19 +157,34 @@ def _forest(
     place = {row: i for i, row in enumerate(laid)}
     rows = laid
     label_width = min(0.4 + 0.075 * max((len(r) for r in rows), default=4), 5.0)
-    width = min(label_width + PANEL_WIDTH * max(len(panels), 1) + 0.3, MAX_WIDTH)
+    labels = [visible(r.removeprefix(GROUP)) for r in rows]
+    if narrow:
+        label_width = min(label_width, NARROW_LABEL)
+        labels = [wrap(label, int((label_width - 0.4) / 0.075)) for label in labels]
+        width = NARROW_WIDTH
+        title = wrap(visible(title), int(width / 0.095))
+    else:
+        width = min(label_width + PANEL_WIDTH * max(len(panels), 1) + 0.3, MAX_WIDTH)
+        title = visible(title)
     alone = all(len({b.series for b in bars if b.x == row}) <= 1 for row in data_rows)
-    row_height = 0.12 + 0.13 * (1 if alone else len(series))  # room for a row's markers
+    row_height = 0.12 + (0.13 if alone else SPREAD * len(series))  # room for a row's markers
+    lines = max((label.count("\n") + 1 for label in labels), default=1)
+    row_height = max(row_height, 0.05 + 0.17 * lines)  # and for its label's lines
     entries = len(series) + (1 if chance and any(p in chance for p in panels) else 0)
     shown = [visible((names or {}).get(s, s)) for s in series]
     columns = max(1, min(entries, int(width / (0.6 + 0.075 * max(map(len, shown), default=6)))))
-    header, footer = 0.75 + 0.25 * math.ceil(entries / columns), 0.6
-    height = header + footer + row_height * max(len(rows), 1)
-    figure, axes = plt.subplots(1, max(len(panels), 1), figsize=(width, height), squeeze=False)
+    titled = 0.22 * title.count("\n")
+    legend = (0.21 if narrow else 0.25) * math.ceil(entries / columns)
+    header, footer = 0.75 + titled + legend, 0.6
+    stacked = len(panels) if narrow else 1
+    panel_height = row_height * max(len(rows), 1)
+    height = header + footer + stacked * panel_height + (stacked - 1) * NARROW_GAP
+    grid = (max(stacked, 1), 1) if narrow else (1, max(len(panels), 1))
+    figure, axes = plt.subplots(*grid, figsize=(width, height), squeeze=False)
     offsets = (
         [0.0] * len(series)
         if len(series) == 1 or alone  # one model a row (the findings' figure): centred
-        else [-0.35 + 0.7 * i / (len(series) - 1) for i in range(len(series))]
+        else [-0.4 + 0.8 * i / (len(series) - 1) for i in range(len(series))]
     )
     for axis, panel in zip(axes.flat, panels, strict=True):
         for stripe in [place[r] for r in data_rows][::2]:
@@ -194,8 +231,7 @@ def _forest(
         axis.set_title(PANEL_TITLES.get(panel, panel), fontsize=FONT + 1)
         axis.set_xlabel(xlabel, fontsize=FONT)
         axis.set_yticks(range(len(rows)))
-        first = axis is axes.flat[0]
-        labels = [visible(r.removeprefix(GROUP)) for r in rows]
+        first = axis is axes.flat[0] or narrow  # stacked panels: each has its labels
         axis.set_yticklabels(labels if first else [], fontsize=FONT)
         if first:
             for tick, row in zip(axis.get_yticklabels(), rows, strict=True):
@@ -217,35 +253,42 @@ def _forest(
         handles.append(Line2D([], [], color="0.35", linestyle="--", label="chance level"))
     figure.legend(
         handles=handles, loc="upper center", ncol=columns, fontsize=FONT,
-        frameon=False, bbox_to_anchor=(0.5, 1 - 0.45 / height),
+        frameon=False, bbox_to_anchor=(0.5, 1 - (0.45 + titled) / height),
     )  # fmt: skip
-    figure.suptitle(visible(title), fontsize=FONT + 2, y=1 - 0.12 / height, va="top")
+    figure.suptitle(title, fontsize=FONT + 2, y=1 - 0.12 / height, va="top")
     figure.subplots_adjust(
         left=label_width / width,
-        right=1 - 0.25 / width,
+        right=1 - (0.3 if narrow else 0.25) / width,
         top=1 - header / height,
         bottom=footer / height,
         wspace=0.08,
+        hspace=NARROW_GAP / panel_height,
     )
+    if narrow:
+        return save(figure, path_stem.with_name(f"{path_stem.name}{NARROW}"), png=False)
     return save(figure, path_stem)
 
 
-def save(figure: Figure, path_stem: Path) -> list[Path]:
+NARROW = "_narrow"  # the narrow layout's file: <stem>_narrow.svg
+
+
+def save(figure: Figure, path_stem: Path, png: bool = True) -> list[Path]:
     import matplotlib.pyplot as plt
 
     path_stem.parent.mkdir(parents=True, exist_ok=True)
-    png, svg = path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")
-    figure.savefig(png, dpi=DPI, metadata={"Software": None})
+    raster, svg = path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")
+    if png:
+        figure.savefig(raster, dpi=DPI, metadata={"Software": None})
     with plt.rc_context({"svg.hashsalt": "wsc-tasks", "svg.fonttype": "none"}):
         figure.savefig(svg, metadata={"Date": None, "Creator": None})
     plt.close(figure)
-    return [png, svg]
+    return [raster, svg] if png else [svg]
 
 
-def inline_svg(path: Path, prefix: str) -> str:
+def inline_svg(path: Path, prefix: str, grow: float = 1.0) -> str:
     """An SVG file as an element for an HTML page: no XML prologue, ids made unique by
     ``prefix`` (several matplotlib figures on one page would otherwise share clip-path ids),
-    scaled to the page's width."""
+    scaled to the page's width, up to ``grow`` times its size and never below ``READABLE``."""
     text = path.read_text(encoding="utf-8")
     text = text[text.index("<svg") :]
     text = re.sub(r'\bid="', f'id="{prefix}-', text)
@@ -255,10 +298,15 @@ def inline_svg(path: Path, prefix: str) -> str:
     if match is None:
         return text
     points = float(match[2])
-    style = f"max-width: {match[2]}pt; min-width: {round(points * READABLE)}px"
+    style = f"max-width: {points * grow:g}pt; min-width: {smallest(points)}px"
     return text.replace(match[0], f'<svg{match[1]} class="figure" style="{style}"', 1)
 
 
+def smallest(points: float) -> int:
+    """The least width, in CSS pixels, a figure ``points`` wide is shown at on a page."""
+    return math.ceil(points * READABLE)
+
+
 # the least a figure is scaled to on a page, in CSS pixels per point of its width: its smallest
-# text (FONT points) is then 9.5 px high, legible on a phone (the figure scrolls sideways there)
-READABLE = 9.5 / FONT
+# text (FONT points) is then 12 px high (a narrower page shows the narrow layout instead)
+READABLE = 12 / FONT

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from wsc_tasks.reporting import markup
 from wsc_tasks.reporting.examples import CATEGORIES, ProblemView, TaskExamples, fmt
-from wsc_tasks.reporting.figures import inline_svg
+from wsc_tasks.reporting.figures import NARROW, inline_svg
 from wsc_tasks.reporting.symbols import describe
 from wsc_tasks.reporting.tables import LINK, Table, display
 
@@ -76,6 +76,7 @@ h1 + h2 { margin-top: .8em; } /* the findings: on the first screen */
 nav.toc ol { margin: .3em 0; padding-left: 1.6em; } nav.toc li { margin: .1em 0; }
 figure { margin: 1em 0 1.5em; } figure figcaption { font-weight: bold; margin-bottom: .3em; }
 .scroll.figure svg.figure { margin: 0; }
+.scroll.figure.narrow { display: none; }
 details.table { margin: .6em 0 1em; } details.table > summary { margin: 0 0 .3em; }
 """
 
@@ -268,13 +269,28 @@ def page(title: str, body: str) -> str:
 
 
 def figure_html(svg: Path, caption: str) -> str:
-    """The figure inline, in a box of its own that scrolls sideways on a narrow screen: it is
-    never shrunk below ``figures.READABLE`` of its size, where its smallest text is 9.5 px."""
+    """The figure inline, never shrunk below ``figures.READABLE`` of its size (its smallest text
+    12 px); where the page is too narrow for that, its narrow layout (``figures.NARROW``: the
+    panels stacked) takes its place, chosen by the width of the screen, not scaled down."""
     if not svg.is_file():
         return ""
+    ident = f"f-{esc(svg.stem)}"
+    wide = inline_svg(svg, svg.stem)
+    narrow = svg.with_name(f"{svg.stem}{NARROW}.svg")
+    swap = ""
+    match = re.search(r'min-width: (\d+)px"', wide)
+    if narrow.is_file() and match:
+        # the page's side padding and a scroll bar: below this the wide layout would scroll
+        below = int(match[1]) + 48
+        swap = (
+            f'<div class="scroll figure narrow">'
+            f"{inline_svg(narrow, svg.stem + NARROW, grow=1.5)}</div>"
+            f"<style>@media (max-width: {below}px) {{ #{ident} .wide {{ display: none; }} "
+            f"#{ident} .narrow {{ display: block; }} }}</style>"
+        )
     return (
-        f'<figure id="f-{esc(svg.stem)}"><figcaption>{inline(caption)}</figcaption>'
-        f'<div class="scroll figure">{inline_svg(svg, svg.stem)}</div></figure>'
+        f'<figure id="{ident}"><figcaption>{inline(caption)}</figcaption>'
+        f'<div class="scroll figure wide">{wide}</div>{swap}</figure>'
     )
 
 

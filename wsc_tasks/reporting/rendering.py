@@ -40,7 +40,8 @@ def text(section: Section) -> str:
 
 
 def draw(sections: Sequence[Section], runs: Sequence[Run], out: Path) -> None:
-    """Every figure of every section, each model in its own colour and marker."""
+    """Every figure of every section, each model in its own colour and marker; each also in its
+    narrow layout (``figures.NARROW``), which the HTML page shows on a phone."""
     names = {r.label: f"{r.label} (chance model)" for r in runs if r.model == CHANCE_MODEL}
     styles = {
         label: replace(style, hollow=label in names)
@@ -49,15 +50,17 @@ def draw(sections: Sequence[Section], runs: Sequence[Run], out: Path) -> None:
     for section in sections:
         for figure in section.figures:
             path = out / "figures" / figure.stem
-            figures.forest(
-                figure.bars,
-                figure.title,
-                path,
-                chance=figure.chance,
-                xlabel=figure.xlabel,
-                styles=styles,
-                names=names,
-            )
+            for narrow in (False, True):  # the page's, and a phone's (its panels stacked)
+                figures.forest(
+                    figure.bars,
+                    figure.title,
+                    path,
+                    chance=figure.chance,
+                    xlabel=figure.xlabel,
+                    styles=styles,
+                    names=names,
+                    narrow=narrow,
+                )
 
 
 def write_markdown(runs: Sequence[Run], sections: Sequence[Section], out: Path, head: str) -> Path:
