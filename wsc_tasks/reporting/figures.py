@@ -174,7 +174,11 @@ def _forest(
     shown = [visible((names or {}).get(s, s)) for s in series]
     columns = max(1, min(entries, int(width / (0.6 + 0.075 * max(map(len, shown), default=6)))))
     titled = 0.22 * title.count("\n")
-    legend = (0.21 if narrow else 0.25) * math.ceil(entries / columns)
+    legend = (
+        (0.21 * math.ceil(entries / columns) + 0.1)
+        if narrow
+        else 0.25 * math.ceil(entries / columns)
+    )
     header, footer = 0.75 + titled + legend, 0.6
     stacked = len(panels) if narrow else 1
     panel_height = row_height * max(len(rows), 1)
