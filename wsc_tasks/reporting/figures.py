@@ -289,10 +289,10 @@ def save(figure: Figure, path_stem: Path, png: bool = True) -> list[Path]:
     return [raster, svg] if png else [svg]
 
 
-def inline_svg(path: Path, prefix: str, grow: float = 1.0) -> str:
+def inline_svg(path: Path, prefix: str) -> str:
     """An SVG file as an element for an HTML page: no XML prologue, ids made unique by
     ``prefix`` (several matplotlib figures on one page would otherwise share clip-path ids),
-    scaled to the page's width, up to ``grow`` times its size and never below ``READABLE``."""
+    scaled to the page's width, up to its size and never below ``READABLE`` of it."""
     text = path.read_text(encoding="utf-8")
     text = text[text.index("<svg") :]
     text = re.sub(r'\bid="', f'id="{prefix}-', text)
@@ -302,7 +302,7 @@ def inline_svg(path: Path, prefix: str, grow: float = 1.0) -> str:
     if match is None:
         return text
     points = float(match[2])
-    style = f"max-width: {points * grow:g}pt; min-width: {smallest(points)}px"
+    style = f"max-width: {match[2]}pt; min-width: {smallest(points)}px"
     return text.replace(match[0], f'<svg{match[1]} class="figure" style="{style}"', 1)
 
 

@@ -263,7 +263,8 @@ def page(title: str, body: str) -> str:
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{policy()}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n"
+        f"<title>{esc(title)}</title>\n<style>{STYLE}{narrow_rules(body)}</style>\n</head>\n"
+        f"<body>\n{body}\n"
         f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
     )
 
@@ -277,20 +278,25 @@ def figure_html(svg: Path, caption: str) -> str:
     ident = f"f-{esc(svg.stem)}"
     wide = inline_svg(svg, svg.stem)
     narrow = svg.with_name(f"{svg.stem}{NARROW}.svg")
-    swap = ""
+    swap, below = "", ""
     match = re.search(r'min-width: (\d+)px"', wide)
     if narrow.is_file() and match:
         # the page's side padding and a scroll bar: below this the wide layout would scroll
-        below = int(match[1]) + 48
-        swap = (
-            f'<div class="scroll figure narrow">'
-            f"{inline_svg(narrow, svg.stem + NARROW, grow=1.5)}</div>"
-            f"<style>@media (max-width: {below}px) {{ #{ident} .wide {{ display: none; }} "
-            f"#{ident} .narrow {{ display: block; }} }}</style>"
-        )
+        below = f' data-narrow-below="{int(match[1]) + 48}"'
+        swap = f'<div class="scroll figure narrow">{inline_svg(narrow, svg.stem + NARROW)}</div>'
     return (
-        f'<figure id="{ident}"><figcaption>{inline(caption)}</figcaption>'
+        f'<figure id="{ident}"{below}><figcaption>{inline(caption)}</figcaption>'
         f'<div class="scroll figure wide">{wide}</div>{swap}</figure>'
+    )
+
+
+def narrow_rules(body: str) -> str:
+    """The style that shows each figure's narrow layout in place of its wide one on a screen
+    narrower than the figure's ``data-narrow-below`` (``figure_html``)."""
+    return "".join(
+        f"@media (max-width: {below}px) {{ #{ident} .wide {{ display: none; }} "
+        f"#{ident} .narrow {{ display: block; }} }}\n"
+        for ident, below in re.findall(r'<figure id="([^"]+)" data-narrow-below="(\d+)"', body)
     )
 
 

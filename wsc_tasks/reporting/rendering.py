@@ -1,8 +1,9 @@
 """The report's files from its built sections: figures, tables, ``report.md`` and ``report.html``.
 
 Everything here runs after the bootstraps (``estimates``), so it only lays out what the sections
-hold: ``figures/<stem>.png|svg``, ``tables/<name>.md|csv|tex``, the Markdown report embedding
-them, and the same as one self-contained HTML page with the schemas behind the numbers.
+hold: ``figures/<stem>.png|svg`` (and ``<stem>_narrow.svg``, a phone's layout),
+``tables/<name>.md|csv|tex``, the Markdown report embedding them, and the same as one
+self-contained HTML page with the schemas behind the numbers.
 """
 
 from __future__ import annotations
