@@ -2,8 +2,9 @@
 and sweeps on a real Slurm cluster and a local Ray cluster that give the local launcher's
 leaderboard.
 
-The Slurm tests need a cluster that answers ``sinfo`` (``.ci/slurm-up`` starts a one-node one);
-without one they are skipped, unless ``WSC_TASKS_REQUIRE_SLURM=1`` (CI) makes that a failure.
+The Slurm tests need a cluster that answers ``sinfo`` (``.ci/slurm-up`` starts a one-node one),
+the Ray tests Ray installed: where a launcher's service is missing (``Launcher.unavailable``) its
+tests are skipped, unless ``WSC_TASKS_REQUIRE_<LAUNCHER>=1`` (CI: ``SLURM``) makes that a failure.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import csv
 import inspect
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import tiny_models
 import yaml
+from conftest import needs
 from test_sweep import _wait_for
 
 from wsc_tasks.cli import sweep
@@ -110,6 +111,7 @@ def test_the_launchers_models_file_section_takes_its_settings(name, tmp_path):
     cls = LAUNCHERS[name]
     given = [s for s in cls.settings if not s.command_line_only and s.kind != "lines"]
     section = {s.name: s.default for s in given if s.default is not None}
+    needs(name.upper(), cls.unavailable(cls.resolve(section, "models.yaml", {})))
     path = tmp_path / "models.yaml"
     path.write_text(yaml.safe_dump({"models": [{"name": "a"}], name: section or {}}))
     args, _ = sweep.parser().parse_known_args([str(path), "--launcher", name])
@@ -275,10 +277,7 @@ def _slurm_missing() -> str | None:
 @pytest.fixture(scope="module")
 def slurm() -> None:
     missing = _slurm_missing()
-    if missing and os.environ.get("WSC_TASKS_REQUIRE_SLURM") == "1":
-        pytest.fail(f"WSC_TASKS_REQUIRE_SLURM=1 but {missing}; start one with .ci/slurm-up")
-    if missing:
-        pytest.skip(missing)
+    needs("SLURM", missing and f"{missing}; start one with .ci/slurm-up")
 
 
 SLURM = ("--launcher", "slurm", "--gpus-per-model", "0", "--cpus-per-model", "1", "--poll", "1")
@@ -447,7 +446,9 @@ def test_slurm_no_wait_then_a_second_call_collects(slurm, data_dir, tmp_path, ca
 
 @pytest.mark.slow
 def test_ray_sweep_of_three_models_gives_the_local_leaderboard(three, tmp_path):
-    ray = pytest.importorskip("ray")
+    needs("RAY", LAUNCHERS["ray"].unavailable({}))
+    import ray
+
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         out = tmp_path / "ray"

@@ -146,6 +146,12 @@ class Launcher(ABC):
                 values[setting.name] = setting.value(given[setting.name], setting.flag)
         return values
 
+    @classmethod
+    def unavailable(cls, values: Mapping[str, Any]) -> str | None:
+        """What this machine lacks to run the launcher with ``values`` (a scheduler's commands, an
+        optional package) and how to get it; None when nothing is missing."""
+        return None
+
     def running_at_once(self) -> int | None:
         """How many models can run at once (None: no cap): bounds the Hub snapshots on disk."""
         return None
