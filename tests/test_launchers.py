@@ -123,6 +123,30 @@ def test_the_launchers_models_file_section_takes_its_settings(name, tmp_path):
         cls.resolve({"no-such": 1}, str(path) + ":3", {})
 
 
+def test_a_variant_keeps_adds_and_drops_settings_without_copying(tmp_path):
+    """A variant of the local launcher lists the settings it keeps and adds its own; what it
+    leaves out takes the local launcher's default (``Launcher.setting``), and the contract above
+    (its values are its settings) holds for it unchanged."""
+    from wsc_tasks.sweep.launchers import local
+
+    class Pinned(LocalLauncher):  # not registered: it would join every sweep's command line
+        name = "pinned"
+        help = "one model per listed device"
+        settings = (local.DEVICES, Setting("label", "a label for its runs", str, "x"))
+
+    values = Pinned.resolve({"devices": "0,1"}, "models.yaml:3", {})
+    assert set(values) == {s.name for s in Pinned.settings}
+    launcher = Pinned(values, SweepOptions(tmp_path, TASK))
+    try:
+        assert launcher.setting("label") == "x" and launcher.setting("devices") == (0, 1)
+        assert launcher.setting("per-gpu") == 1 and launcher.setting("accelerate") is False
+        assert [slot.env["CUDA_VISIBLE_DEVICES"] for slot in launcher.slots] == ["0", "1"]
+        with pytest.raises(KeyError, match="no setting 'no-such'"):
+            launcher.setting("no-such")
+    finally:
+        launcher.close()
+
+
 def test_a_second_launcher_of_the_same_name_is_refused():
     class Twin(LAUNCHERS[DEFAULT]):  # type: ignore[misc,valid-type]
         pass
