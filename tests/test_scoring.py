@@ -110,11 +110,6 @@ def hand_terms(model, tok, bos: int | None, problem, option: int, limit: int, in
         for filler, before in zip(problem.options[option], problem.segments, strict=False)
     ]
 
-    def token_lps() -> list[float]:
-        if bos is None:
-            return [causal.webtext_log_prob(sigma[0]), *_token_lps(model, sigma, 1, inputs)]
-        return _token_lps(model, [bos, *sigma], 1, inputs)
-
     def answer() -> float:
         if bos is not None:
             return sum(_sum_lp(model, [bos, *ids], 1, inputs) for ids in answers)
@@ -134,7 +129,7 @@ def hand_terms(model, tok, bos: int | None, problem, option: int, limit: int, in
         "all_but_first": lambda: _sum_lp(model, sigma, 1, inputs),
         "full": full,
         "answer": answer,
-        "token_lps": token_lps,
+        "token_lps": lambda: _token_lps(model, sigma, 1, inputs),  # σ2…σn given those before
         "n": lambda: len(sigma),
         "n_after": lambda: len(sigma) - len(head),
         "n_answer": lambda: sum(len(ids) for ids in answers),

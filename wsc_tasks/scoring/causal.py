@@ -290,21 +290,21 @@ def _splits(pieces: Pieces, *requests: Request) -> list[tuple[Request, Split]]:
 
 @lru_cache(maxsize=65536)
 def token_steps(problem: Problem, option: int, setup: Setup) -> tuple[tuple[Request, Split], ...]:
-    """The suffix requests of a filled sentence σ1…σn, log P(σk+1…σn | σ1…σk) for each k at which
-    a string request reproduces the split (k = 0: after the prefix token, with the BOS prior).
+    """The suffix requests of a filled sentence σ1…σn, log P(σk+1…σn | σ1…σk) for each k ≥ 1
+    at which a string request reproduces the split (as ``token_split`` checks all-but-first's).
 
     Consecutive differences are per-token log-probabilities (``token_log_probs``); every step
-    feeds the model the same input as all-but-first (or full after BOS), so lm-eval computes them
+    feeds the model all-but-first's input, the sentence without BOS, so lm-eval computes them
     all in the forward pass that request already costs. Built only for methods that ask."""
     tokens = setup.need_tokens("per-token")
     sentence = problem.fill(option)
     n = len(tokens.encode(sentence, False))
-    steps: list[tuple[Request, Split]] = []
-    if setup.prior == "bos":
-        steps.append(_bos_request(tokens, sentence))
     offsets = tokens.offsets(sentence)
+    steps: list[tuple[Request, Split]] = []
     for k in range(1, n):
         for cut in dict.fromkeys((offsets[k - 1][1], offsets[k][0])):  # end of σk first
+            if not sentence[:cut]:
+                continue
             request: Request = ("loglikelihood", (sentence[:cut], sentence[cut:]))
             intended = tokens.intended_split(sentence, k)
             split = (tuple(intended[0]), tuple(intended[1]))
@@ -325,21 +325,18 @@ def token_steps(problem: Problem, option: int, setup: Setup) -> tuple[tuple[Requ
 def token_log_probs(
     problem: Problem, option: int, setup: Setup, results: Results
 ) -> tuple[float, ...]:
-    """log P of each token of the filled sentence given those before it, the first tokens by the
-    first-token prior; tokens that no request can split apart count as one (their joint
-    log-probability), so the values always sum to full's."""
-    steps = token_steps(problem, option, setup)
-    sums = [log_likelihood(results, request) for request, _ in steps]
-    first = len(steps[0][1][0]) - (1 if setup.prior == "bos" else 0)  # tokens before step 1
-    values = [sum(webtext_log_prob(t) for t in steps[0][1][0])] if first else []
-    gaps = [a - b for a, b in zip(sums, sums[1:], strict=False)]
-    return (*values, *gaps, sums[-1])
+    """log P(σi | σ1…σi−1) of each token of the filled sentence after its first (no first-token
+    prior, no BOS: the model's own conditionals on all-but-first's input); tokens that no request
+    can split apart count as one (their joint log-probability), so the values always sum to
+    all-but-first's."""
+    sums = [log_likelihood(results, request) for request, _ in token_steps(problem, option, setup)]
+    return (*(a - b for a, b in zip(sums, sums[1:], strict=False)), sums[-1])
 
 
 # An option's log-probabilities and counts as the tests compute them from explicit forward passes,
 # by name: what a formula's ``hand`` reads. ``partial``, ``all_but_first``, ``full`` (σ1 by the
-# prior), ``answer`` (log P(answer alone), over every filler), ``token_lps`` (log P of each token
-# σi given σ1…σi−1, σ1 by the prior); counts ``n`` (tokens of the sentence), ``n_after`` (after
+# prior), ``answer`` (log P(answer alone), over every filler), ``token_lps`` (log P(σi | σ1…σi−1)
+# for i ≥ 2, without BOS); counts ``n`` (tokens of the sentence), ``n_after`` (after
 # the blank), ``n_answer`` (of the answer); ``limit`` (smart's). A term is computed only when a
 # formula reads it, so the model inputs the tests expect follow from the formulas too.
 Hand = Mapping[str, Any]
