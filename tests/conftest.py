@@ -31,6 +31,16 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def needs(service: str, missing: str | None) -> None:
+    """Skip the test with ``missing`` (what this machine lacks and how to get it), or fail it
+    where ``WSC_TASKS_REQUIRE_<SERVICE>=1`` (CI) says the service must be there."""
+    if missing is None:
+        return
+    if os.environ.get(f"WSC_TASKS_REQUIRE_{service}") == "1":
+        pytest.fail(f"WSC_TASKS_REQUIRE_{service}=1 but {missing}")
+    pytest.skip(missing)
+
+
 def run_dp_eval(
     processes: int,
     model_dir: Path,

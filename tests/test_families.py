@@ -23,7 +23,7 @@ from lm_eval.models.huggingface import HFLM
 from wsc_tasks.data import catalog
 from wsc_tasks.harness import mlm
 from wsc_tasks.harness.winowhy import WinoWhyTask
-from wsc_tasks.scoring import causal, seq2seq
+from wsc_tasks.scoring import causal, families, seq2seq
 from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter, check_request
 
@@ -77,11 +77,12 @@ def _leaf_tasks(tree) -> list:
     return out
 
 
-def _causal_intended(problem, setup: Setup) -> dict:
-    """Every causal request of a problem with the token ids it must give the model."""
+def _causal_intended(problem, setup: Setup, methods=None) -> dict:
+    """Every request the causal ``methods`` (default: every registered one) send for a problem,
+    with the token ids it must give the model, as each method's formula declares them."""
     out = {}
-    for option in range(len(problem.options)):
-        out.update(causal.pieces(problem, option, setup).intended)
+    for method in families.FAMILIES["causal"].methods.values() if methods is None else methods:
+        out.update(method.intended(problem, setup))
     return out
 
 
@@ -99,7 +100,7 @@ def _intended(task, doc: dict) -> dict:
     for schema in task.schemas(doc):
         for problem in schema.problems:
             if task.family == "causal":
-                out.update(_causal_intended(problem, task.setup))
+                out.update(_causal_intended(problem, task.setup, task.methods))
             elif task.family == "seq2seq":
                 for method in task.methods:
                     eos = method._eos(task.setup)

@@ -15,6 +15,7 @@ from wsc_tasks.data.problems import Problem
 from wsc_tasks.harness import chance, mlm
 from wsc_tasks.harness.task import check_metadata
 from wsc_tasks.scoring import families, methods
+from wsc_tasks.scoring.tokens import TokenCounter
 
 PROBLEM = Problem(
     uid="p",
@@ -83,6 +84,28 @@ def test_plan_without_tokenizer_uses_the_token_free_method():
     assert [m.name for m in plan.methods] == ["partial"] and plan.method_pairs == ()
     plan = families.plan("t", {"scoring": "partial", "headline": "partial"}, continuation=True)
     assert (plan.family.name, plan.methods, plan.tokens) == ("causal", (), None)
+
+
+def test_each_method_runs_where_it_says_unless_the_metadata_chooses(monkeypatch):
+    """A method of the method-comparison tasks only (``runs_on``) runs by default on their
+    datasets alone; ``scoring: all`` and a list of names still choose."""
+    from wsc_tasks.scoring import causal
+
+    extra = causal.Causal("extra", formula=causal.FULL)
+    assert extra.runs_on == "method_tasks"  # a new method's default
+    monkeypatch.setitem(families.FAMILIES["causal"].methods, "extra", extra)
+    facts = families.ModelFacts(TokenCounter(tiny_models.gpt2_tokenizer()))
+
+    def names(**meta):
+        return [m.name for m in families.plan("t", meta, model=facts).methods]
+
+    everywhere = [n for n, m in causal.METHODS.items() if m.runs_on == "every_task"]
+    for dataset in methods.METHOD_DATASETS:
+        assert "extra" in names(dataset=dataset)
+    assert "extra" not in names(dataset="winogrande_dev")
+    assert sorted(names(dataset="winogrande_dev")) == sorted(everywhere)
+    assert "extra" in names(dataset="winogrande_dev", scoring="all")
+    assert names(dataset="wsc266", scoring=["partial"]) == ["smart", "partial"]
 
 
 def test_plan_refuses_a_method_of_another_family():

@@ -253,13 +253,11 @@ def test_a_run_is_pinned_and_the_disk_bound_is_stated():
 def test_a_query_sweep_on_slurm_fetches_ahead_in_each_job_and_clears_behind(
     folders, tmp_path, data_dir
 ):
+    from conftest import needs
     from test_launchers import SLURM, _slurm_missing
 
     missing = _slurm_missing()
-    if missing and os.environ.get("WSC_TASKS_REQUIRE_SLURM") == "1":
-        pytest.fail(f"WSC_TASKS_REQUIRE_SLURM=1 but {missing}; start one with .ci/slurm-up")
-    if missing:
-        pytest.skip(missing)
+    needs("SLURM", missing and f"{missing}; start one with .ci/slurm-up")
     home, out = tmp_path / "hf", tmp_path / "sweep"
     with HubServer(seconds_per_weights=SLOW_WEIGHTS_S) as server:
         shas = _serve(server, folders)

@@ -2,8 +2,9 @@
 and sweeps on a real Slurm cluster and a local Ray cluster that give the local launcher's
 leaderboard.
 
-The Slurm tests need a cluster that answers ``sinfo`` (``.ci/slurm-up`` starts a one-node one);
-without one they are skipped, unless ``WSC_TASKS_REQUIRE_SLURM=1`` (CI) makes that a failure.
+The Slurm tests need a cluster that answers ``sinfo`` (``.ci/slurm-up`` starts a one-node one),
+the Ray tests Ray installed: where a launcher's service is missing (``Launcher.unavailable``) its
+tests are skipped, unless ``WSC_TASKS_REQUIRE_<LAUNCHER>=1`` (CI: ``SLURM``) makes that a failure.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import csv
 import inspect
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import tiny_models
 import yaml
+from conftest import needs
 from test_sweep import _wait_for
 
 from wsc_tasks.cli import sweep
@@ -110,6 +111,7 @@ def test_the_launchers_models_file_section_takes_its_settings(name, tmp_path):
     cls = LAUNCHERS[name]
     given = [s for s in cls.settings if not s.command_line_only and s.kind != "lines"]
     section = {s.name: s.default for s in given if s.default is not None}
+    needs(name.upper(), cls.unavailable(cls.resolve(section, "models.yaml", {})))
     path = tmp_path / "models.yaml"
     path.write_text(yaml.safe_dump({"models": [{"name": "a"}], name: section or {}}))
     args, _ = sweep.parser().parse_known_args([str(path), "--launcher", name])
@@ -119,6 +121,30 @@ def test_the_launchers_models_file_section_takes_its_settings(name, tmp_path):
     assert set(launcher.values) == {s.name for s in cls.settings}
     with pytest.raises(LauncherError, match=rf"{path}:\d+: {name}: unknown setting 'no-such'"):
         cls.resolve({"no-such": 1}, str(path) + ":3", {})
+
+
+def test_a_variant_keeps_adds_and_drops_settings_without_copying(tmp_path):
+    """A variant of the local launcher lists the settings it keeps and adds its own; what it
+    leaves out takes the local launcher's default (``Launcher.setting``), and the contract above
+    (its values are its settings) holds for it unchanged."""
+    from wsc_tasks.sweep.launchers import local
+
+    class Pinned(LocalLauncher):  # not registered: it would join every sweep's command line
+        name = "pinned"
+        help = "one model per listed device"
+        settings = (local.DEVICES, Setting("label", "a label for its runs", str, "x"))
+
+    values = Pinned.resolve({"devices": "0,1"}, "models.yaml:3", {})
+    assert set(values) == {s.name for s in Pinned.settings}
+    launcher = Pinned(values, SweepOptions(tmp_path, TASK))
+    try:
+        assert launcher.setting("label") == "x" and launcher.setting("devices") == (0, 1)
+        assert launcher.setting("per-gpu") == 1 and launcher.setting("accelerate") is False
+        assert [slot.env["CUDA_VISIBLE_DEVICES"] for slot in launcher.slots] == ["0", "1"]
+        with pytest.raises(KeyError, match="no setting 'no-such'"):
+            launcher.setting("no-such")
+    finally:
+        launcher.close()
 
 
 def test_a_second_launcher_of_the_same_name_is_refused():
@@ -275,10 +301,7 @@ def _slurm_missing() -> str | None:
 @pytest.fixture(scope="module")
 def slurm() -> None:
     missing = _slurm_missing()
-    if missing and os.environ.get("WSC_TASKS_REQUIRE_SLURM") == "1":
-        pytest.fail(f"WSC_TASKS_REQUIRE_SLURM=1 but {missing}; start one with .ci/slurm-up")
-    if missing:
-        pytest.skip(missing)
+    needs("SLURM", missing and f"{missing}; start one with .ci/slurm-up")
 
 
 SLURM = ("--launcher", "slurm", "--gpus-per-model", "0", "--cpus-per-model", "1", "--poll", "1")
@@ -447,7 +470,9 @@ def test_slurm_no_wait_then_a_second_call_collects(slurm, data_dir, tmp_path, ca
 
 @pytest.mark.slow
 def test_ray_sweep_of_three_models_gives_the_local_leaderboard(three, tmp_path):
-    ray = pytest.importorskip("ray")
+    needs("RAY", LAUNCHERS["ray"].unavailable({}))
+    import ray
+
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         out = tmp_path / "ray"

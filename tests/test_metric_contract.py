@@ -47,6 +47,11 @@ def test_every_accuracy_and_consistency_record_declares_its_oracle():
     assert RECORDS and all(registry.METRICS[name].oracle is not None for name in RECORDS)
 
 
+def test_every_accuracy_and_consistency_record_says_its_direction():
+    """A report's arrow and a "went down" both need it."""
+    assert all(registry.METRICS[name].higher_is_better is not None for name in RECORDS)
+
+
 @pytest.mark.parametrize("name", RECORDS)
 def test_the_record_is_named_and_explained_once(name):
     record = registry.METRICS[name]

@@ -1,15 +1,16 @@
 """Causal scoring methods against explicit forward passes of tiny random GPT-2 and Llama models.
 
 For a few WSC266 problems (some with the blank just before the final period, where smart scoring
-switches to full), every method's option scores are recomputed here from the model's logits by the
-thesis's formulas (§3.1.1, eq. 3.3–3.15) and compared with what the task computed inside lm-eval;
-the accuracies the task reports are checked against the hand-computed choices, and the number of
-sequences the model saw against the minimum the methods need.
+switches to full), every registered method's option scores are recomputed here by its formula's
+``hand`` (thesis §3.1.1, eq. 3.3–3.15) from log-probabilities of explicit forward passes and
+compared with what the task computed inside lm-eval; the accuracies the task reports are checked
+against the hand-computed choices, and the number of sequences the model saw against the passes
+those formulas read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import lm_eval
 import pytest
@@ -21,11 +22,10 @@ from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema
 from wsc_tasks.harness.patches import p20_share_prefixes as sharing
 from wsc_tasks.scoring import causal, families, prefix_tree
-from wsc_tasks.scoring.causal import CausalFormula
 from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter
 
-ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
+ALL = {"metrics": "all", "scoring": "all"}  # every method, every per-method metric aggregated
 
 pytestmark = pytest.mark.slow
 
@@ -60,64 +60,100 @@ class Counting(HFLM):
         return super()._model_call(inps, *args, **kwargs)
 
 
-def _sum_lp(model, ids: list[int], start: int) -> float:
-    """log P(ids[start:] | ids[:start]) from one explicit forward pass, in float32 as lm-eval."""
+def _sum_lp(model, ids: list[int], start: int, inputs: set | None = None) -> float:
+    """log P(ids[start:] | ids[:start]) from one explicit forward pass, in float32 as lm-eval;
+    the pass's input joins ``inputs``."""
+    return sum(_token_lps(model, ids, start, inputs))
+
+
+def _token_lps(model, ids: list[int], start: int, inputs: set | None = None) -> list[float]:
+    """log P(ids[i] | ids[:i]) for i ≥ start, from one explicit forward pass."""
+    if inputs is not None:
+        inputs.add(tuple(ids[:-1]))
     with torch.no_grad():  # like lm-eval, the last token is predicted, not fed
         lp = torch.log_softmax(model(torch.tensor([ids[:-1]])).logits[0].float(), dim=-1)
     positions = torch.arange(start - 1, len(ids) - 1)
-    return float(lp[positions, torch.tensor(ids[start:])].sum())
+    return [float(v) for v in lp[positions, torch.tensor(ids[start:])]]
 
 
-def _hand_scores(model, tok, bos: int | None, problem, option: int, limit: int = 1):
-    """Every causal score of one option, by the thesis's formulas."""
+class HandTerms(Mapping):
+    """An option's terms by hand (``causal.Hand``), each computed when a formula first reads it,
+    so ``inputs`` collects the model inputs of exactly the passes the registered formulas need."""
+
+    def __init__(self, compute: dict[str, Callable[[], float | list[float]]]) -> None:
+        self.compute, self.known = compute, {}
+
+    def __getitem__(self, name):
+        if name not in self.known:
+            self.known[name] = self.compute[name]()
+        return self.known[name]
+
+    def __iter__(self):
+        return iter(self.compute)
+
+    def __len__(self):
+        return len(self.compute)
+
+
+def hand_terms(model, tok, bos: int | None, problem, option: int, limit: int, inputs: set):
+    """Every term a causal formula may read by hand (thesis §3.1.1, eq. 3.2–3.15), for one
+    option; with ``bos`` None (GPT-2) the first token by the WebText unigram frequencies, else
+    the model's own probability after its prefix token. Two blanks: the answer is every filler,
+    partial the text after the last blank."""
     enc = lambda text: tok.encode(text, add_special_tokens=False)  # noqa: E731
     sentence = problem.fill(option)
     sigma = enc(sentence)
-    after = problem.segments[1]
-    head = enc(sentence[: len(sentence) - len(after)].rstrip())
-    n_after = len(sigma) - len(head)
+    head = enc(sentence[: len(sentence) - len(problem.segments[-1])].rstrip())
     assert sigma[: len(head)] == head
-    abf = _sum_lp(model, sigma, 1)
-    before = problem.segments[0]
-    answer = enc((" " if before.endswith(" ") else "") + problem.options[option][0])
-    if bos is None:  # GPT-2: p1 from the WebText unigram frequencies
-        full = causal.webtext_log_prob(sigma[0]) + abf
-        p_answer = causal.webtext_log_prob(answer[0])
-        p_answer += _sum_lp(model, answer, 1) if len(answer) > 1 else 0.0
-    else:  # the model's own probability after its prefix token
-        full = _sum_lp(model, [bos, *sigma], 1)
-        p_answer = _sum_lp(model, [bos, *answer], 1)
-    partial = _sum_lp(model, sigma, len(head))
-    return by_hand(
-        {"partial": partial, "n_after": n_after, "all_but_first": abf, "full": full,
-         "answer": p_answer, "n_answer": len(answer), "n": len(sigma)}, limit
-    )  # fmt: skip
+    answers = [
+        enc((" " if before.endswith(" ") else "") + filler)
+        for filler, before in zip(problem.options[option], problem.segments, strict=False)
+    ]
+
+    def answer() -> float:
+        if bos is not None:
+            return sum(_sum_lp(model, [bos, *ids], 1, inputs) for ids in answers)
+        return sum(
+            causal.webtext_log_prob(ids[0])
+            + (_sum_lp(model, ids, 1, inputs) if len(ids) > 1 else 0)
+            for ids in answers
+        )
+
+    def full() -> float:
+        if bos is None:
+            return causal.webtext_log_prob(sigma[0]) + terms["all_but_first"]
+        return _sum_lp(model, [bos, *sigma], 1, inputs)
+
+    terms = HandTerms({
+        "partial": lambda: _sum_lp(model, sigma, len(head), inputs),
+        "all_but_first": lambda: _sum_lp(model, sigma, 1, inputs),
+        "full": full,
+        "answer": answer,
+        "token_lps": lambda: _token_lps(model, sigma, 1, inputs),  # σ2…σn given those before
+        "n": lambda: len(sigma),
+        "n_after": lambda: len(sigma) - len(head),
+        "n_answer": lambda: sum(len(ids) for ids in answers),
+        "limit": lambda: limit,
+    })  # fmt: skip
+    return terms
 
 
-# Each formula of ``causal.CausalFormula`` by hand (thesis eq. 3.2–3.15): (its value, the tokens
-# it predicts) from one option's hand-computed log-probabilities and counts. Every registered
-# method is checked through it (``by_hand``): a new method of these formulas needs nothing here,
-# a new formula its line.
-HAND: dict[CausalFormula, Callable[[dict[str, float]], tuple[float, float]]] = {
-    CausalFormula.PARTIAL: lambda h: (h["partial"], h["n_after"]),
-    CausalFormula.ALL_BUT_FIRST: lambda h: (h["all_but_first"], h["n"] - 1),
-    CausalFormula.FULL: lambda h: (h["full"], h["n"]),
-    CausalFormula.FULL_NORM: lambda h: (h["full"] - h["answer"], h["n"] - h["n_answer"]),
-    # full when at most ``limit`` tokens follow the blank, else partial
-    CausalFormula.SMART: lambda h: HAND[
-        CausalFormula.FULL if h["n_after"] <= h["limit"] else CausalFormula.PARTIAL
-    ](h),
-}
+# the error of an option's score: float32 log-probabilities of other matrix shapes, about 1e-6
+# each, summed over the tokens a score covers (its mean: divided by them again)
+TOKEN_ERROR = 1e-5
 
 
-def by_hand(h: dict[str, float], limit: int) -> dict[str, float]:
-    """Every registered causal method's score of one option from its hand primitives ``h``
-    (``limit``: smart's)."""
+def by_hand(h) -> dict[str, tuple[float, float]]:
+    """Every registered causal method's (score, tolerance) of one option from its hand terms."""
     out = {}
-    for name, method in causal.METHODS.items():
-        value, count = HAND[method.formula]({**h, "limit": limit})
-        out[name] = value / count if method.mean else value
+    for name, method in families.FAMILIES["causal"].methods.items():
+        _, count = method.formula.hand(h)
+        out[name] = method.hand(h), TOKEN_ERROR * (1 if method.mean else max(count, 1))
     return out
+
+
+def _hand_scores(model, tok, bos, problem, option: int, inputs: set, limit: int = 1):
+    return by_hand(hand_terms(model, tok, bos, problem, option, limit, inputs))
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["padded", "shared-prefixes"])
@@ -126,7 +162,8 @@ def test_every_causal_method_by_hand(
     arch, shared, tiny_gpt2_dir, tiny_llama_dir, data_dir, task_manager, monkeypatch
 ):
     """Every causal method's score of every option against one explicit forward pass per
-    sequence (fp32; to 1e-5 or a relative 1e-6, the rounding of other matrix shapes), and the
+    sequence (fp32; to 1e-5 per token the score sums or a relative 1e-6, the rounding of other
+    matrix shapes), and the
     fewest token sequences (lm-eval's padded batches) or token positions (shared prefixes,
     patches section 20) through the model."""
     folder = tiny_gpt2_dir if arch == "gpt2" else tiny_llama_dir
@@ -158,8 +195,10 @@ def test_every_causal_method_by_hand(
     model, tok = lm.model, lm.tokenizer
     bos = None if arch == "gpt2" else lm.prefix_token_id
     setup = Setup(counter, "webtext" if arch == "gpt2" else "bos", 1)
-    right = {name: 0 for name in causal.METHODS}
+    methods = families.FAMILIES["causal"].methods
+    right = {name: 0 for name in methods}
     problems = 0
+    inputs: set[tuple[int, ...]] = set()  # every model input the formulas need, by hand
     for sample in samples:
         schema = Schema.from_doc(sample["doc"])
         results = {
@@ -168,38 +207,20 @@ def test_every_causal_method_by_hand(
         }
         for problem in schema.problems:
             problems += 1
-            hand = [_hand_scores(model, tok, bos, problem, i) for i in (0, 1)]
-            for name, method in causal.METHODS.items():
+            hand = [_hand_scores(model, tok, bos, problem, i, inputs) for i in (0, 1)]
+            for name, method in methods.items():
                 ours = method.option_scores(problem, results, setup)
-                expected = pytest.approx([h[name] for h in hand], abs=1e-5, rel=1e-6)
+                tolerance = max(h[name][1] for h in hand)
+                expected = pytest.approx([h[name][0] for h in hand], abs=tolerance, rel=1e-6)
                 assert ours == expected, (name, problem.uid)
-                choice = 0 if hand[0][name] >= hand[1][name] else 1
+                choice = 0 if hand[0][name][0] >= hand[1][name][0] else 1
                 right[name] += choice == problem.label
     result = out["results"][TASK]
-    for name in causal.METHODS:
+    for name in methods:
         assert result[f"acc_{name},none"] == pytest.approx(right[name] / problems, abs=1e-12), name
     assert result["acc,none"] == result["acc_smart,none"]  # causal headline: smart at limit 1
-    # Minimum forward passes: one per distinct model input the formulas need. A filled sentence
-    # feeds partial, all-but-first, loss, smart and (with WebText's p1) full at once; without
-    # WebText, full needs it once more after BOS; normalized full needs the answer alone (given
-    # its first token with WebText, none if it is one token; after BOS otherwise). Inputs drop
-    # the last token, so answers that differ only there share a pass.
-    inputs = set()
-    for sample in samples:
-        for problem in Schema.from_doc(sample["doc"]).problems:
-            for i in (0, 1):
-                sentence = counter.encode(problem.fill(i), False)
-                before = problem.segments[0]
-                answer = counter.encode(
-                    (" " if before.endswith(" ") else "") + problem.options[i][0], False
-                )
-                inputs.add(tuple(sentence[:-1]))
-                if arch == "gpt2":
-                    if len(answer) > 1:
-                        inputs.add(tuple(answer[:-1]))
-                else:
-                    inputs.add((bos, *sentence[:-1]))
-                    inputs.add((bos, *answer[:-1]))
+    # Minimum forward passes: one per distinct model input the registered formulas read by hand
+    # (``inputs``; inputs drop the last token, so texts that differ only there share a pass).
     if shared:
         assert positions == [prefix_tree.trie_nodes(inputs)] and rows == 0
     else:

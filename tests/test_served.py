@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import lm_eval
 import pytest
 import tiny_models
 import torch
+from conftest import needs
 
 from wsc_tasks.cli import main as cli
 from wsc_tasks.harness import served
@@ -470,10 +470,8 @@ def llama_cpp_server(tmp_path_factory):
     """``python -m llama_cpp.server`` on SmolLM2-135M-Instruct's GGUF, and that model's tokenizer
     saved as an HF folder (what lm-eval's ``tokenizer=`` loads)."""
     if importlib.util.find_spec("llama_cpp") is None:
-        if os.environ.get("WSC_TASKS_REQUIRE_LLAMA_CPP") == "1":
-            pytest.fail("WSC_TASKS_REQUIRE_LLAMA_CPP=1 but llama_cpp cannot be imported: "
-                        "pip install 'llama-cpp-python[server]==0.3.36'")  # fmt: skip
-        pytest.skip("llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')")
+        needs("LLAMA_CPP", "llama-cpp-python is not installed: "
+              "pip install 'llama-cpp-python[server]==0.3.36'")  # fmt: skip
     from transformers import AutoTokenizer
 
     folder = default_model_folder()

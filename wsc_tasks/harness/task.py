@@ -9,8 +9,9 @@ under any split of the documents over processes (``accelerate launch``).
 Keys read from ``metadata`` (YAML, or lm-eval's ``--metadata``; lm-eval's CLI also merges the
 ``--model_args`` in, which is how the task finds the model's tokenizer and family; where lm-eval
 does not, the task learns them from the model it is handed, see ``conventions``):
-``dataset`` — a name from ``wsc_tasks.data.catalog``; ``scoring`` — ``all`` (default: every method
-of the model's family) or a list of method names; ``headline`` — the method behind ``acc`` and
+``dataset`` — a name from ``wsc_tasks.data.catalog``; ``scoring`` — ``all`` (every method of the
+model's family) or a list of method names (default: each method where it runs by default,
+``ScoringMethod.runs_on``); ``headline`` — the method behind ``acc`` and
 ``schema_acc`` (default: the family's best, causal ``smart``), or a mapping family → method, e.g.
 ``{seq2seq: masked_mean}``; ``smart_limit`` — n of smart scoring (default 1); ``tokenizer`` —
 the tokenizer to count tokens with, when ``pretrained`` is not given (e.g. a model object with

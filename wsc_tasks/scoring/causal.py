@@ -21,11 +21,10 @@ from __future__ import annotations
 import ast
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any
 
 from wsc_tasks.data import sources
 from wsc_tasks.data.problems import Problem
@@ -33,6 +32,7 @@ from wsc_tasks.scoring.methods import (
     Continuation,
     Request,
     Results,
+    Scope,
     ScoringError,
     ScoringMethod,
     Setup,
@@ -282,25 +282,256 @@ def shifted_splits(problem: Problem, setup: Setup) -> int:
     return sum(pieces(problem, i, setup).shifted for i in range(len(problem.options)))
 
 
-class CausalFormula(str, Enum):
-    """The score of a filled sentence a token-counting causal method computes (see the module
-    docstring); ``Causal.mean`` divides it by the tokens it predicts."""
+def _splits(pieces: Pieces, *requests: Request) -> list[tuple[Request, Split]]:
+    """``requests`` of ``pieces`` with the ids each must give the model."""
+    known = dict(pieces.intended)
+    return [(request, known[request]) for request in requests]
 
-    PARTIAL = "partial"
-    ALL_BUT_FIRST = "all_but_first"
-    FULL = "full"
-    FULL_NORM = "full_norm"
-    SMART = "smart"
+
+@lru_cache(maxsize=65536)
+def token_steps(problem: Problem, option: int, setup: Setup) -> tuple[tuple[Request, Split], ...]:
+    """The suffix requests of a filled sentence σ1…σn, log P(σk+1…σn | σ1…σk) for each k ≥ 1
+    at which a string request reproduces the split (as ``token_split`` checks all-but-first's).
+
+    Consecutive differences are per-token log-probabilities (``token_log_probs``); every step
+    feeds the model all-but-first's input, the sentence without BOS, so lm-eval computes them
+    all in the forward pass that request already costs. Built only for methods that ask."""
+    tokens = setup.need_tokens("per-token")
+    sentence = problem.fill(option)
+    n = len(tokens.encode(sentence, False))
+    offsets = tokens.offsets(sentence)
+    steps: list[tuple[Request, Split]] = []
+    for k in range(1, n):
+        for cut in dict.fromkeys((offsets[k - 1][1], offsets[k][0])):  # end of σk first
+            if not sentence[:cut]:
+                continue
+            request: Request = ("loglikelihood", (sentence[:cut], sentence[cut:]))
+            intended = tokens.intended_split(sentence, k)
+            split = (tuple(intended[0]), tuple(intended[1]))
+            try:
+                check_request(tokens, request, split)
+            except RequestMismatch:
+                continue
+            steps.append((request, split))
+            break
+    if not steps:
+        raise ScoringError(
+            f"{problem.source or problem.uid}: no token boundary of {sentence!r} can be sent as "
+            "an lm-eval request with this tokenizer; per-token methods need one"
+        )
+    return tuple(steps)
+
+
+def token_log_probs(
+    problem: Problem, option: int, setup: Setup, results: Results
+) -> tuple[float, ...]:
+    """log P(σi | σ1…σi−1) of each token of the filled sentence after its first (no first-token
+    prior, no BOS: the model's own conditionals on all-but-first's input); tokens that no request
+    can split apart count as one (their joint log-probability), so the values always sum to
+    all-but-first's."""
+    sums = [log_likelihood(results, request) for request, _ in token_steps(problem, option, setup)]
+    return (*(a - b for a, b in zip(sums, sums[1:], strict=False)), sums[-1])
+
+
+# An option's log-probabilities and counts as the tests compute them from explicit forward passes,
+# by name: what a formula's ``hand`` reads. ``partial``, ``all_but_first``, ``full`` (σ1 by the
+# prior), ``answer`` (log P(answer alone), over every filler), ``token_lps`` (log P(σi | σ1…σi−1)
+# for i ≥ 2, without BOS); counts ``n`` (tokens of the sentence), ``n_after`` (after
+# the blank), ``n_answer`` (of the answer); ``limit`` (smart's). A term is computed only when a
+# formula reads it, so the model inputs the tests expect follow from the formulas too.
+Hand = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
-class Partial(ScoringMethod):
-    """Partial scoring: the same requests as lm-eval's built-in ``winogrande`` and ``wsc273``."""
+class Formula:
+    """The score of one filled sentence that a causal method computes: the requests it needs (each
+    with the ids it must give the model), its value and the number of tokens it predicts from
+    their results, and the same from an option's ``Hand`` terms (checked by tests/test_scoring.py
+    and tests/test_reid.py against explicit forward passes). A new formula is a subclass in its
+    own module of ``wsc_tasks.scoring.causal_methods``."""
+
+    name: str
+
+    def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
+        raise NotImplementedError
+
+    def value(
+        self, problem: Problem, option: int, setup: Setup, results: Results
+    ) -> tuple[float, int]:
+        """(score, tokens it predicts) of the option."""
+        raise NotImplementedError
+
+    def hand(self, h: Hand) -> tuple[float, float]:
+        """(score, tokens it predicts) by the formula as written, from ``h``'s terms."""
+        raise NotImplementedError
+
+
+def _full(pieces: Pieces, results: Results) -> float:
+    # p1 · P(σ2… | σ1): the model's own after BOS, or WebText's p1 with all-but-first
+    if pieces.bos_full is not None:
+        return log_likelihood(results, pieces.bos_full)
+    prior = sum(webtext_log_prob(t) for t in pieces.first_tokens)
+    return prior + log_likelihood(results, pieces.all_but_first)
+
+
+def _full_request(pieces: Pieces) -> Request:
+    return pieces.bos_full or pieces.all_but_first
+
+
+def _answer(pieces: Pieces, results: Results) -> float:
+    """log P(answer alone), over every filler."""
+    answer = 0.0
+    for first, request in zip(pieces.answer_first_tokens, pieces.answers, strict=True):
+        if pieces.bos_full is None:
+            answer += sum(webtext_log_prob(t) for t in first)
+        if request is not None:
+            answer += log_likelihood(results, request)
+    return answer
+
+
+class PartialFormula(Formula):
+    """log P(text after the blank | text up to and including the answer)."""
+
+    def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
+        found = pieces(problem, option, setup)
+        return _splits(found, found.partial)
+
+    def value(
+        self, problem: Problem, option: int, setup: Setup, results: Results
+    ) -> tuple[float, int]:
+        found = pieces(problem, option, setup)
+        return log_likelihood(results, found.partial), found.partial_tokens
+
+    def hand(self, h: Hand) -> tuple[float, float]:
+        return h["partial"], h["n_after"]
+
+
+class AllButFirst(Formula):
+    """log P(σ2…σn | σ1)."""
+
+    def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
+        found = pieces(problem, option, setup)
+        return _splits(found, found.all_but_first)
+
+    def value(
+        self, problem: Problem, option: int, setup: Setup, results: Results
+    ) -> tuple[float, int]:
+        found = pieces(problem, option, setup)
+        count = found.sentence_tokens - len(found.first_tokens)
+        return log_likelihood(results, found.all_but_first), count
+
+    def hand(self, h: Hand) -> tuple[float, float]:
+        return h["all_but_first"], h["n"] - 1
+
+
+class Full(Formula):
+    """log p1 + log P(σ2…σn | σ1)."""
+
+    def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
+        found = pieces(problem, option, setup)
+        return _splits(found, _full_request(found))
+
+    def value(
+        self, problem: Problem, option: int, setup: Setup, results: Results
+    ) -> tuple[float, int]:
+        found = pieces(problem, option, setup)
+        return _full(found, results), found.sentence_tokens
+
+    def hand(self, h: Hand) -> tuple[float, float]:
+        return h["full"], h["n"]
+
+
+class FullNorm(Formula):
+    """full − log P(answer alone)."""
+
+    def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
+        found = pieces(problem, option, setup)
+        answers = [request for request in found.answers if request is not None]
+        return _splits(found, _full_request(found), *answers)
+
+    def value(
+        self, problem: Problem, option: int, setup: Setup, results: Results
+    ) -> tuple[float, int]:
+        found = pieces(problem, option, setup)
+        value = _full(found, results) - _answer(found, results)
+        return value, found.sentence_tokens - found.answer_tokens
+
+    def hand(self, h: Hand) -> tuple[float, float]:
+        return h["full"] - h["answer"], h["n"] - h["n_answer"]
+
+
+PARTIAL = PartialFormula("partial")
+FULL = Full("full")
+
+
+class Smart(Formula):
+    """partial, unless at most ``smart_limit`` tokens follow the blank, then full."""
+
+    def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
+        found = pieces(problem, option, setup)
+        return _splits(found, found.partial, _full_request(found))
+
+    def value(
+        self, problem: Problem, option: int, setup: Setup, results: Results
+    ) -> tuple[float, int]:
+        short = pieces(problem, option, setup).partial_tokens <= setup.smart_limit
+        return (FULL if short else PARTIAL).value(problem, option, setup, results)
+
+    def hand(self, h: Hand) -> tuple[float, float]:
+        return (FULL if h["n_after"] <= h["limit"] else PARTIAL).hand(h)
+
+
+ALL_BUT_FIRST = AllButFirst("all_but_first")
+FULL_NORM = FullNorm("full_norm")
+SMART = Smart("smart")
+
+
+@dataclass(frozen=True)
+class Causal(ScoringMethod):
+    """A causal method: a ``formula``'s score of each option, summed or its ``mean`` over the
+    tokens it predicts. ``runs_on``: where it runs unless ``metadata.scoring`` says
+    (``methods.Scope``); a new method runs on the method-comparison tasks only unless it says
+    ``"every_task"``."""
+
+    formula: Formula = FULL
+    mean: bool = False
+    runs_on: Scope = "method_tasks"
+
+    def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
+        return [
+            [request for request, _ in self.formula.needed(problem, i, setup)]
+            for i in range(len(problem.options))
+        ]
+
+    def intended(self, problem: Problem, setup: Setup) -> dict[Request, Split]:
+        """Every request of the problem with the ids it must give the model."""
+        found: dict[Request, Split] = {}
+        for i in range(len(problem.options)):
+            found.update(self.formula.needed(problem, i, setup))
+        return found
+
+    def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
+        scores = []
+        for i in range(len(problem.options)):
+            value, count = self.formula.value(problem, i, setup, results)
+            scores.append(value / max(count, 1) if self.mean else value)
+        return scores
+
+    def hand(self, h: Hand) -> float:
+        """The option's score by hand (``Formula.hand``)."""
+        value, count = self.formula.hand(h)
+        return value / count if self.mean else value
+
+
+@dataclass(frozen=True)
+class Partial(Causal):
+    """Partial scoring: the same requests as lm-eval's built-in ``winogrande`` and ``wsc273``,
+    built without a tokenizer (the token-free method)."""
 
     name: str = "partial"
     needs_tokens: bool = False
-    formula: ClassVar[CausalFormula] = CausalFormula.PARTIAL  # as a ``Causal``'s, never its mean
-    mean: ClassVar[bool] = False
+    formula: Formula = PARTIAL
+    runs_on: Scope = "every_task"
 
     def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
         return [[partial_request(problem, i)] for i in range(len(problem.options))]
@@ -312,98 +543,31 @@ class Partial(ScoringMethod):
         ]
 
 
-@dataclass(frozen=True)
-class Causal(ScoringMethod):
-    """Every token-counting causal method: a ``formula``, summed or its ``mean``."""
-
-    formula: CausalFormula = CausalFormula.FULL
-    mean: bool = False
-
-    def _needed(self, pieces: Pieces) -> list[Request]:
-        # p1 · P(σ2… | σ1): the model's own after BOS, or WebText's p1 with all-but-first
-        full = pieces.bos_full or pieces.all_but_first
-        answers = [request for request in pieces.answers if request is not None]
-        match self.formula:
-            case CausalFormula.PARTIAL:
-                return [pieces.partial]
-            case CausalFormula.ALL_BUT_FIRST:
-                return [pieces.all_but_first]
-            case CausalFormula.FULL:
-                return [full]
-            case CausalFormula.FULL_NORM:
-                return [full, *answers]
-            case CausalFormula.SMART:
-                return [pieces.partial, full]
-        raise AssertionError(self.formula)
-
-    def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
-        return [self._needed(pieces(problem, i, setup)) for i in range(len(problem.options))]
-
-    @staticmethod
-    def _full(pieces: Pieces, results: Results) -> float:
-        if pieces.bos_full is not None:
-            return log_likelihood(results, pieces.bos_full)
-        prior = sum(webtext_log_prob(t) for t in pieces.first_tokens)
-        return prior + log_likelihood(results, pieces.all_but_first)
-
-    @staticmethod
-    def _answer(pieces: Pieces, results: Results) -> float:
-        """log P(answer alone), over every filler."""
-        answer = 0.0
-        for first, request in zip(pieces.answer_first_tokens, pieces.answers, strict=True):
-            if pieces.bos_full is None:
-                answer += sum(webtext_log_prob(t) for t in first)
-            if request is not None:
-                answer += log_likelihood(results, request)
-        return answer
-
-    def _value(self, formula: CausalFormula, pieces: Pieces, results: Results) -> tuple[float, int]:
-        """(score, tokens it predicts) of a formula other than smart."""
-        match formula:
-            case CausalFormula.PARTIAL:
-                return log_likelihood(results, pieces.partial), pieces.partial_tokens
-            case CausalFormula.ALL_BUT_FIRST:
-                count = pieces.sentence_tokens - len(pieces.first_tokens)
-                return log_likelihood(results, pieces.all_but_first), count
-            case CausalFormula.FULL:
-                return self._full(pieces, results), pieces.sentence_tokens
-            case CausalFormula.FULL_NORM:
-                value = self._full(pieces, results) - self._answer(pieces, results)
-                return value, pieces.sentence_tokens - pieces.answer_tokens
-        raise AssertionError(formula)
-
-    def score(self, pieces: Pieces, results: Results, setup: Setup) -> float:
-        formula = self.formula
-        if formula is CausalFormula.SMART:
-            short = pieces.partial_tokens <= setup.smart_limit
-            formula = CausalFormula.FULL if short else CausalFormula.PARTIAL
-        value, count = self._value(formula, pieces, results)
-        return value / max(count, 1) if self.mean else value
-
-    def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
-        return [
-            self.score(pieces(problem, i, setup), results, setup)
-            for i in range(len(problem.options))
-        ]
-
-
-# every causal method by name: a new one is a line here (a new formula: a ``CausalFormula``, its
-# requests and its value above); tests/test_scoring.py checks each against its formula by hand
-METHODS: dict[str, Partial | Causal] = {
+# every causal method by name, in the order runs report them: the thesis's here, others added by
+# ``register`` from their own modules (``wsc_tasks.scoring.causal_methods``)
+METHODS: dict[str, Causal] = {
     m.name: m
     for m in (
         Partial(),
-        Causal(name="partial_mean", formula=CausalFormula.PARTIAL, mean=True),
-        Causal(name="full", formula=CausalFormula.FULL),
-        Causal(name="full_mean", formula=CausalFormula.FULL, mean=True),
-        Causal(name="all_but_first", formula=CausalFormula.ALL_BUT_FIRST),
-        Causal(name="full_norm", formula=CausalFormula.FULL_NORM),
-        Causal(name="full_norm_mean", formula=CausalFormula.FULL_NORM, mean=True),
-        Causal(name="smart", formula=CausalFormula.SMART),
-        Causal(name="smart_mean", formula=CausalFormula.SMART, mean=True),
-        Causal(name="loss", formula=CausalFormula.ALL_BUT_FIRST, mean=True),
+        Causal("partial_mean", formula=PARTIAL, mean=True, runs_on="every_task"),
+        Causal("full", formula=FULL, runs_on="every_task"),
+        Causal("full_mean", formula=FULL, mean=True, runs_on="every_task"),
+        Causal("all_but_first", formula=ALL_BUT_FIRST, runs_on="every_task"),
+        Causal("full_norm", formula=FULL_NORM, runs_on="every_task"),
+        Causal("full_norm_mean", formula=FULL_NORM, mean=True, runs_on="every_task"),
+        Causal("smart", formula=SMART, runs_on="every_task"),
+        Causal("smart_mean", formula=SMART, mean=True, runs_on="every_task"),
+        Causal("loss", formula=ALL_BUT_FIRST, mean=True, runs_on="every_task"),
     )
 }
+
+
+def register(*methods: Causal) -> None:
+    """Make ``methods`` causal scoring methods (after those above, in the order given)."""
+    for method in methods:
+        if METHODS.get(method.name, method) is not method:
+            raise TypeError(f"two causal scoring methods are named {method.name!r}")
+        METHODS[method.name] = method
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from wsc_tasks.scoring import causal, masked, seq2seq
+from wsc_tasks.scoring import causal, causal_methods, masked, seq2seq
 from wsc_tasks.scoring.methods import (
     Continuation,
     RequestType,
@@ -84,7 +84,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             name="causal",
             detects=None,
-            methods=causal.METHODS,
+            methods=causal_methods.METHODS,  # the thesis's and every registered one
             headline="smart",
             token_free="partial",
             method_pairs=(("full", "partial"), ("partial", "smart")),
@@ -220,8 +220,12 @@ def load_tokens(task: str, meta: Mapping[str, Any], family: Family) -> TokenCoun
 
 def _method_names(task: str, meta: Mapping[str, Any], family: Family, counted: bool) -> list[str]:
     """``metadata.scoring`` and ``headline`` as method names, the headline first and once."""
-    requested = meta.get("scoring", "all")
-    if requested == "all":  # without a tokenizer the task says why in the run's notes
+    requested = meta.get("scoring")
+    if requested is None:  # each method's own default (``ScoringMethod.runs_on``)
+        dataset = meta.get("dataset")
+        names = [n for n, m in family.methods.items() if m.runs_by_default(dataset)]
+        names = names if counted else [family.token_free]  # the run's notes say why
+    elif requested == "all":
         names = list(family.methods) if counted else [family.token_free]
     elif isinstance(requested, str):
         names = [n.strip() for n in requested.split(",")]
@@ -244,9 +248,10 @@ def plan(
     """The family, tokens and methods of a task, from its metadata or, when given, from what it
     learned of the ``model`` itself; errors name the task.
 
-    Schema tasks get the methods of ``metadata.scoring`` (default: all of the family's) with the
-    headline first; a ``continuation`` task (WinoWhy) scores with the family's continuation and
-    loads no tokenizer when the model counts tokens itself.
+    Schema tasks get the methods of ``metadata.scoring`` (``all``: every method of the family;
+    default: those that run on the task's dataset by default) with the headline first; a
+    ``continuation`` task (WinoWhy) scores with the family's continuation and loads no
+    tokenizer when the model counts tokens itself.
     """
     if model is None:
         family = detect(meta)

@@ -25,6 +25,11 @@ RequestType = Literal["loglikelihood", "mlm_score"]
 # how a causal method scores the first token: WebText's unigram frequencies (GPT-2's tokenizer,
 # as the thesis) or the model's own probability after its BOS/EOS prefix token
 Prior = Literal["bos", "webtext"]
+# where a method runs when ``metadata.scoring`` does not name the methods: on every schema task, or
+# only on the tasks of ``METHOD_DATASETS`` (a method whose requests would cost every task more)
+Scope = Literal["every_task", "method_tasks"]
+# the datasets whose tasks compare scoring methods (thesis Tables 4.3, 4.7 and 4.11)
+METHOD_DATASETS = ("wsc266", "wsc273_schemas", "wsc266_inverted")
 
 
 class ScoringError(ValueError):
@@ -60,6 +65,11 @@ class ScoringMethod:
 
     name: str
     needs_tokens: bool = True
+    runs_on: Scope = "every_task"
+
+    def runs_by_default(self, dataset: object) -> bool:
+        """Whether a task of ``dataset`` runs the method when its metadata names no methods."""
+        return self.runs_on == "every_task" or dataset in METHOD_DATASETS
 
     def validate(self, setup: Setup) -> None:
         """Raise ``ScoringError`` before any model work if the model cannot serve the method."""

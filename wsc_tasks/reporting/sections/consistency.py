@@ -15,7 +15,10 @@ _RECORDS = registry.select(value=registry.PAIR, kind="consistency")
 PROBLEM = tuple(m.name for m in _RECORDS if m.level == "problem")
 SCHEMA = tuple(m.name for m in _RECORDS if m.level == "schema")
 SYMBOLS = {m.name: m.symbol for m in _RECORDS}
+# what a schema transformation (no problem matched to a problem) reports
+SCHEMA_ONLY = tuple(m.symbol for m in _RECORDS if m.level == "schema" and not m.problem_matched)
 SHOWN = ("schema_consistency", "consistent_schema_acc")  # the figure's panels
+PAIRED = SHOWN[0]  # reported for every method pair a task ran, so it finds the pairs
 
 
 def build(context: Context) -> Section:
@@ -68,7 +71,7 @@ def build(context: Context) -> Section:
         "Rows named `a → b` are the scoring-method change from method a to method b on the "
         "same task (thesis Table 4.6); the others are the consistency tasks: a schema "
         "against its perturbation (Table 4.20). A schema transformation (inversion) has only "
-        "the schema metrics C̃, C, C_a, C_p, Ĉ_p."
+        f"the schema metrics {', '.join(SCHEMA_ONLY)}."
     )
     return section
 
@@ -84,13 +87,13 @@ def changes(task: TaskRun) -> list[tuple[tuple[str, str] | None, str]]:
     """(method pair, row label) of each change the task measures consistency under: None for a
     consistency task, a method pair for a method task run with several methods."""
     if task.kind is TaskKind.CONSISTENCY:
-        measured = any(name in task.forms for name in ("consistency", "schema_consistency"))
+        measured = any(m.name in task.forms for m in _RECORDS)
         return [(None, task.task)] if measured else []
     if task.kind is not TaskKind.SCHEMA or task.dataset not in METHOD_DATASETS:
         return []
     found = {
         name: pair
         for name, key in registry.parse_all(task.forms).items()
-        if key.record == "schema_consistency" and (pair := key.pair) is not None
+        if key.record == PAIRED and (pair := key.pair) is not None
     }
     return [(pair, f"{task.task}: {pair[0]} → {pair[1]}") for _, pair in sorted(found.items())]

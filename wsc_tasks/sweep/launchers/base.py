@@ -146,6 +146,24 @@ class Launcher(ABC):
                 values[setting.name] = setting.value(given[setting.name], setting.flag)
         return values
 
+    def setting(self, name: str) -> Any:
+        """Setting ``name``'s value: as resolved, or, where a subclass leaves the setting out of
+        its ``settings``, the default of the class up its line that declares it. So a variant of
+        a launcher keeps, adds or drops settings without copying what reads them."""
+        if name in self.values:
+            return self.values[name]
+        for cls in type(self).__mro__:
+            for setting in getattr(cls, "settings", ()):
+                if setting.name == name:
+                    return () if setting.kind == "lines" else setting.default
+        raise KeyError(f"launcher {self.name}: no setting {name!r}")
+
+    @classmethod
+    def unavailable(cls, values: Mapping[str, Any]) -> str | None:
+        """What this machine lacks to run the launcher with ``values`` (a scheduler's commands, an
+        optional package) and how to get it; None when nothing is missing."""
+        return None
+
     def running_at_once(self) -> int | None:
         """How many models can run at once (None: no cap): bounds the Hub snapshots on disk."""
         return None

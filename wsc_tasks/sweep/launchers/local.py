@@ -43,27 +43,30 @@ def cuda_devices() -> int:
         return 0
 
 
+# the settings, each its own name: a variant (a subclass) lists those it keeps and adds its own;
+# one it leaves out takes its default (``Launcher.setting``)
+ACCELERATE = flag_setting("accelerate", "each model across all GPUs (accelerate launch), in turn")
+PER_GPU = Setting("per-gpu", "models that share one GPU at a time (small models)", positive_int, 1)
+DEVICES = Setting("devices", "CUDA devices to use, e.g. 0,1 (default: all)", _devices)
+
+
 @register
 class LocalLauncher(Launcher):
     name = "local"
     help = "subprocesses on this machine (the default)"
-    settings = (
-        flag_setting("accelerate", "each model across all GPUs (accelerate launch), in turn"),
-        Setting("per-gpu", "models that share one GPU at a time (small models)", positive_int, 1),
-        Setting("devices", "CUDA devices to use, e.g. 0,1 (default: all)", _devices),
-    )
+    settings = (ACCELERATE, PER_GPU, DEVICES)
     poll_s = 0.2
 
     def __init__(self, values: dict[str, Any], options: SweepOptions) -> None:
         super().__init__(values, options)
-        devices = self.values["devices"]
+        devices = self.setting("devices")
         self.devices: tuple[int, ...] = (
             devices if devices is not None else tuple(range(cuda_devices()))
         )
-        per_gpu = self.values["per-gpu"]
-        if self.values["accelerate"] and per_gpu > 1:
+        per_gpu = self.setting("per-gpu")
+        if self.setting("accelerate") and per_gpu > 1:
             raise LauncherError("--accelerate and --per-gpu: one model across all GPUs, or several")
-        if self.values["accelerate"] or not self.devices:
+        if self.setting("accelerate") or not self.devices:
             self.slots: list[Placement] = [self._placement()]
         else:  # device-major: the first model of each device first, then the second…
             share = 1.0 / per_gpu
@@ -79,10 +82,10 @@ class LocalLauncher(Launcher):
 
     def _placement(self, device: int | None = None, share: float = 1.0) -> Placement:
         if device is None:
-            many = self.values["accelerate"] and len(self.devices) > 1
+            many = self.setting("accelerate") and len(self.devices) > 1
             return Placement(
                 launcher=self.name,
-                gpus=float(len(self.devices)) if self.values["accelerate"] else 0.0,
+                gpus=float(len(self.devices)) if self.setting("accelerate") else 0.0,
                 env={**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(map(str, self.devices))}
                 if self.devices
                 else None,

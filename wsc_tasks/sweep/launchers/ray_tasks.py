@@ -10,8 +10,9 @@ worker dies is retried (``--retries``); Ctrl-C cancels every task. Ray is an opt
 
 from __future__ import annotations
 
+import importlib.util
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -59,17 +60,22 @@ class RayLauncher(Launcher):
 
     def __init__(self, values: dict[str, Any], options: SweepOptions) -> None:
         super().__init__(values, options)
-        try:
-            import ray
-        except ImportError:
-            raise LauncherError(
-                "--launcher ray: Ray is not installed; pip install 'wsc-tasks[ray]'"
-            ) from None
+        missing = self.unavailable(self.values)
+        if missing:
+            raise LauncherError(f"--launcher ray: {missing}")
+        import ray
+
         self.ray = ray
         self.started_ray = False
         self.pending: list[ModelSpec] = []
         self.refs: dict[str, ObjectRef] = {}  # each model's Ray task
         self.results: dict[str, RunState] = {}
+
+    @classmethod
+    def unavailable(cls, values: Mapping[str, Any]) -> str | None:
+        if importlib.util.find_spec("ray") is None:
+            return "Ray is not installed; pip install 'wsc-tasks[ray]'"
+        return None
 
     def _connect(self) -> None:
         """Join ``--ray-address``, or the Ray this process already runs, or start a local one."""

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,13 +94,21 @@ class SlurmLauncher(Launcher):
         self.folder = protocol.bookkeeping(options.out.resolve(), self.name)
         self.jobs: dict[str, dict[str, str]] = {}  # model name -> {job, log}
         self.last: dict[str, RunState] = {}  # the states squeue gave last
-        if not self.values["dry-run"]:
-            for tool in ("sbatch", "squeue", "scancel"):
-                if shutil.which(tool) is None:
-                    raise LauncherError(
-                        f"--launcher slurm: {tool} not found on PATH; run the sweep on a Slurm "
-                        "login node, or use --launcher local or ray"
-                    )
+        missing = self.unavailable(self.values)
+        if missing:
+            raise LauncherError(f"--launcher slurm: {missing}")
+
+    @classmethod
+    def unavailable(cls, values: Mapping[str, Any]) -> str | None:
+        if values.get("dry-run"):
+            return None  # the batch script is only printed
+        for tool in ("sbatch", "squeue", "scancel"):
+            if shutil.which(tool) is None:
+                return (
+                    f"{tool} not found on PATH; run the sweep on a Slurm login node, or use "
+                    "--launcher local or ray"
+                )
+        return None
 
     def running_at_once(self) -> int | None:
         return int(self.values["max-parallel"]) or None
