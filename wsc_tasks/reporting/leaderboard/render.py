@@ -12,7 +12,7 @@ from wsc_tasks.reporting import html_report, markup
 from wsc_tasks.reporting.leaderboard.board import Leaderboard, build
 from wsc_tasks.reporting.leaderboard.entries import COST, Entry
 from wsc_tasks.reporting.sections import contamination as contamination_check
-from wsc_tasks.reporting.tables import markdown, numeric
+from wsc_tasks.reporting.tables import markdown, numeric, write_csv
 
 FIRST_SCREEN = 10  # findings and notes shown unfolded on the HTML page; the rest in a <details>
 TOP = 3  # findings unfolded on a larger board's page: the ranking starts on its first screen
@@ -126,7 +126,7 @@ def save(board: Leaderboard, out: Path) -> list[Path]:
     """``<out>/leaderboard.md``, ``.csv`` and ``.html``."""
     md, csv, page = (out / f"leaderboard.{kind}" for kind in ("md", "csv", "html"))
     md.write_text(markdown_text(board), encoding="utf-8")
-    csv_frame(board).to_csv(csv, index=False, lineterminator="\n")
+    write_csv(csv_frame(board), csv)
     page.write_text(html_text(board), encoding="utf-8")
     return [md, csv, page]
 
