@@ -105,9 +105,11 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
     checked = contamination_columns(board.entries)
     if len(checked.columns) > 1:
         frame = frame.merge(checked, on="model", how="left")
-    if "commit" in frame:  # the whole commit, not the link
-        commits = {e.label: (e.done.get("hub") or {}).get("commit") for e in board.entries}
-        frame["commit"] = [commits.get(str(m)) for m in frame["model"]]
+    if "Hub id" in frame:  # the id, not its link; the link (the whole commit in it) beside it
+        hubs = {e.label: e.done.get("hub") or {} for e in board.entries}
+        frame["Hub id"] = [hubs.get(str(m), {}).get("repo") for m in frame["model"]]
+        at = list(frame.columns).index("Hub id") + 1
+        frame.insert(at, "Hub page", [hubs.get(str(m), {}).get("url") for m in frame["model"]])
     said = {label: markup.plain(text) for label, text in board.findings}
     frame["finding"] = [said.get(str(m), "") for m in frame["model"]]
     notes = {e.label: "; ".join(e.run.notes()) for e in board.entries}
