@@ -291,3 +291,25 @@ def test_the_lines_a_summary_keeps_find_the_shown_documents(sweep: Path):
     assert all(expected[i] for i in shown)
     with pytest.raises(RunError, match="fewer than when it was read"):
         shown_scores(task.samples, shown, [line + 10**6 for line in task.lines])
+
+
+def test_the_collector_is_paused_while_samples_are_decoded_and_restored_after(tmp_path: Path):
+    import gc
+
+    from wsc_tasks.collector import paused
+    from wsc_tasks.reporting.output_files import read_samples
+
+    seen = []
+    path = tmp_path / "samples_t_2026-01-01T00-00-00.jsonl"
+    path.write_text('{"doc_id": 0, "acc": 0}\n')
+    with paused():
+        seen.append(gc.isenabled())
+    assert seen == [False] and gc.isenabled()
+    gc.disable()  # left off when it was off
+    try:
+        read_samples(path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    read_samples(path)
+    assert gc.isenabled()

@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from wsc_tasks.collector import paused
+
 # lm-eval's results file: <stem>_<date>.json, the date as datetime.isoformat() with '-' for ':';
 # the stem is "results" for an --output_path folder, X for --output_path X.json
 RESULTS_FILE = re.compile(
@@ -77,7 +79,7 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rb") as handle:
+        with opener(path, "rb") as handle, paused():  # decoded JSON holds no cycle
             for number, line in enumerate(handle, 1):
                 if line.strip():
                     try:

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from wsc_tasks.collector import paused
 from wsc_tasks.reporting.output_files import LINE
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -113,9 +114,10 @@ class Summary:
         fields = {DOCS: "doc", LINES: LINE}
         # each column as its texts, then as the values a summary read gives back (equal values
         # one object), so that a metric is computed once per distinct value, not per document
-        texts = {c: encode([r[fields.get(c, c)] for r in rows]) for c in names}
-        del rows  # the samples' prompts and responses, not kept
-        columns = {c: decode(column) for c, column in texts.items()}
+        with paused():  # texts and decoded JSON: no cycle for a collection to find
+            texts = {c: encode([r[fields.get(c, c)] for r in rows]) for c in names}
+            del rows  # the samples' prompts and responses, not kept
+            columns = {c: decode(column) for c, column in texts.items()}
         self.tasks[task] = {"key": key, "columns": columns, "computed": {}, "texts": texts}
         self.changed = True
         columns = dict(columns)
