@@ -22,7 +22,7 @@ import pytest
 from wsc_tasks.paths import SWEEP_DONE
 from wsc_tasks.reporting import findings, html_report, leaderboard, markup, report
 from wsc_tasks.reporting.runs import load_run
-from wsc_tasks.reporting.tables import Links, Table, latex, markdown
+from wsc_tasks.reporting.tables import Links, Table, latex, markdown, write
 from wsc_tasks.sweep.models import ModelsFileError, read_models
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -40,7 +40,11 @@ HOSTILE = (
     "back\\slash\\n & &amp;",
     "\u202eevil\u200f-rtl",
     "| pipe | cell",
+    '=HYPERLINK("x","y")',  # formulas, as a spreadsheet opening the CSV would run them
+    "@SUM(1+1)",
+    "-1+1",
 )
+FORMULA = '=HYPERLINK("http://x","y")'  # not a folder name (it holds "/"): a table cell
 REPORT_LABELS = ("<script>alert(1)</script>", SCRIPT_LINK)  # a label of LABEL=DIR may hold "/"
 MODEL_NAME = "<img src=x onerror=alert(2)> **hf**"  # lm-eval's model name in a results file
 
@@ -201,8 +205,58 @@ def test_leaderboard_markdown_has_no_markup_from_a_name(sweep):
 def test_leaderboard_csv_keeps_each_name_as_it_is(sweep):
     with (sweep / "leaderboard.csv").open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert sorted(row["model"] for row in rows) == sorted(HOSTILE)  # quoted, not altered
+    # quoted, not altered, but a formula's leading quote
+    assert sorted(row["model"] for row in rows) == sorted(map(markup.spreadsheet, HOSTILE))
+    assert {'\'=HYPERLINK("x","y")', "'@SUM(1+1)", "'-1+1"} <= {row["model"] for row in rows}
     assert all(row["finding"].startswith(("A = ", "chance model")) for row in rows)
+    _check_csv(sweep / "leaderboard.csv")
+
+
+def _check_csv(path: Path) -> None:
+    """No cell a spreadsheet would run as a formula: each one that starts as a formula would is
+    a number (a negative one, written unquoted) or neutralised text (a leading ``'``, quoted)."""
+    text = path.read_text(encoding="utf-8")
+    with path.open(encoding="utf-8", newline="") as handle:
+        quoted = list(csv.reader(handle, quoting=csv.QUOTE_NONNUMERIC))  # unquoted: a float
+    cells = [cell for row in quoted for cell in row]
+    assert cells and all(
+        isinstance(cell, float) or not cell.startswith(markup.FORMULA_START) for cell in cells
+    ), path
+    assert text.splitlines()[0].startswith('"')  # the header's names are text, quoted
+
+
+def test_every_csv_a_report_and_a_leaderboard_write_neutralises_formulas(sweep, built):
+    for path in [sweep / "leaderboard.csv", *sorted((built / "tables").glob("*.csv"))]:
+        _check_csv(path)
+
+
+def test_a_csv_of_hostile_cells_keeps_numbers_and_neutralises_formulas(tmp_path):
+    table = Table("t", "hostile", ["model", "A", "note", FORMULA])
+    starts = [FORMULA, "+1", "-1", "@A1", "\tx", "\rx", "ok", "–", "'quoted"]
+    table.rows = [[name, 0.5 - 0.25 * i, name, i - 3] for i, name in enumerate(starts)]
+    path = write(table, tmp_path)["csv"]
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["model", "A", "note", f"'{FORMULA}"]
+    assert [row[0] for row in rows[1:]] == [
+        f"'{FORMULA}",
+        "'+1",
+        "'-1",
+        "'@A1",
+        "'\tx",
+        "'\rx",
+        "ok",
+        "–",
+        "'quoted",
+    ]
+    assert [float(row[1]) for row in rows[1:]] == [0.5 - 0.25 * i for i in range(len(starts))]
+    assert [int(row[3]) for row in rows[1:]] == [i - 3 for i in range(len(starts))]
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert (
+        lines[1] == '"\'=HYPERLINK(""http://x"",""y"")",0.5,"\'=HYPERLINK(""http://x"",""y"")",-3'
+    )
+    assert lines[4] == '"\'@A1",-0.25,"\'@A1",0'  # numbers unquoted, negative ones as numbers
+    _check_csv(path)
 
 
 def test_leaderboard_printed_lines_are_one_line_per_model(sweep):

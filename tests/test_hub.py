@@ -151,12 +151,16 @@ def test_a_query_sweep_pins_commits_fetches_ahead_clears_behind_and_refuses_earl
         assert sorted(removed) == ["gpt2-a", "gpt2-b", "gpt2-c", "gpt2-d"]
         assert _blobs(home) == [] and events[-1]["cache_bytes"] == 0
         assert "at most 2 snapshots on disk at once (1 running + 1 ahead of each)" in first.stderr
-        # the leaderboard shows each commit (linked only to an https: Hub: this one is http:)
+        # the leaderboard names each model's Hub id, commit and query (the Hub id linked only
+        # to an https: Hub: this one is http:)
         with (out / "leaderboard.csv").open() as handle:
             rows = {row["model"]: row for row in csv.DictReader(handle)}
-        assert rows["gpt2-b"]["commit"] == shas["tiny/gpt2-b"]
+        assert rows["gpt2-b"]["Hub id"] == "tiny/gpt2-b"
+        assert rows["gpt2-b"]["commit"] == shas["tiny/gpt2-b"][:12]
+        assert rows["gpt2-b"]["Hub query"] == "author=tiny, model=hf, trust_remote_code=False"
         board = (out / "leaderboard.md").read_text()
-        assert f"| {shas['tiny/gpt2-c'][:10]}" in board or shas["tiny/gpt2-c"] in board
+        assert "| gpt2-c | tiny/gpt2-c | model |" in board
+        assert f"| {shas['tiny/gpt2-c'][:12]} |" in board and shas["tiny/gpt2-c"] not in board
         assert f"]({server.url}" not in board  # no link to a plain-http address
 
         # main of one repository moves: that model runs again, at the new commit, and says so
@@ -285,15 +289,57 @@ def test_a_query_sweep_on_slurm_fetches_ahead_in_each_job_and_clears_behind(
         assert _blobs(home) == []
 
 
-def test_the_models_table_links_a_commit_on_an_https_hub_only():
-    from wsc_tasks.reporting.leaderboard.layout import _commit
+def test_the_models_table_links_a_hub_id_on_an_https_hub_only():
+    from wsc_tasks.reporting.leaderboard.layout import _commit, _hub_id
     from wsc_tasks.reporting.tables import Links
 
     sha = "0123456789abcdef0123456789abcdef01234567"
     url = f"https://huggingface.co/org/name/tree/{sha}"
-    linked = _commit({"hub": {"commit": sha, "url": url}})
-    assert isinstance(linked, Links) and linked.items == ((sha[:10], url),)
-    assert _commit({"hub": {"commit": sha, "url": "javascript:alert(1)"}}) == sha
+    linked = _hub_id({"hub": {"repo": "org/name", "commit": sha, "url": url}})
+    assert isinstance(linked, Links) and [u for _, u in linked.items] == [url]
+    assert _hub_id({"hub": {"repo": "org/name", "url": "javascript:alert(1)"}}) == "org/name"
     plain = f"http://127.0.0.1:9/org/name/tree/{sha}"
-    assert _commit({"hub": {"commit": sha, "url": plain}}) == sha
-    assert _commit({}) is None
+    assert _hub_id({"hub": {"repo": "org/name", "url": plain}}) == "org/name"
+    assert _hub_id({}) is None and _commit({}) is None
+    assert _commit({"hub": {"commit": sha, "url": plain}}) == "0123456789ab"  # never 40 long
+
+
+def test_the_leaderboard_names_each_hub_model_its_commit_and_query(tmp_path):
+    """A Hub sweep's folder (copies of the committed run, as a query's models and one local
+    model): the models table of every format has the Hub id (linked on an https Hub), the
+    short commit and the query; the CSV the id and its page apart."""
+    from test_escaping import RESULTS, _copy_run
+
+    from wsc_tasks.reporting import leaderboard
+
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    hubs = {"gpt2-a": "https://huggingface.co", "gpt2-b": "http://127.0.0.1:9"}
+    for name in ("gpt2-a", "gpt2-b", "local"):
+        _copy_run(RESULTS / "smollm2-135m" / "lm_eval", tmp_path / name / "lm_eval")
+        hub_record = {"repo": f"tiny/{name}", "revision": "main", "commit": sha,
+                      "url": f"{hubs.get(name)}/tiny/{name}/tree/{sha}"}  # fmt: skip
+        done = {"hub": hub_record} if name in hubs else {}
+        (tmp_path / name / "done.json").write_text(json.dumps(done))
+    query = {"author": "tiny", "tags": ["a", "b"], "model": "hf"}
+    models = [{"name": n, "model": "hf", "model_args": f"pretrained=tiny/{n}"} for n in hubs]
+    (tmp_path / hub.EXPANDED).write_text(json.dumps({"hub": query, "models": models}))
+    leaderboard.write(leaderboard.model_folders(tmp_path), tmp_path, "wsc266", 50, 0)
+    shown = "author=tiny, tags=a+b, model=hf"
+    page = f"https://huggingface.co/tiny/gpt2-a/tree/{sha}"
+    text = (tmp_path / "leaderboard.md").read_text()
+    assert f"| gpt2-a | [tiny/gpt2-a]({page}) | model |" in text
+    assert "| gpt2-b | tiny/gpt2-b | model |" in text  # http: not linked
+    assert f"| main | 0123456789ab | {shown} |" in text and text.count(sha) == 1  # the link's
+    assert "| local | – | model |" in text
+    html = (tmp_path / "leaderboard.html").read_text()
+    assert f'<a href="{page}">tiny/gpt2-a</a>' in html and shown in html
+    with (tmp_path / "leaderboard.csv").open(newline="") as handle:
+        rows = {row["model"]: row for row in csv.DictReader(handle)}
+    assert {k: rows["gpt2-a"][k] for k in ("Hub id", "Hub page", "commit", "Hub query")} == {
+        "Hub id": "tiny/gpt2-a",
+        "Hub page": page,
+        "commit": "0123456789ab",
+        "Hub query": shown,
+    }
+    assert rows["gpt2-b"]["Hub page"] == f"http://127.0.0.1:9/tiny/gpt2-b/tree/{sha}"
+    assert [rows["local"][k] for k in ("Hub id", "commit", "Hub query")] == ["", "", ""]

@@ -14,8 +14,8 @@ import wsc_tasks
 
 ROOT = Path(wsc_tasks.__file__).parent
 
-# What each stage may import besides itself and the shared top-level modules (paths): the
-# pipeline data → scoring → metrics → harness → reporting → sweep → cli, read from left to right.
+# What each stage may import besides itself and the shared top-level modules (paths, collector):
+# the pipeline data → scoring → metrics → harness → reporting → sweep → cli, left to right.
 MAY_IMPORT = {
     "data": set(),
     "scoring": {"data"},
@@ -25,7 +25,7 @@ MAY_IMPORT = {
     "sweep": {"data", "scoring", "metrics", "harness", "reporting"},
     "cli": {"data", "scoring", "metrics", "harness", "reporting", "sweep"},
 }
-SHARED = {"paths"}
+SHARED = {"paths", "collector"}
 
 
 def _modules() -> dict[str, Path]:

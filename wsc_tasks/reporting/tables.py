@@ -19,6 +19,7 @@ written; a title or a note is this package's Markdown, into which user text ente
 
 from __future__ import annotations
 
+import csv
 import math
 import re
 from dataclasses import dataclass, field
@@ -181,12 +182,28 @@ def numeric(table: Table) -> pd.DataFrame:
     return frame.round(6)
 
 
+def write_csv(frame: pd.DataFrame, path: Path) -> None:
+    """Every CSV file this package writes: each text cell (and column name) quoted, and one a
+    spreadsheet would run as a formula neutralised (``markup.spreadsheet``); numbers (numeric
+    columns, and numbers among the text of a mixed one) written as numbers, unquoted, a minus
+    sign and all, so that a reader's ``float()`` and a spreadsheet's sums keep working."""
+
+    def cell(value: Any) -> Any:
+        return markup.spreadsheet(value) if isinstance(value, str) else value
+
+    safe = frame.rename(columns=lambda column: cell(str(column)))
+    for column in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[column]):
+            safe[column] = safe[column].map(cell).astype(object)
+    safe.to_csv(path, index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
+
+
 def write(table: Table, folder: Path) -> dict[str, Path]:
     """``<name>.md``, ``.csv`` and ``.tex`` under ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {kind: folder / f"{table.name}.{kind}" for kind in ("md", "csv", "tex")}
     paths["md"].write_text(markdown(table), encoding="utf-8")
-    numeric(table).to_csv(paths["csv"], index=False, lineterminator="\n")
+    write_csv(numeric(table), paths["csv"])
     paths["tex"].write_text(latex(table), encoding="utf-8")
     return paths
 

@@ -15,13 +15,14 @@ from typing import Any
 
 import yaml
 
+from wsc_tasks.paths import SWEEP_HUB_MODELS
 from wsc_tasks.sweep.models import ModelsFileError, ModelSpec
 
 log = logging.getLogger("lm_eval.wsc_tasks.sweep.hub")
 
 QUERY_KEYS = ("author", "search", "tags", "library", "sort", "limit", "created_after", "model",
               "model_args", "trust_remote_code")  # fmt: skip
-EXPANDED = "hub-models.yaml"  # in the sweep folder: the models a query expanded to
+EXPANDED = SWEEP_HUB_MODELS  # in the sweep folder: the models a query expanded to
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import functools
-import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
+from wsc_tasks.collector import survivors_frozen
 from wsc_tasks.harness.patches.base import TESTED, Patch, _replace, is_our_task
 from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import _tasks_of
 
@@ -19,35 +18,9 @@ from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import _tasks_of
 # full collection are now moved to the collector's permanent generation (``gc.freeze``), so that
 # the next one walks only what was made since; when ``evaluate`` returns they are handed back
 # (``gc.unfreeze``), and a cycle among them that became garbage meanwhile goes at the next full
-# collection. Reference counting frees objects as ever, and only objects a collection found
-# reachable are frozen. The collector is left alone when it is off or when the process has
-# frozen objects of its own. No upstream issue found; upstream, ``evaluate`` could do the same.
+# collection (``wsc_tasks.collector``, which reading a run's samples uses too). No upstream
+# issue found; upstream, ``evaluate`` could do the same.
 MARK = "_wsc_tasks_patch_freeze_survivors"
-
-
-def _freeze_after_full_collection(phase: str, info: dict[str, int]) -> None:
-    """A ``gc.callbacks`` entry: after a full collection, freeze what survived it."""
-    if phase == "stop" and info.get("generation") == 2:
-        gc.freeze()
-
-
-@contextmanager
-def survivors_frozen() -> Iterator[bool]:
-    """While the block runs, freeze the survivors of each full collection; yields whether it
-    does (not when the collector is off or objects are frozen already)."""
-    engaged = (
-        gc.isenabled()
-        and gc.get_freeze_count() == 0
-        and _freeze_after_full_collection not in gc.callbacks
-    )
-    if engaged:
-        gc.callbacks.append(_freeze_after_full_collection)
-    try:
-        yield engaged
-    finally:
-        if engaged:
-            gc.callbacks.remove(_freeze_after_full_collection)
-            gc.unfreeze()
 
 
 def freezing(evaluate_before: Callable[..., object]) -> Callable[..., object]:

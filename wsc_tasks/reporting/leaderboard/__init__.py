@@ -8,10 +8,11 @@ p against chance (two-sided, with the side), the paired difference with the next
 many control baselines the model is above chance on, its lowest schema consistency and its
 GPU-hours. Chance models (``wsc-chance``) are the calibration check, in a table of their own, not
 ranked. The control baselines (problem accuracy without what a reader needs) and the schema
-consistency under each perturbation have their own tables; the models' metadata (parameters,
-precision, revision, fingerprint, date, versions, links to their files) too; then the pairwise
-matrix of paired differences and the models without a result. Everything is recomputed from the
-saved samples with a fixed seed; the CSV has one row per model with every number of every table.
+consistency under each perturbation have their own tables; the models' metadata (a Hub model's
+id, commit and query; parameters, precision, revision, fingerprint, date, versions, links to their
+files) too; then the pairwise matrix of paired differences and the models without a result.
+Everything is recomputed from the saved samples with a fixed seed; the CSV has one row per model
+with every number of every table, its text cells safe to open in a spreadsheet.
 """
 
 from wsc_tasks.reporting.leaderboard.board import Leaderboard, build

@@ -1,11 +1,14 @@
 """The tables of the leaderboard, laid out from its entries: the ranking (with the paired
 difference with the next model down), the chance models, the control baselines, the schema
-consistency, the models' metadata (parameters, precision, revision, fingerprint, date, versions,
-links to their files), the pairwise matrix and the models without a result."""
+consistency, the models' metadata (for a Hub sweep each model's Hub id, linked to its files at
+the commit that ran, the commit and the query that found it; parameters, precision, revision,
+fingerprint, date, versions, links to their files), the pairwise matrix and the models without a
+result."""
 
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,6 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from wsc_tasks.paths import SWEEP_HUB_MODELS
 from wsc_tasks.reporting import findings, markup
 from wsc_tasks.reporting.leaderboard.entries import (
     CONTROLS,
@@ -25,6 +31,8 @@ from wsc_tasks.reporting.leaderboard.entries import (
 from wsc_tasks.reporting.runs import Run
 from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import Links, Table
+
+log = logging.getLogger(f"lm_eval.{__name__}")
 
 REPORT = Path("report") / "report.html"  # a report written beside the leaderboard, if any
 MATRIX_MAX = 30  # the pairwise matrix for boards of at most this many models (N² cells)
@@ -94,16 +102,42 @@ def _versions(run: Run, done: dict[str, Any]) -> str | None:
     return ", ".join(parts)
 
 
-def _commit(done: dict[str, Any]) -> Links | str | None:
-    """A swept Hub model's commit, linked to its files on the Hub (``done.json``'s ``hub``)."""
+SHORT_COMMIT = 12  # a commit's characters shown (the whole one is in its Hub page's address)
+
+
+def _hub_id(done: dict[str, Any]) -> Links | str | None:
+    """A swept Hub model's repository id, linked to its files at the commit that ran on an
+    https Hub (``done.json``'s ``hub``); as text on another Hub (``markup.safe_href``)."""
     hub = done.get("hub") or {}
-    commit = hub.get("commit")
-    if not commit:
+    repo, url = hub.get("repo"), hub.get("url")
+    if not repo:
         return None
-    url = hub.get("url")
-    if url and markup.safe_href(url):
-        return Links(((str(commit)[:10], str(url)),))
-    return str(commit)
+    if url and markup.safe_href(str(url)):
+        return Links(((markup.name(repo), str(url)),))
+    return str(repo)
+
+
+def _commit(done: dict[str, Any]) -> str | None:
+    """The commit that ran, shortened (the Hub id links to its page)."""
+    commit = (done.get("hub") or {}).get("commit")
+    return str(commit)[:SHORT_COMMIT] if commit else None
+
+
+def hub_queries(out: Path) -> dict[str, str]:
+    """Each model a Hub query found (by name) and that query, as ``--hub-query`` writes it,
+    from the sweep folder's ``hub-models.yaml``; none without one (or one that cannot be read:
+    its models then show no query, and the log says why)."""
+    path = out / SWEEP_HUB_MODELS
+    if not path.is_file():
+        return {}
+    try:
+        found = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        query = ", ".join(f"{k}={'+'.join(map(str, v)) if isinstance(v, list) else v}"
+                          for k, v in (found.get("hub") or {}).items())  # fmt: skip
+        return {str(model["name"]): query for model in found.get("models") or []}
+    except (OSError, yaml.YAMLError, AttributeError, KeyError, TypeError) as error:
+        log.warning(f"wsc_tasks: {path}: unreadable ({error}); no model shows its Hub query")
+        return {}
 
 
 def _revision(run: Run, done: dict[str, Any] | None = None) -> str | None:
@@ -218,9 +252,12 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
         ["model", "kind", "lm-eval model", "parameters", "precision", "revision",
          "fingerprint", "run date", "versions", COST, "files"],
     )  # fmt: skip
-    hub = any(e.done.get("hub") for e in everyone)  # a Hub sweep: each model's commit, linked
+    hub = any(e.done.get("hub") for e in everyone)  # a Hub sweep: each model's Hub id and commit
+    queries = hub_queries(out) if hub else {}
     if hub:
-        models.columns.insert(models.columns.index("fingerprint"), "commit")
+        models.columns.insert(1, "Hub id")
+        at = models.columns.index("fingerprint")
+        models.columns[at:at] = ["commit", "Hub query"]
     for entry in everyone:
         if controls:
             control_table.rows.append([entry.label, *[entry.controls.get(c) for c in controls]])
@@ -232,12 +269,13 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
         fingerprint = done.get("fingerprint")
         models.rows.append([
             entry.label,
+            *([_hub_id(done)] if hub else []),
             "chance model" if is_chance_model(run) else "model",
             run.model,
             parameters(run.info.parameters),
             precision(run),
             _revision(run, done),
-            *([_commit(done)] if hub else []),
+            *([_commit(done), queries.get(entry.label)] if hub else []),
             fingerprint[:12] if isinstance(fingerprint, str) else None,
             _date(run),
             _versions(run, done),

@@ -12,7 +12,7 @@ from wsc_tasks.reporting import html_report, markup
 from wsc_tasks.reporting.leaderboard.board import Leaderboard, build
 from wsc_tasks.reporting.leaderboard.entries import COST, Entry
 from wsc_tasks.reporting.sections import contamination as contamination_check
-from wsc_tasks.reporting.tables import Table, markdown, numeric
+from wsc_tasks.reporting.tables import Table, markdown, numeric, write_csv
 
 FIRST_SCREEN = 10  # findings and notes shown unfolded on the HTML page; the rest in a <details>
 TOP = 3  # findings unfolded on a larger board's page: the ranking starts on its first screen
@@ -134,9 +134,11 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
     checked = contamination_columns(board.entries)
     if len(checked.columns) > 1:
         frame = frame.merge(checked, on="model", how="left")
-    if "commit" in frame:  # the whole commit, not the link
-        commits = {e.label: (e.done.get("hub") or {}).get("commit") for e in board.entries}
-        frame["commit"] = [commits.get(str(m)) for m in frame["model"]]
+    if "Hub id" in frame:  # the id, not its link; the link (the whole commit in it) beside it
+        hubs = {e.label: e.done.get("hub") or {} for e in board.entries}
+        frame["Hub id"] = [hubs.get(str(m), {}).get("repo") for m in frame["model"]]
+        at = list(frame.columns).index("Hub id") + 1
+        frame.insert(at, "Hub page", [hubs.get(str(m), {}).get("url") for m in frame["model"]])
     said = {label: markup.plain(text) for label, text in board.findings}
     frame["finding"] = [said.get(str(m), "") for m in frame["model"]]
     notes = {e.label: "; ".join(e.run.notes()) for e in board.entries}
@@ -155,7 +157,7 @@ def save(board: Leaderboard, out: Path) -> list[Path]:
     """``<out>/leaderboard.md``, ``.csv`` and ``.html``."""
     md, csv, page = (out / f"leaderboard.{kind}" for kind in ("md", "csv", "html"))
     md.write_text(markdown_text(board), encoding="utf-8")
-    csv_frame(board).to_csv(csv, index=False, lineterminator="\n")
+    write_csv(csv_frame(board), csv)
     page.write_text(html_text(board), encoding="utf-8")
     return [md, csv, page]
 
