@@ -142,8 +142,9 @@ def check_model_paths(argv: list[str]) -> None:
 
 
 def check_metadata_keys(argv: list[str]) -> None:
-    """Every ``--metadata`` key must be one the tasks read, before the model loads (the tasks
-    check again, also in plain ``lm_eval`` runs, once lm-eval has merged in the model arguments)."""
+    """Every ``--metadata`` key must be one the tasks read and every value one its key takes,
+    before the model loads (the tasks check again, also in plain ``lm_eval`` runs, when lm-eval
+    builds them and once it has merged in the model arguments)."""
     import argparse
 
     from lm_eval._cli.utils import MergeDictAction
@@ -156,7 +157,17 @@ def check_metadata_keys(argv: list[str]) -> None:
         given = parser.parse_known_args(argv)[0].metadata or {}
     except (ValueError, SyntaxError) as error:
         raise ValueError(f"wsc-tasks: --metadata is not valid: {error}") from error
-    metadata_keys.check("wsc-tasks: --metadata", given)
+    if _only_our_tasks(argv):  # another package's tasks may read keys of their own
+        metadata_keys.check("wsc-tasks: --metadata", given)
+    metadata_keys.check_values("wsc-tasks: --metadata", given, _family(argv))
+
+
+def _family(argv: list[str]) -> str | None:
+    """The family of ``--model`` when the model alone settles it (``hf-mlm``), else None."""
+    from wsc_tasks.scoring import families
+
+    found = [f.name for f in families.FAMILIES.values() if f.model == _model(argv)]
+    return found[0] if len(found) == 1 else None
 
 
 def lm_eval_argv(passthrough: list[str]) -> list[str]:
@@ -185,8 +196,7 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
         argv += ["--device", "cpu"]  # lm-eval's default is cuda
     if not _has(argv, "--tasks"):
         argv += ["--tasks", DEFAULT_TASKS]
-    if _only_our_tasks(argv):  # another package's tasks may read keys of their own
-        check_metadata_keys(argv)
+    check_metadata_keys(argv)
     if not _has(argv, "--batch_size", "--batch-size"):
         argv += ["--batch_size", DEFAULT_BATCH_SIZE]
     path = str(include_path())

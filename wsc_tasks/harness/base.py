@@ -18,7 +18,7 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from wsc_tasks.harness import flags, patches
+from wsc_tasks.harness import flags, metadata_keys, patches
 from wsc_tasks.harness.conventions import TaskConventions
 from wsc_tasks.metrics import registry
 from wsc_tasks.metrics.registry import Aggregation
@@ -91,6 +91,7 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
     def validate_metadata(cls, task: Any, meta: dict[str, Any]) -> None:
         """One-line errors for metadata the task cannot honour, before lm-eval builds it."""
         metric_choice(str(task), meta)
+        metadata_keys.check_values(f"task {task}: metadata", meta)
 
     @property
     def _meta(self) -> dict[str, Any]:
