@@ -35,32 +35,34 @@ DEFAULT_BATCH_SIZE = "32"  # lm-eval's default of 1 leaves a CPU idle between sh
 
 
 HELP = f"""\
-usage: wsc-tasks run [--tasks T1,T2] [--model M --model_args ARGS] [lm_eval run flags…]
+usage: wsc-tasks run [--tasks T1,T2] [--model M --model_args ARGS] [flags…]
 
-lm-eval's `lm_eval run` with this package's tasks: their --include_path added, the embedded
-SmolLM2-135M-Instruct when no --model_args are given, flags the tasks cannot honour refused before
-the model loads, and the files lm-eval writes checked after it returns.
+lm-eval's `lm_eval run` with this package's tasks: their --include_path added,
+the embedded SmolLM2-135M-Instruct when no --model_args are given, flags the
+tasks cannot honour refused before the model loads, the files lm-eval writes
+checked after it returns, and where they are and what to run next said last.
 
 options of wsc-tasks run:
-  {KEEP_PATHS}          write local model paths as given (default: their last component)
+  {KEEP_PATHS}          local model paths as given (default: their last part)
   --verbose             an error with its traceback (default: one line, exit 2)
   -h, --help            this help
 
 lm-eval's options that matter here, with the defaults run uses:
-  --tasks T1,T2         tasks and groups (default {DEFAULT_TASKS}: all); see task_configs/README.md
-  --model M             hf (default), hf-mlm (masked LMs), wsc-chance, local-completions, …
-  --model_args ARGS     key=value,… (default: the embedded model; `default` names its files)
+  --tasks T1,T2         tasks and groups (default {DEFAULT_TASKS}: all)
+  --model M             hf (default), hf-mlm (masked LMs), wsc-chance, …
+  --model_args ARGS     key=value,… (default: the embedded model; `default`)
   --batch_size N        default {DEFAULT_BATCH_SIZE} (lm_eval's is 1); auto on a GPU
   --device D            default cpu without CUDA, else lm_eval's (cuda)
   --output_path DIR     results (and samples) into DIR/<model label>/
-  --log_samples         every document's scores too: what `wsc-tasks report` reads
-  --limit N             the first N documents (schemas) of each task, or a share below 1
-  --metadata JSON       scoring, headline, smart_limit, tokenizer, metrics, … (default: none)
+  --log_samples         every document's scores: what `wsc-tasks report` reads
+  --limit N             the first N documents (schemas) of each task, or a share
+  --metadata JSON       scoring, headline, smart_limit, metrics, … (no default)
   --predict_only        the samples with every score, no metric
-  --use_cache PATH      lm-eval's request cache, its path keyed here by the model's fingerprint
+  --use_cache PATH      lm-eval's request cache, keyed here by the model
   --include_path DIR    your own task folder, beside this package's
-Every other `lm_eval run` flag passes through unchanged (`lm_eval run --help`), except those
-these tasks refuse: they score sentences by log-likelihood, with no prompt and no generation.
+Every other `lm_eval run` flag passes through (`lm_eval run --help`), except
+those these tasks refuse: they score sentences by log-likelihood, with no prompt
+and no generation. Tasks: task_configs/README.md.
 """
 
 

@@ -50,7 +50,7 @@ class LocalLauncher(Launcher):
     settings = (
         flag_setting("accelerate", "each model across all GPUs (accelerate launch), in turn"),
         Setting("per-gpu", "models that share one GPU at a time (small models)", positive_int, 1),
-        Setting("devices", "CUDA devices to use, e.g. 0,1 (default: all)", _devices),
+        Setting("devices", "CUDA devices to use, e.g. 0,1", _devices, unset="all"),
     )
     poll_s = 0.2
 
