@@ -84,14 +84,15 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         config = request_task_config(config)
         self.validate_metadata(config.get("task"), config.get("metadata") or {})
+        flags.check_run(str(config.get("task")))
         super().__init__(config=config, **kwargs)
         self._requested = dict(self._meta)  # as given, before a plan writes to it
 
     @classmethod
     def validate_metadata(cls, task: Any, meta: dict[str, Any]) -> None:
         """One-line errors for metadata the task cannot honour, before lm-eval builds it."""
-        metric_choice(str(task), meta)
         metadata_keys.check_values(f"task {task}: metadata", meta)
+        metric_choice(str(task), meta)
 
     @property
     def _meta(self) -> dict[str, Any]:
