@@ -306,3 +306,24 @@ def test_data_check_parses_a_user_file_naming_the_bad_line(tmp_path, capsys, dat
     bad.write_text("\n".join(lines[:4] + [lines[4].rsplit("&", 1)[0] + "&2"]) + "\n")
     assert cli.main(["data", "check", str(bad)]) == 2
     assert f"wsc-tasks: error: {bad}:5: label must be 0 or 1, got '2'" in capsys.readouterr().err
+
+
+def test_a_run_ends_saying_where_its_files_are_and_what_comes_next(
+    tmp_path, capsys, data_dir, monkeypatch
+):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    command = ["run", "--model", "wsc-chance", "--model_args", "default,seed=1"]
+    command += ["--tasks", "wsc266_associative", "--limit", "2"]
+    out = tmp_path / "runs"
+    assert cli.main([*command, "--log_samples", "--output_path", str(out)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    folder = out / "wsc-chance__SmolLM2-135M-Instruct"
+    assert last.startswith(f"wsc-tasks: results in {folder}/ (results_")
+    assert last.endswith(f"and 1 samples files). Next: wsc-tasks report {folder}")
+    assert cli.main(command) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == (
+        "wsc-tasks: nothing saved (no --output_path). To keep this run and write its report: add "
+        "--log_samples --output_path runs/ and then run: wsc-tasks report "
+        "runs/wsc-chance__SmolLM2-135M-Instruct"
+    )

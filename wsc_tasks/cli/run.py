@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from wsc_tasks.cli.run_outputs import OutputError as OutputError  # re-exported
-from wsc_tasks.cli.run_outputs import check_output, check_written, discard, outputs
+from wsc_tasks.cli.run_outputs import check_output, check_written, discard, ending, outputs
 from wsc_tasks.harness.fingerprint import cache_key
 from wsc_tasks.paths import DEFAULT_GGUF as DEFAULT_GGUF  # its name here before paths.py had it
 from wsc_tasks.paths import (
@@ -348,6 +348,10 @@ def run_lm_eval(passthrough: list[str]) -> int:
 
         if _has(argv, "--log_samples", "-s") and not os.environ.get(summaries.LATER):
             runs.write_summaries(target)  # report decodes these samples again
+    if first:
+        label = model_label(_model(argv), model_args_of(argv))
+        samples = _has(argv, "--log_samples", "-s")
+        print(ending(target, new if target is not None else [], samples, label))
     return 0
 
 
