@@ -108,3 +108,24 @@ def test_the_make_table_lm_evals_cli_holds_prints_counts_as_integers():
     assert cells[7:10] == ["1267", "", ""]
     [acc] = [line for line in table.splitlines() if "|acc " in line or "|acc|" in line]
     assert "0.5043" in acc and "0.014" in acc
+
+
+@pytest.mark.slow
+def test_a_plain_lm_eval_run_ends_saying_where_its_files_are(
+    monkeypatch, tiny_gpt2_dir, data_dir, tmp_path, capsys
+):
+    """Printed when lm-eval's CLI ends (after its table): the folder and ``wsc-tasks report``."""
+    from wsc_tasks.harness.patches import p23_say_where_results_are as section
+
+    monkeypatch.setitem(section._STATE, "off", False)  # as in a plain run: no wsc-tasks run
+    monkeypatch.setitem(section._STATE, "registered", True)  # printed here, not at exit
+    monkeypatch.setitem(section._STATE, "said", None)
+    out = tmp_path / "runs"
+    extra = ["--limit", "2", "--log_samples", "--output_path", str(out)]
+    _lm_eval(monkeypatch, tiny_gpt2_dir, *extra)
+    capsys.readouterr()
+    section._print_ending()
+    [folder] = [p for p in out.iterdir() if p.is_dir()]
+    assert list(folder.glob("results_*.json")) and list(folder.glob("samples_wsc266_*.jsonl"))
+    said = capsys.readouterr().out.strip()
+    assert said == f"wsc_tasks: results and samples in {folder}/. Next: wsc-tasks report {folder}"

@@ -312,6 +312,7 @@ def run_lm_eval(passthrough: list[str]) -> int:
     patches.explain_chat_template_advice()
     patches.print_counts_as_integers()
     patches.quiet_git_lookup()
+    patches.said_by_wsc_tasks_run()  # its own ending below, with the checked files
     argv, target = labelled_output(lm_eval_argv(passthrough))
     notes.clear()
     cache = _value(argv, "--use_cache", "--use-cache", "-c")

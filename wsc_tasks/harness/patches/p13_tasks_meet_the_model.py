@@ -93,6 +93,10 @@ def meet_the_model(lm: object, task_dict: object) -> None:
                 )
     for task in tasks:
         task.meet_model(lm, keys, shared)
+    if tasks:  # a plain lm_eval run then ends saying where its files are (section 23)
+        from wsc_tasks.harness.patches.p23_say_where_results_are import ran
+
+        ran()
 
 
 def lm_eval_keeps_model_args_out_of_a_given_task_managers_metadata() -> bool:
