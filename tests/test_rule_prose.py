@@ -17,6 +17,7 @@ import pytest
 from wsc_tasks.metrics.stats import Estimate
 from wsc_tasks.reporting import claims, findings, readme, rendering, wording
 from wsc_tasks.reporting.leaderboard import board
+from wsc_tasks.reporting.sections import decision
 from wsc_tasks.reporting.sections import findings as section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,11 +32,19 @@ def test_the_readme_blocks_are_written_from_the_rule():
     "change", [{"two_sided": False}, {"alpha": 0.01}, {"holm": False}, {"interval": False}]
 )
 def test_a_changed_rule_changes_the_readme_and_the_fixed_text(monkeypatch, change):
-    before = (readme.fill(README), rendering.intro(100, 1), wording.claim_rule())
+    def said() -> tuple[str, ...]:
+        rule = decision.RULE.format(
+            ranking="r", sides=wording.sides(), alpha=f"{claims.RULE.alpha:g}"
+        )
+        return readme.fill(README), rendering.intro(100, 1), wording.claim_rule(), rule
+
+    before = said()
     monkeypatch.setattr(claims, "RULE", dataclasses.replace(claims.RULE, **change))
-    after = (readme.fill(README), rendering.intro(100, 1), wording.claim_rule())
+    after = said()
     assert after[0] != before[0]
     assert after[2] != before[2]
+    if "two_sided" in change or "alpha" in change:
+        assert after[3] != before[3]
     if "two_sided" in change:
         assert after[1] != before[1]
         assert "one-sided" in wording.findings_p()
