@@ -159,9 +159,9 @@ def check_metadata_keys(argv: list[str]) -> None:
         given = parser.parse_known_args(argv)[0].metadata or {}
     except (ValueError, SyntaxError) as error:
         raise ValueError(f"wsc-tasks: --metadata is not valid: {error}") from error
-    if _only_our_tasks(argv):  # another package's tasks may read keys of their own
-        metadata_keys.check("wsc-tasks: --metadata", given)
-    metadata_keys.check_values("wsc-tasks: --metadata", given, _family(argv))
+    if _only_our_tasks(argv):  # another package's tasks may read keys (and values) of their own;
+        metadata_keys.check("wsc-tasks: --metadata", given)  # ours check theirs as they load
+        metadata_keys.check_values("wsc-tasks: --metadata", given, _family(argv))
 
 
 def _family(argv: list[str]) -> str | None:
