@@ -11,7 +11,9 @@ What it writes, each with the command a test compares against (``OUTPUTS``):
 - ``results/leaderboard.md|csv|html``: ``wsc-tasks leaderboard results`` (no model runs);
 - ``results/smollm2-135m/summary.md``: ``wsc-tasks summary`` of the main job;
 - ``tests/fixtures/reference_metrics.json``: the chance model's every metric
-  (``tests/test_reference_metrics.py``, with the same ``--metadata``).
+  (``tests/test_reference_metrics.py``, with the same ``--metadata``);
+- ``README.md``'s blocks about the decision rule and the findings (``<!-- rule:NAME -->``),
+  written by ``wsc_tasks.reporting.readme`` (``tests/test_rule_prose.py``).
 
 A change that moves a figure (a new metric, section, method or launcher column) is followed by
 this command; the model runs behind ``results/`` are not repeated (``results/README.md``).
@@ -88,12 +90,23 @@ def _fixture(root: Path) -> list[Path]:
     return [path]
 
 
+def _readme(root: Path) -> list[Path]:
+    from wsc_tasks.reporting import readme
+
+    path = root / "README.md"
+    if not path.exists():  # --check works on a copy
+        shutil.copy(ROOT / "README.md", path)
+    path.write_text(readme.fill(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return [path]
+
+
 # name -> writer: given a root (the repository, or a copy), writes there and returns its paths
 OUTPUTS: dict[str, Callable[[Path], list[Path]]] = {
     "report": _report,
     "leaderboard": _leaderboard,
     "summary": _summary,
     "fixtures": _fixture,
+    "readme": _readme,
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -222,21 +223,28 @@ def test_a_missing_local_model_path_is_named_as_such(tmp_path):
         (["--model_args", "seed=abc"], "wsc-chance: model argument seed='abc' is invalid; allowed"),
         (["--model_args", "seed=1.5"], "wsc-chance: model argument seed=1.5 is invalid; allowed"),
         (["--model_args", "seed=1", "--metadata", '{"smart_limit": -1}'],
-         "task wsc266_associative: metadata smart_limit=-1 is invalid; allowed: an integer ≥ 1"),
+         "--metadata smart_limit: -1 is not an integer ≥ 1; fix: --metadata"),
         (["--model_args", "seed=1", "--metadata", '{"smart_limit": "two"}'],
-         "task wsc266_associative: metadata smart_limit='two' is invalid; allowed"),
+         "--metadata smart_limit: 'two' is not an integer ≥ 1"),
+        (["--model_args", "seed=1", "--metadata", '{"headline": "parital"}'],
+         "--metadata headline: 'parital' is not a scoring method; did you mean partial? allowed:"),
+        (["--model_args", "seed=1", "--metadata", '{"scoring": ["full", "smrt"]}'],
+         "--metadata scoring: 'smrt' is not a scoring method; did you mean smart? allowed:"),
     ],
 )  # fmt: skip
 def test_bad_arguments_are_one_line_errors(argv, message, capsys, data_dir, monkeypatch):
+    """Each refused before the model loads, in well under 10 s (README: Errors)."""
     monkeypatch.setattr(sys, "argv", list(sys.argv))
     command = ["run", "--model", "wsc-chance", "--tasks", "wsc266_associative", "--limit", "1"]
+    started = time.monotonic()
     assert cli.main([*command, *argv]) == 2
+    assert time.monotonic() - started < 10
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"wsc-tasks: error: {message}" + err[-1].split(message, 1)[1]
     assert err[-1].endswith("(--verbose for the traceback)")
     assert sum(message in line for line in err) == 1  # no traceback ending in it
     monkeypatch.setenv(cli.VERBOSE_ENV, "1")
-    with pytest.raises(ValueError, match="is invalid"):
+    with pytest.raises(ValueError, match="is invalid|is not"):
         cli.main([*command, *argv])
 
 
@@ -298,3 +306,24 @@ def test_data_check_parses_a_user_file_naming_the_bad_line(tmp_path, capsys, dat
     bad.write_text("\n".join(lines[:4] + [lines[4].rsplit("&", 1)[0] + "&2"]) + "\n")
     assert cli.main(["data", "check", str(bad)]) == 2
     assert f"wsc-tasks: error: {bad}:5: label must be 0 or 1, got '2'" in capsys.readouterr().err
+
+
+def test_a_run_ends_saying_where_its_files_are_and_what_comes_next(
+    tmp_path, capsys, data_dir, monkeypatch
+):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    command = ["run", "--model", "wsc-chance", "--model_args", "default,seed=1"]
+    command += ["--tasks", "wsc266_associative", "--limit", "2"]
+    out = tmp_path / "runs"
+    assert cli.main([*command, "--log_samples", "--output_path", str(out)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    folder = out / "wsc-chance__SmolLM2-135M-Instruct"
+    assert last.startswith(f"wsc-tasks: results in {folder}/ (results_")
+    assert last.endswith(f"and 1 samples files). Next: wsc-tasks report {folder}")
+    assert cli.main(command) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == (
+        "wsc-tasks: nothing saved (no --output_path). To keep this run and write its report: add "
+        "--log_samples --output_path runs/ and then run: wsc-tasks report "
+        "runs/wsc-chance__SmolLM2-135M-Instruct"
+    )

@@ -12,7 +12,7 @@ from wsc_tasks.cli import COMMANDS, DATA_ACTIONS
 from wsc_tasks.cli import run as cli_run
 from wsc_tasks.harness.flags import WHY
 
-SCREEN_LINES, SCREEN_COLUMNS = 50, 100
+SCREEN_LINES, SCREEN_COLUMNS = 50, 80  # a terminal's 80 columns (COLUMNS=80)
 HELPS = [
     [],
     *([name] for name in COMMANDS),
@@ -99,3 +99,30 @@ def test_subcommand_helps_are_their_own(helps):
 def test_help_anywhere_on_runs_command_line_is_runs_help(capsys):
     assert cli_run.run_lm_eval(["--tasks", "no_such_task", "--help"]) == 0
     assert capsys.readouterr().out == cli_run.HELP
+
+
+def test_every_launcher_setting_states_its_default(helps):
+    """A setting with a value states it, or what happens without one (README: Sweeps)."""
+    from wsc_tasks.sweep.launchers import LAUNCHERS
+
+    for name, cls in LAUNCHERS.items():
+        text = " ".join(helps.get(f"sweep --launcher {name}", helps["sweep"]).split())
+        for setting in cls.settings:
+            if setting.kind != "value":
+                continue
+            assert "(default" in setting.shown_help, (name, setting.name)
+            assert setting.shown_help.replace("%%", "%") in text, (name, setting.name)
+
+
+def test_bench_help_imports_no_benchmark():
+    """``bench --help`` prints without torch or lm-eval (the benchmark's imports take seconds)."""
+    import subprocess
+
+    code = (
+        "import sys; from wsc_tasks.cli import main; assert main(['bench', '--help']) == 0; "
+        "heavy = [m for m in ('torch', 'lm_eval', 'transformers') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: wsc-tasks bench")

@@ -190,7 +190,7 @@ def test_leaderboard_opens_with_findings_then_notes_in_every_format(sweep_out):
     assert rows["smollm2-135m"]["finding"].startswith("A = 0.293 [")
     assert float(rows["smollm2-135m"]["A"]) == pytest.approx(39 / 133, abs=1e-6)
     printed = leaderboard.printed(leaderboard.build(list(MODELS), sweep_out, "wsc266", 200, 0))
-    assert printed[0].startswith("No model is above chance in schema accuracy A on wsc266")
+    assert printed[0].startswith("No model is shown above chance in schema accuracy A on wsc266")
     assert any(line.startswith(f"Note: {LIMIT_NOTE}") for line in printed)
 
 
@@ -204,7 +204,7 @@ def test_leaderboard_command_writes_a_sweep_folders_leaderboard_running_nothing(
         (copy / name).unlink(missing_ok=True)
     assert cli(["leaderboard", str(copy), "--iters", "200"]) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("No model is above chance in schema accuracy A on wsc266")
+    assert printed.startswith("No model is shown above chance in schema accuracy A on wsc266")
     assert str(copy / "leaderboard.html") in printed
     assert "| smollm2-135m | 1 | 0.293 [" in (copy / "leaderboard.md").read_text(encoding="utf-8")
     assert cli(["leaderboard", str(tmp_path / "empty")]) == 2

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from pathlib import Path
 
 from wsc_tasks.cli import main as cli
@@ -21,10 +23,15 @@ def _without_samples(tmp_path: Path) -> Path:
     return copy
 
 
-def test_a_report_without_figures_exits_2_naming_why(tmp_path, capsys):
+def test_a_report_without_figures_exits_2_naming_why(tmp_path, capsys, caplog):
+    """Said once (no warning per task before it), as soon as the folders are read."""
     out = tmp_path / "report"
-    code = cli(["report", str(_without_samples(tmp_path)), "--quiet", "--out", str(out)])
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        code = cli(["report", str(_without_samples(tmp_path)), "--quiet", "--out", str(out)])
+    assert time.monotonic() - started < 10
     assert code == 2
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert err[0] == (

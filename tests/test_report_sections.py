@@ -155,7 +155,7 @@ def test_the_findings_quote_the_tables_estimates_and_come_first(smollm2, chance)
     context.estimates.compute(quiet=True)
     said = markup.markdown(rendering.text(first))  # its names marked: as report.md shows them
     for sentence in (
-        "No model is above chance in schema accuracy A on `wsc266` (two-sided p < 0.05): "
+        "No model is shown above chance in schema accuracy A on `wsc266` (two-sided p < 0.05): "
         "smollm2-135m (rules out A > 0.",
         "Chance models, the calibration check: chance.",
         "Power: the smallest A on `wsc266` a model alone would be found above chance at with "

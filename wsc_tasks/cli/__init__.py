@@ -164,11 +164,11 @@ class Command:
 
 COMMANDS: dict[str, Command] = {
     "run": Command(
-        "run lm-eval with these tasks (default: wsc_group on the embedded SmolLM2-135M)",
+        "lm-eval with these tasks (default: wsc_group, SmolLM2-135M)",
         "wsc_tasks.cli.run:run_lm_eval",
     ),
     "report": Command(
-        "findings, tables, figures and p-values from runs with --log_samples",
+        "findings, tables, figures, p-values of runs with --log_samples",
         "wsc_tasks.cli.report:main",
     ),
     "sweep": Command("run many models, then write their leaderboard", "wsc_tasks.cli.sweep:main"),
@@ -177,7 +177,7 @@ COMMANDS: dict[str, Command] = {
         "wsc_tasks.cli.leaderboard:main",
     ),
     "summary": Command(
-        "print a Markdown table of the newest lm-eval results under a folder",
+        "a Markdown table of the newest lm-eval results under a folder",
         "wsc_tasks.cli:summary_command",
     ),
     "data": Command(
@@ -188,11 +188,11 @@ COMMANDS: dict[str, Command] = {
         "wsc_tasks.cli:include_path_command",
     ),
     "bench": Command(
-        "`run`, its wall time split into phases (tasks, requests, model, …)",
-        "wsc_tasks.cli.bench:bench_run",
+        "`run`, its wall time split into phases (tasks, model, …)",
+        "wsc_tasks.cli.bench_help:bench_run",
     ),
     "bench-board": Command(
-        "time the leaderboard and the report over N copies of finished runs",
+        "time the leaderboard and report over N copies of runs",
         "wsc_tasks.cli.bench_board:main",
     ),
     "bench-findings": Command(
@@ -213,8 +213,8 @@ def parser() -> argparse.ArgumentParser:
     found = argparse.ArgumentParser(
         prog="wsc-tasks",
         usage="wsc-tasks [--verbose] COMMAND [options]",
-        description="Winograd-schema tasks for lm-evaluation-harness: run them, report on the "
-        f"runs, sweep many models.\n\ncommands:\n{listed}",
+        description="Winograd-schema tasks for lm-evaluation-harness: run them, report on\n"
+        f"the runs, sweep many models.\n\ncommands:\n{listed}",
         epilog="`wsc-tasks COMMAND --help` shows a command's options.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -137,31 +137,6 @@ def _minicons(
     return out, time.perf_counter() - start
 
 
-BENCH_HELP = """\
-usage: wsc-tasks bench [wsc-tasks run flags…]
-
-Runs exactly what `wsc-tasks run` runs with the same flags (its table printed as usual), then
-prints the run's wall time split into phases: task building (lm-eval's task index and the tasks'
-data), request building, tokenization, the model's forward calls, result processing, aggregation
-(with the bootstrap errors), printing, and "other" (imports, model loading, writing files). Also
-printed: the requests, the distinct requests, the token positions through the model, and wall
-time over model time. Then, unless --no-winogrande, lm-eval's own `winogrande` runs on the same
-model in the same process (its data from WSC_TASKS_DATA, else the Hub), and the ratios of wall
-time and of time outside the forward calls are printed, with tokens per forward call and, on
-CUDA, TFLOP/s inside the forward. --tiny-gpt2 builds the CPU benchmark's model first (GPT-2,
-width 32, 2 layers, a 1,000-token BPE trained on the Winogrande dev sentences). The other flags
-are run's: `wsc-tasks run --help`.
-
-  wsc-tasks bench --tasks wsc266                   # the quick try of the README, timed
-  wsc-tasks bench --tiny-gpt2 --batch_size 64      # wsc_group against lm-eval's winogrande
-  wsc-tasks bench --model wsc-chance --model_args default,seed=1 --tasks wsc_group
-  wsc-tasks bench --tiny-gpt2 --models 3           # a sweep's later models, same tokenizer
-
---models N runs N copies of the model (--model hf --model_args pretrained=DIR, or --tiny-gpt2),
-each in a process of its own with lm-eval's --cache_requests true and one request cache, as
-wsc-tasks sweep runs them, and prints what the models after the first cost against it.
-"""
-
 MLM_HELP = (
     "Sentences per second of masked-LM statement scoring (each token of a sentence masked in "
     "turn) on WSC266 sentences, three ways on the same model: hf-mlm's batches of tensor-built "
@@ -420,9 +395,6 @@ def comparison(ours: Timed, theirs: Timed, tasks: str) -> str:
 def bench_run(argv: list[str], run: Callable[[list[str]], int] | None = None) -> int:
     """``wsc-tasks bench``: ``wsc-tasks run`` with the same flags, timed by phase; then, unless
     ``--no-winogrande``, lm-eval's own ``winogrande`` on the same model, and the ratios."""
-    if argv[:1] in (["-h"], ["--help"]):
-        print(BENCH_HELP, end="")
-        return 0
     run = run or run_lm_eval
     compare = NO_COMPARE not in argv
     if TINY in argv:

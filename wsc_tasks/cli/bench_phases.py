@@ -187,6 +187,15 @@ def _count_trie(timer: PhaseTimer, hflm: Any) -> None:
     _replace(hflm, "_loglikelihood_tokens", counted)
 
 
+def peak_memory_gb() -> float:
+    """The process's peak resident memory so far (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2**30 if sys.platform == "darwin" else 2**20)
+
+
 def report(timer: PhaseTimer, wall: float, cpu: float | None = None) -> str:
     lines = ["", "wsc-tasks bench: where the wall time went (exclusive seconds per phase)"]
     measured = sum(timer.seconds[p] for p in PHASES)
@@ -198,6 +207,7 @@ def report(timer: PhaseTimer, wall: float, cpu: float | None = None) -> str:
     lines.append(f"  {'wall':18s} {wall:9.2f} s")
     if cpu is not None:  # on a shared machine, wall time also counts other processes' turns
         lines.append(f"  {'process CPU time':18s} {cpu:9.2f} s  (all threads of this process)")
+    lines.append(f"  {'peak memory':18s} {peak_memory_gb():9.2f} GB (this process's maximum RSS)")
     for name in ("requests", "distinct requests", "forward calls"):
         lines.append(f"  {name}: {timer.counts[name]:,}")
     positions, nodes = timer.counts["token positions through the model"], timer.counts["trie nodes"]

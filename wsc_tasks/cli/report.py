@@ -66,19 +66,16 @@ def main(argv: list[str] | None = None) -> int:
     labels = [r.label for r in runs]
     if len(set(labels)) != len(labels):
         raise RunError(f"two folders have the same label ({labels}); name them with LABEL=DIR")
+    if not args.allow_empty and not any(t.samples for run in runs for t in run.tasks.values()):
+        count = sum(len(run.tasks) for run in runs)
+        return _nothing(
+            args.out, f"none of the {count} tasks read has a samples file (run with --log_samples)"
+        )
     say("building the sections, then their bootstraps, figures and the HTML page", args.quiet)
     built = build(runs, args.iters, args.seed, args.quiet)
     empty = nothing_to_show(built)
     if empty and not args.allow_empty:
-        if not any(task.values for run in runs for task in run.tasks.values()):
-            count = sum(len(run.tasks) for run in runs)
-            empty = f"none of the {count} tasks read has a samples file (run with --log_samples)"
-        print(
-            f"wsc-tasks report: error: {empty}; nothing written to {args.out} (--allow-empty "
-            "writes it anyway)",
-            file=sys.stderr,
-        )
-        return 2
+        return _nothing(args.out, empty)
     path = write(runs, Path(args.out), args.iters, args.seed, quiet=args.quiet, built=built)
     print(path)
     print(path.with_name("report.html"))
@@ -90,6 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         args.readme.write_text(spliced, encoding="utf-8")
         print(args.readme)
     return 0
+
+
+def _nothing(out: str, why: str) -> int:
+    print(
+        f"wsc-tasks report: error: {why}; nothing written to {out} (--allow-empty writes it "
+        "anyway)",
+        file=sys.stderr,
+    )
+    return 2
 
 
 def say(text: str, quiet: bool = False) -> None:

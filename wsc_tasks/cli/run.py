@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from wsc_tasks.cli.run_outputs import OutputError as OutputError  # re-exported
-from wsc_tasks.cli.run_outputs import check_output, check_written, discard, outputs
+from wsc_tasks.cli.run_outputs import check_output, check_written, discard, ending, outputs
 from wsc_tasks.harness.fingerprint import cache_key
 from wsc_tasks.paths import DEFAULT_GGUF as DEFAULT_GGUF  # its name here before paths.py had it
 from wsc_tasks.paths import (
@@ -35,32 +35,34 @@ DEFAULT_BATCH_SIZE = "32"  # lm-eval's default of 1 leaves a CPU idle between sh
 
 
 HELP = f"""\
-usage: wsc-tasks run [--tasks T1,T2] [--model M --model_args ARGS] [lm_eval run flags…]
+usage: wsc-tasks run [--tasks T1,T2] [--model M --model_args ARGS] [flags…]
 
-lm-eval's `lm_eval run` with this package's tasks: their --include_path added, the embedded
-SmolLM2-135M-Instruct when no --model_args are given, flags the tasks cannot honour refused before
-the model loads, and the files lm-eval writes checked after it returns.
+lm-eval's `lm_eval run` with this package's tasks: their --include_path added,
+the embedded SmolLM2-135M-Instruct when no --model_args are given, flags the
+tasks cannot honour refused before the model loads, the files lm-eval writes
+checked after it returns, and where they are and what to run next said last.
 
 options of wsc-tasks run:
-  {KEEP_PATHS}          write local model paths as given (default: their last component)
+  {KEEP_PATHS}          local model paths as given (default: their last part)
   --verbose             an error with its traceback (default: one line, exit 2)
   -h, --help            this help
 
 lm-eval's options that matter here, with the defaults run uses:
-  --tasks T1,T2         tasks and groups (default {DEFAULT_TASKS}: all); see task_configs/README.md
-  --model M             hf (default), hf-mlm (masked LMs), wsc-chance, local-completions, …
-  --model_args ARGS     key=value,… (default: the embedded model; `default` names its files)
+  --tasks T1,T2         tasks and groups (default {DEFAULT_TASKS}: all)
+  --model M             hf (default), hf-mlm (masked LMs), wsc-chance, …
+  --model_args ARGS     key=value,… (default: the embedded model; `default`)
   --batch_size N        default {DEFAULT_BATCH_SIZE} (lm_eval's is 1); auto on a GPU
   --device D            default cpu without CUDA, else lm_eval's (cuda)
   --output_path DIR     results (and samples) into DIR/<model label>/
-  --log_samples         every document's scores too: what `wsc-tasks report` reads
-  --limit N             the first N documents (schemas) of each task, or a share below 1
-  --metadata JSON       scoring, headline, smart_limit, tokenizer, metrics, … (default: none)
+  --log_samples         every document's scores: what `wsc-tasks report` reads
+  --limit N             the first N documents (schemas) of each task, or a share
+  --metadata JSON       scoring, headline, smart_limit, metrics, … (no default)
   --predict_only        the samples with every score, no metric
-  --use_cache PATH      lm-eval's request cache, its path keyed here by the model's fingerprint
+  --use_cache PATH      lm-eval's request cache, keyed here by the model
   --include_path DIR    your own task folder, beside this package's
-Every other `lm_eval run` flag passes through unchanged (`lm_eval run --help`), except those
-these tasks refuse: they score sentences by log-likelihood, with no prompt and no generation.
+Every other `lm_eval run` flag passes through (`lm_eval run --help`), except
+those these tasks refuse: they score sentences by log-likelihood, with no prompt
+and no generation. Tasks: task_configs/README.md.
 """
 
 
@@ -142,8 +144,9 @@ def check_model_paths(argv: list[str]) -> None:
 
 
 def check_metadata_keys(argv: list[str]) -> None:
-    """Every ``--metadata`` key must be one the tasks read, before the model loads (the tasks
-    check again, also in plain ``lm_eval`` runs, once lm-eval has merged in the model arguments)."""
+    """Every ``--metadata`` key must be one the tasks read and every value one its key takes,
+    before the model loads (the tasks check again, also in plain ``lm_eval`` runs, when lm-eval
+    builds them and once it has merged in the model arguments)."""
     import argparse
 
     from lm_eval._cli.utils import MergeDictAction
@@ -156,7 +159,17 @@ def check_metadata_keys(argv: list[str]) -> None:
         given = parser.parse_known_args(argv)[0].metadata or {}
     except (ValueError, SyntaxError) as error:
         raise ValueError(f"wsc-tasks: --metadata is not valid: {error}") from error
-    metadata_keys.check("wsc-tasks: --metadata", given)
+    if _only_our_tasks(argv):  # another package's tasks may read keys (and values) of their own;
+        metadata_keys.check("wsc-tasks: --metadata", given)  # ours check theirs as they load
+        metadata_keys.check_values("wsc-tasks: --metadata", given, _family(argv))
+
+
+def _family(argv: list[str]) -> str | None:
+    """The family of ``--model`` when the model alone settles it (``hf-mlm``), else None."""
+    from wsc_tasks.scoring import families
+
+    found = [f.name for f in families.FAMILIES.values() if f.model == _model(argv)]
+    return found[0] if len(found) == 1 else None
 
 
 def lm_eval_argv(passthrough: list[str]) -> list[str]:
@@ -185,8 +198,7 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
         argv += ["--device", "cpu"]  # lm-eval's default is cuda
     if not _has(argv, "--tasks"):
         argv += ["--tasks", DEFAULT_TASKS]
-    if _only_our_tasks(argv):  # another package's tasks may read keys of their own
-        check_metadata_keys(argv)
+    check_metadata_keys(argv)
     if not _has(argv, "--batch_size", "--batch-size"):
         argv += ["--batch_size", DEFAULT_BATCH_SIZE]
     path = str(include_path())
@@ -300,6 +312,7 @@ def run_lm_eval(passthrough: list[str]) -> int:
     patches.explain_chat_template_advice()
     patches.print_counts_as_integers()
     patches.quiet_git_lookup()
+    patches.said_by_wsc_tasks_run()  # its own ending below, with the checked files
     argv, target = labelled_output(lm_eval_argv(passthrough))
     notes.clear()
     cache = _value(argv, "--use_cache", "--use-cache", "-c")
@@ -336,6 +349,10 @@ def run_lm_eval(passthrough: list[str]) -> int:
 
         if _has(argv, "--log_samples", "-s") and not os.environ.get(summaries.LATER):
             runs.write_summaries(target)  # report decodes these samples again
+    if first:
+        label = model_label(_model(argv), model_args_of(argv))
+        samples = _has(argv, "--log_samples", "-s")
+        print(ending(target, new if target is not None else [], samples, label))
     return 0
 
 

@@ -112,3 +112,24 @@ def _remove_empty(folders: list[Path]) -> None:
             folder.rmdir()
         except OSError:
             return
+
+
+def ending(target: Path | None, new: list[Path], samples: bool, label: str) -> str:
+    """The run's last lines: where its files are and what to run next (the report needs the
+    samples, so without them it says how to get them)."""
+    if target is None:
+        return (
+            "wsc-tasks: nothing saved (no --output_path). To keep this run and write its report: "
+            f"add --log_samples --output_path runs/ and then run: wsc-tasks report runs/{label}"
+        )
+    files = ", ".join(p.name for p in new)
+    if not samples:
+        return (
+            f"wsc-tasks: results in {target}/ ({files}); no samples (run with --log_samples for "
+            "intervals, p-values and the findings of: wsc-tasks report)"
+        )
+    count = sum(1 for p in target.glob(f"samples_*_{stamp_of(new[-1])}.jsonl*")) if new else 0
+    return (
+        f"wsc-tasks: results in {target}/ ({files} and {count} samples files). Next: "
+        f"wsc-tasks report {target}"
+    )

@@ -36,23 +36,22 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
     others = sorted(name for name in LAUNCHERS if name != shown)
     found = argparse.ArgumentParser(
         prog="wsc-tasks sweep",
-        usage="wsc-tasks sweep MODELS_FILE [--out DIR] [--launcher L] [options] [lm_eval flags…]",
-        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=32),
+        usage="wsc-tasks sweep MODELS_FILE [--out DIR] [--launcher L] [options] [flags…]",
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=22),
         description="Run lm-eval on every model of MODELS_FILE (resumable) and write "
         "<out>/leaderboard.md, .csv and .html. Unknown flags go to every lm-eval run.",
-        epilog=f"Another launcher's settings: --launcher {'|'.join(others)} --help (README: Sweeps "
-        "on a cluster).",
+        epilog=f"Other launchers: --launcher {'|'.join(others)} --help (README: Sweeps on a "
+        "cluster).",
     )
     found.add_argument(
         "models_file",
         nargs="?",
-        help="YAML or text list of models (README: sweeps); optional with --hub-query",
+        help="a YAML or text list of models; optional with --hub-query",
     )
     found.add_argument(
         "--hub-query",
         metavar="K=V,…",
-        help="models from the Hub (keys: author, search, tags, library, sort, limit, "
-        "created_after, model, model_args, trust_remote_code; README: sweeps)",
+        help="models from a Hub query (author, search, tags, …; README: sweeps)",
     )
     found.add_argument(
         "--prefetch",
@@ -64,7 +63,7 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
     found.add_argument(
         "--keep-weights",
         action="store_true",
-        help="keep Hub weights in the cache after a run (default: removed)",
+        help="keep Hub weights cached after a run (default: removed)",
     )
     found.add_argument(
         "--out", default="results", metavar="DIR", help="one folder per model (default results)"
@@ -103,7 +102,7 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
     found.add_argument(
         KEEP_PATHS,
         action="store_true",
-        help="write local model paths as given (default: <last component>)",
+        help="local model paths as given (default: their last part)",
     )
     found.add_argument(
         "--launcher", choices=sorted(LAUNCHERS), default=DEFAULT, help=f"default {DEFAULT}"
@@ -124,7 +123,7 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
                 common["metavar"] = "LINE"
             if not listed:
                 common["help"] = argparse.SUPPRESS
-            common.setdefault("help", setting.help)
+            common.setdefault("help", setting.shown_help)
             if setting.kind == "flag":
                 group.add_argument(setting.flag, action="store_true", **common)
             elif setting.kind == "lines":

@@ -18,7 +18,7 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from wsc_tasks.harness import flags, patches
+from wsc_tasks.harness import flags, metadata_keys, patches
 from wsc_tasks.harness.conventions import TaskConventions
 from wsc_tasks.metrics import registry
 from wsc_tasks.metrics.registry import Aggregation
@@ -84,12 +84,14 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         config = request_task_config(config)
         self.validate_metadata(config.get("task"), config.get("metadata") or {})
+        flags.check_run(str(config.get("task")))
         super().__init__(config=config, **kwargs)
         self._requested = dict(self._meta)  # as given, before a plan writes to it
 
     @classmethod
     def validate_metadata(cls, task: Any, meta: dict[str, Any]) -> None:
         """One-line errors for metadata the task cannot honour, before lm-eval builds it."""
+        metadata_keys.check_values(f"task {task}: metadata", meta)
         metric_choice(str(task), meta)
 
     @property

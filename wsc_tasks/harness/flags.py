@@ -82,6 +82,27 @@ def check_task(
         raise UnsupportedFlag(message("--num_fewshot", where))
 
 
+def check_run(task: str) -> None:
+    """The flags of the running ``simple_evaluate`` (plain ``lm_eval`` and the Python API), as
+    lm-eval builds the task: a refused one stops the run before any document is read (lm-eval
+    hands them to the task only later, in ``build_all_requests``). Nothing outside it."""
+    from wsc_tasks.harness.patches import simple_evaluate_arguments
+
+    run = simple_evaluate_arguments()
+    if run is None:
+        return
+    given = run["flags"]
+    shots = given.get("num_fewshot")
+    check_task(  # the chat template first: with it lm-eval's CLI sets fewshot_as_multiturn
+        task,
+        num_fewshot=int(shots) if isinstance(shots, int | str) and str(shots).strip() else 0,
+        apply_chat_template=bool(given.get("apply_chat_template")),
+        system_instruction=str(given.get("system_instruction") or "") or None,
+    )
+    if given.get("fewshot_as_multiturn") and _true(given["fewshot_as_multiturn"]):
+        raise UnsupportedFlag(message("--fewshot_as_multiturn", f"task {task}"))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--apply_chat_template", nargs="?", const=True, default=None)

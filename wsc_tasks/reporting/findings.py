@@ -124,7 +124,8 @@ from wsc_tasks.reporting.wording import (
 # fmt: off
 __all__ = [
     "ABOVE", "ALPHA", "AT", "BELOW", "RULE", "UNCLEAR", "UNCORRECTED", "Accuracy",
-    "Contamination", "Control", "Model", "Perturbation", "Rule", "Test", "against_chance",
+    "Contamination", "Control", "Model", "Perturbation", "Rule", "SAYS", "Test",
+    "against_chance",
     "brief", "calibration", "code", "contaminated", "contamination", "contamination_adjusted",
     "contamination_brief", "control_tests", "controls", "controls_above", "detectable",
     "explained_by_artifacts", "headline", "headline_tests", "interval", "name", "number",
@@ -361,6 +362,26 @@ def contamination_brief(model: Model) -> str:
         files = _join([f"{wording.code(c.dataset)} ({_p_is(c.two_sided)})" for c, _ in flagged])
         return f"the canonical order is more likely than shuffles on {files}: likely contaminated"
     return f"no evidence of contamination on {len(model.contamination)} published file(s)"
+
+
+# What ``sentences`` says of a model, in its order (the README's account of the findings is
+# written from this list, ``reporting.readme``): a change to the sentences changes it here.
+SAYS = (
+    "schema accuracy A on the ranking task with its interval, above or below chance or not "
+    "distinguishable from chance (with what its interval rules out)",
+    "whether problem accuracy a survives the schema score (A above chance too), and how much of a "
+    "comes from half-solved schemas",
+    "each control baseline against chance, Holm over the model's controls, and the datasets on "
+    "which an artifact can explain part of its score (a control made from one is above chance "
+    "and the model's score on it is above chance too)",
+    "the change in A under each perturbation of the ranking task (paired, Holm over them) and the "
+    "lowest schema consistency, called least consistent only when it is below every other",
+    "where the contamination check ran, the files whose published order is more likely than "
+    "shuffles, or no evidence of contamination",
+    "a and A on Reid250 and on Winogrande against chance, a line each",
+    "for a chance model instead, whether A on the ranking task is not distinguishable from chance "
+    "and on how many tasks its intervals exclude chance (the calibration check)",
+)
 
 
 def sentences(model: Model, found: Test | None = None, of: str = "") -> list[str]:

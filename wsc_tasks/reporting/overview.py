@@ -86,9 +86,8 @@ def overview(models: Sequence[Model], found: Mapping[str, Test] | None = None) -
                 said = _named(others, highs, "upper ends of A")
                 out.append(f"Not distinguishable from chance or below it: {said}.")
         else:
-            out.append(
-                f"No model is above chance {question}: {_named(others, highs, 'upper ends of A')}."
-            )
+            said = _named(others, highs, "upper ends of A")
+            out.append(f"{wording.NONE_ABOVE} {question}: {said}.")
     if checks:
         out.append(f"Chance models, the calibration check: {_named(checks)}.")
     return " ".join(out)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from wsc_tasks.paths import CHANCE_MODEL
-from wsc_tasks.reporting import examples, figures, html_report, markup
+from wsc_tasks.reporting import examples, figures, html_report, markup, wording
 from wsc_tasks.reporting.progress import progress
 from wsc_tasks.reporting.runs import Run
 from wsc_tasks.reporting.sections import Section
@@ -26,12 +26,8 @@ def intro(iters: int, seed: int) -> str:
     return (
         "Made by `wsc-tasks report` from lm-eval `--log_samples` outputs. Intervals: 95% "
         f"percentile intervals of a bootstrap over schemas (lm-eval documents), R = "
-        f"{iters}, seed {seed}; p: Monte Carlo (k + 1)/(R + 1) (thesis §3.8), one "
-        "significant digit. In the tables p is two-sided, against chance for an accuracy, with "
-        "the side of chance the value lies on (`.007 (below)`), and against 0 for a difference, "
-        "whose side is its sign; in the findings p is one-sided (`p(A > 0.250)`: is the model "
-        "above chance?). Differences between conditions on the same schemas are paired. "
-        "Every symbol is defined in the glossary at the end."
+        f"{iters}, seed {seed}; p: {wording.which_p()} Differences between conditions on the "
+        "same schemas are paired. Every symbol is defined in the glossary at the end."
     )
 
 

@@ -253,8 +253,7 @@ def read_task(
     through the run's ``summary`` when given; a metric logged but not aggregated gets its figure
     from the samples."""
     run = TaskRun(task, row, samples=samples, dataset=dataset)
-    if samples is None:
-        log.warning(f"wsc_tasks: {task}: no samples file (run with --log_samples): no intervals")
+    if samples is None:  # said once per folder (``load_run``), not once per task
         return run
     if summary is not None:
         run.docs, run.lines, values = summary.read(task, samples, read_samples)
@@ -365,6 +364,12 @@ def _load_run(folder: Path, label: str | None, keep_paths: bool) -> Run:
             f"{folder}: results of different models ({listing}); give each model its own folder"
         )
     (model, args), _ = next(iter(models.items()))
+    missing = [t.task for t in tasks.values() if t.samples is None]
+    if missing and len(missing) < len(tasks):  # none at all: the report's one error says so
+        log.warning(
+            f"wsc_tasks: {folder}: {len(missing)} of its {len(tasks)} task(s) have no samples "
+            f"file, so no intervals: {', '.join(missing)}"
+        )
     log.info(f"wsc_tasks: {folder}: {len(tasks)} task(s) of {model} from {len(files)} file(s)")
     name, limit = label or default_label(folder), max(limits, default=None)
     skipped = [c for c in checks if c.get("outcome") != "passed"]  # noted before any passed one

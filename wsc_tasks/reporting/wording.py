@@ -7,8 +7,8 @@ import math
 from collections.abc import Sequence
 
 from wsc_tasks.metrics.stats import Estimate, format_p
-from wsc_tasks.reporting import markup
-from wsc_tasks.reporting.claims import UNCLEAR, Test, test
+from wsc_tasks.reporting import claims, markup
+from wsc_tasks.reporting.claims import UNCLEAR, Rule, Test, test
 
 
 def code(text: str) -> str:
@@ -74,3 +74,58 @@ def _models(count: int) -> str:
 def _p_is(p: float) -> str:
     """``p = .04``, ``p < .001``."""
     return f"p {_relation(p)}"
+
+
+# The rule in the fixed text around the findings (the report's opening, its findings section, the
+# leaderboard, the README): each phrase read from ``claims.RULE``, so that no page says a p or a
+# family the rule does not use (``tests/test_rule_prose.py``; the README's blocks are written from
+# these by ``tests/regenerate.py``).
+def sides(rule: Rule | None = None) -> str:
+    """``two-sided`` or ``one-sided``: the p the findings test (``claims.RULE`` unless given)."""
+    rule = rule or claims.RULE
+    return "two-sided" if rule.two_sided else "one-sided"
+
+
+FAMILIES = (
+    "a model's control baselines; its perturbations; the models tested on the ranking task, "
+    "chance models aside"
+)
+
+
+def which_p(rule: Rule | None = None) -> str:
+    """The p of every table (``stats.Estimate.p``, always two-sided) and of the findings (by
+    ``rule``), in one sentence (after ``p:``)."""
+    rule = rule or claims.RULE
+    text = (
+        "Monte Carlo (k + 1)/(R + 1) (thesis §3.8), one significant digit; two-sided, "
+        "against chance for an accuracy, written with the side of chance the value lies on "
+        "(`.007 (below)`: far below chance, not a good model), and against 0 for a difference, "
+        "whose sign is its side"
+    )
+    return f"{text}; {findings_p(rule)}."
+
+
+def findings_p(rule: Rule | None = None) -> str:
+    """Which p the findings test, next to the tables' two-sided one."""
+    rule = rule or claims.RULE
+    if rule.two_sided:
+        return "the findings quote the same p as the tables"
+    return f"the findings test the {sides(rule)} p on the side the value lies on"
+
+
+def claim_rule(rule: Rule | None = None) -> str:
+    """What a claim needs, by ``rule`` (``claims.RULE`` unless given)."""
+    rule = rule or claims.RULE
+    parts = [f"{sides(rule)} p below {rule.alpha:g}"]
+    if rule.holm:
+        parts[0] += f" after Holm's adjustment over its family ({FAMILIES})"
+    if rule.interval:
+        parts.append("its 95% interval on the claimed side")
+    return (
+        f"A claim (above or below chance, lower or higher) needs {' and '.join(parts)}; "
+        "otherwise the result is *not distinguishable from chance*, never *at chance*, and the "
+        "interval says what it rules out"
+    )
+
+
+NONE_ABOVE = "No model is shown above chance"  # the overview when none is: not "none is"

@@ -12,7 +12,7 @@ the patch can probably go. ``tests/test_patches.py`` tests what each patch does,
 
 When they apply (as before this package existed; N: the module ``pNN_…``):
 
-- ``apply()`` — sections 1 to 6, 9, 12, 15 to 21, when ``wsc_tasks.harness.base`` (the base of
+- ``apply()`` — sections 1 to 6, 9, 12, 15 to 23, when ``wsc_tasks.harness.base`` (the base of
   every task class) is imported (that is, when lm-eval loads this package's tasks, before any
   request is sent); 14 is part of section 2's replacement;
 - ``accept_several_include_paths()`` (7) — by ``wsc-tasks run`` before lm-eval's CLI starts;
@@ -22,7 +22,8 @@ When they apply (as before this package existed; N: the module ``pNN_…``):
 - ``tasks_meet_the_model`` (13) — inside section 3's ``evaluate``, before any request is built;
 - ``explain_chat_template_advice()`` (15) and ``print_counts_as_integers()`` (16) — also by
   ``wsc-tasks run`` before lm-eval's CLI starts (``apply()`` comes too late for a plain ``lm_eval``
-  run, whose advice comes first and whose CLI takes ``make_table`` before the tasks load);
+  run, whose advice comes first and whose CLI takes ``make_table`` before the tasks load: there
+  section 16 rewrites the function it holds, ``print_counts_in_place``);
 - ``quiet_git_lookup()`` (17) — first in ``apply()``, and by ``wsc-tasks run``.
 
 Every patch is idempotent: the replacement carries ``_MARK`` and is never wrapped twice.
@@ -108,6 +109,7 @@ from wsc_tasks.harness.patches.p16_print_counts_as_integers import (
     integer_counts,
     is_count_row,
     print_counts_as_integers,
+    print_counts_in_place,
 )
 from wsc_tasks.harness.patches.p17_quiet_git_lookup import (
     quiet_git_lookup,
@@ -127,6 +129,14 @@ from wsc_tasks.harness.patches.p20_share_prefixes import (
 )
 from wsc_tasks.harness.patches.p21_pickle_request_cache import (
     pickle_request_cache,
+)
+from wsc_tasks.harness.patches.p22_one_line_refusals import (
+    OneLineRefusals,
+    one_line_refusals,
+)
+from wsc_tasks.harness.patches.p23_say_where_results_are import (
+    said_by_wsc_tasks_run,
+    say_where_results_are,
 )
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -197,6 +207,11 @@ __all__ = [
     "SHARING_ENV",
     "share_prefixes",
     "pickle_request_cache",
+    "OneLineRefusals",
+    "one_line_refusals",
+    "print_counts_in_place",
+    "said_by_wsc_tasks_run",
+    "say_where_results_are",
 ]
 
 
@@ -234,11 +249,14 @@ def check_lm_eval_version() -> None:
 
 
 def apply() -> bool:
-    """Sections 1–6, 9, 12 and 15–21, once per process (13 and 14 are parts of 3 and 2); True if
+    """Sections 1–6, 9, 12 and 15–23, once per process (13 and 14 are parts of 3 and 2); True if
     the logits cache was patched now."""
     quiet_git_lookup()  # section 17
     explain_chat_template_advice()
     print_counts_as_integers()
+    print_counts_in_place()  # the table of a plain lm_eval run, whose CLI holds make_table
+    one_line_refusals()  # section 22
+    say_where_results_are()  # section 23
     refuse_unserved_requests()
     check_served_logprobs()
     _aggregate_listed_metrics_only()

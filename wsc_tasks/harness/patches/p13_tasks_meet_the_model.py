@@ -32,11 +32,17 @@ class RunArguments(TypedDict):
     model_args: str | dict[str, object] | None
     metadata: dict[str, object] | None
     task_manager: object
+    flags: dict[str, object]  # apply_chat_template, system_instruction, num_fewshot, …
+
+
+# the flags of ``simple_evaluate`` that ``flags.check_task`` refuses, read by a task as lm-eval
+# builds it (plain ``lm_eval`` runs: before any document is read or request built)
+RUN_FLAGS = ("apply_chat_template", "system_instruction", "fewshot_as_multiturn", "num_fewshot")
 
 
 def simple_evaluate_arguments() -> RunArguments | None:
-    """``model_args``, ``metadata`` and ``task_manager`` of the running ``simple_evaluate``;
-    None outside it (``evaluate`` called directly)."""
+    """``model_args``, ``metadata``, ``task_manager`` and the refused flags (``RUN_FLAGS``) of
+    the running ``simple_evaluate``; None outside it (``evaluate`` called directly)."""
     import inspect
 
     from lm_eval import evaluator
@@ -52,6 +58,7 @@ def simple_evaluate_arguments() -> RunArguments | None:
         model_args=found.get("model_args"),
         metadata=found.get("metadata"),
         task_manager=found.get("task_manager"),
+        flags={name: found.get(name) for name in RUN_FLAGS},
     )
 
 
@@ -86,6 +93,10 @@ def meet_the_model(lm: object, task_dict: object) -> None:
                 )
     for task in tasks:
         task.meet_model(lm, keys, shared)
+    if tasks:  # a plain lm_eval run then ends saying where its files are (section 23)
+        from wsc_tasks.harness.patches.p23_say_where_results_are import ran
+
+        ran()
 
 
 def lm_eval_keeps_model_args_out_of_a_given_task_managers_metadata() -> bool:

@@ -6,6 +6,8 @@ import functools
 import re
 
 from wsc_tasks.harness.patches.base import (
+    _MARK,
+    _ORIGINALS,
     TESTED,
     Patch,
     _replace,
@@ -19,7 +21,11 @@ from wsc_tasks.metrics.registry import ACC
 # The table lm-eval prints is rewritten, for the rows of this package's count metrics with a whole
 # value: the number as an integer, right-aligned in its cell, no ± and no stderr. Only the text is
 # changed; the results files keep lm-eval's values. No upstream issue found; upstream, a metric
-# could carry its number format.
+# could carry its number format. ``wsc-tasks run`` replaces ``lm_eval.utils.make_table`` before
+# lm-eval's CLI starts; a plain ``lm_eval`` run has taken the function into its command
+# (``from lm_eval.utils import make_table``) before this package's tasks load, so there the
+# function object it holds gets the wrapper's code (``print_counts_in_place``), its own code kept
+# as a copy under the name ``_wsc_tasks_make_table`` of lm-eval's module.
 def is_count_row(metric: str) -> bool:
     """A row of lm-eval's table whose metric is one of this package's counts."""
     from wsc_tasks.metrics import registry
@@ -45,17 +51,54 @@ def integer_counts(table: str) -> str:
     return "\n".join(lines)
 
 
+IN_PLACE = "_wsc_tasks_in_place"  # the mark of ``make_table`` rewritten in place
+
+
 def print_counts_as_integers() -> bool:
     """Section 16, once per process; True if ``make_table`` was wrapped now."""
     from lm_eval import utils
 
     make_table_original = utils.make_table
+    if getattr(make_table_original, IN_PLACE, False):  # rewritten already (a plain run's tasks)
+        return False
 
     @functools.wraps(make_table_original)
     def make_table(*args: object, **kwargs: object) -> str:
         return integer_counts(make_table_original(*args, **kwargs))
 
     return _replace(utils, "make_table", make_table)
+
+
+def _table_of_integer_counts(
+    result_dict: dict, column: str = "results", sort_results: bool = False
+) -> str:
+    """The code ``make_table`` runs once rewritten in place: its own (the copy), then the counts
+    (names resolved in lm-eval's module, where ``print_counts_in_place`` put them)."""
+    table = _wsc_tasks_make_table(result_dict, column, sort_results)  # type: ignore[name-defined]  # noqa: F821, E501
+    return str(_wsc_tasks_integer_counts(table))  # type: ignore[name-defined]  # noqa: F821
+
+
+def print_counts_in_place() -> bool:
+    """Section 16 for a plain ``lm_eval`` run: ``lm_eval.utils.make_table``, the function object
+    lm-eval's CLI already holds, runs the wrapper's code; True if rewritten now (never when
+    ``print_counts_as_integers`` replaced it first, nor twice)."""
+    import types
+
+    from lm_eval import utils
+
+    function = utils.make_table
+    if getattr(function, _MARK, False) or getattr(function, IN_PLACE, False):
+        return False
+    copy = types.FunctionType(
+        function.__code__, function.__globals__, function.__name__, function.__defaults__
+    )
+    copy.__kwdefaults__ = function.__kwdefaults__
+    function.__globals__["_wsc_tasks_make_table"] = copy
+    function.__globals__["_wsc_tasks_integer_counts"] = integer_counts
+    _ORIGINALS[(id(utils), "make_table")] = copy  # ``original``: lm-eval's own code
+    function.__code__ = _table_of_integer_counts.__code__
+    setattr(function, IN_PLACE, True)
+    return True
 
 
 def lm_eval_prints_a_whole_count_with_the_columns_decimals() -> bool:

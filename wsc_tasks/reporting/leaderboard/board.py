@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, read_done
-from wsc_tasks.reporting import findings
+from wsc_tasks.reporting import findings, wording
 from wsc_tasks.reporting.leaderboard.entries import Board, Entry, is_chance_model
 from wsc_tasks.reporting.leaderboard.layout import MATRIX_MAX, Tables, tables
 from wsc_tasks.reporting.tables import Table
@@ -16,12 +16,10 @@ from wsc_tasks.reporting.tables import Table
 HOW_TO_READ = (
     "A: schema accuracy (every problem of a schema right), a: problem accuracy, each with a 95% "
     "percentile interval of a bootstrap over schemas (R = {iters}, seed {seed}); p against chance "
-    "(0.5 for a, 0.25 for A on pairs), two-sided, with the side of chance the value lies on; "
-    "`A − next`: paired difference with the next model down (its sign is its side). In the "
-    "findings quote the same two-sided p; a claim needs it below 0.05 after Holm's adjustment "
-    "over its family (the models above chance, a model's control baselines) and its interval on "
-    "the claimed side; `controls above chance` counts by that rule (the rules: "
-    "`wsc_tasks/reporting/findings.py`)."
+    f"(0.5 for a, 0.25 for A on pairs), {wording.sides()}, with the side of chance the value "
+    "lies on; `A − next`: paired difference with the next model down (its sign is its side). "
+    f"The findings quote the same p. {wording.claim_rule()}; `controls above chance` counts by "
+    "that rule (the rules: `wsc_tasks/reporting/findings.py`)."
 )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics.registry import ACC, Key, TaskKind
 from wsc_tasks.paths import CHANCE_MODEL
-from wsc_tasks.reporting import findings
+from wsc_tasks.reporting import findings, wording
 from wsc_tasks.reporting.estimates import form, outcomes
 from wsc_tasks.reporting.figures import Bar
 from wsc_tasks.reporting.runs import Run
@@ -32,12 +32,9 @@ PERTURBATIONS = tuple(catalog.datasets(catalog.PERTURBATION, of=catalog.RANKING)
 HOW_TO_READ = (
     "Each sentence applies a stated rule to the estimates of the tables below (the rules: the "
     "docstring of `wsc_tasks/reporting/findings.py`; the decision rule and its measured error "
-    "rates: the method section below). Intervals: 95%; p: two-sided, the same p as in the "
-    "tables, against chance for an accuracy and against 0 for a change. A claim (above or below "
-    "chance, lower or higher) needs p below 0.05 after Holm's adjustment over its family (a "
-    "model's control baselines, its perturbations, the models above chance) and its interval on "
-    "the claimed side; otherwise the result is not distinguishable from chance, and the interval "
-    "says what it rules out."
+    f"rates: the method section below). Intervals: 95%; p: {wording.sides()}, the same p as in "
+    "the tables, against chance for an accuracy and against 0 for a change. "
+    f"{wording.claim_rule()}."
 )
 
 

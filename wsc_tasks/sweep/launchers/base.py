@@ -50,6 +50,20 @@ class Setting:
     default: Any = None
     kind: SettingForm = "value"
     command_line_only: bool = False  # e.g. --dry-run: not a property of a models file
+    unset: str = ""  # what happens when it is not given and has no default (for the help)
+
+    @property
+    def shown_help(self) -> str:
+        """The help with the default: the value, or what happens without one."""
+        if self.kind != "value":
+            return self.help
+        if self.default is not None:
+            return (
+                f"{self.help} (default {self.default:g})"
+                if isinstance(self.default, float)
+                else f"{self.help} (default {self.default})"
+            )
+        return f"{self.help} (default: {self.unset})" if self.unset else self.help
 
     @property
     def flag(self) -> str:

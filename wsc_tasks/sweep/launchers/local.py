@@ -47,7 +47,7 @@ def cuda_devices() -> int:
 # one it leaves out takes its default (``Launcher.setting``)
 ACCELERATE = flag_setting("accelerate", "each model across all GPUs (accelerate launch), in turn")
 PER_GPU = Setting("per-gpu", "models that share one GPU at a time (small models)", positive_int, 1)
-DEVICES = Setting("devices", "CUDA devices to use, e.g. 0,1 (default: all)", _devices)
+DEVICES = Setting("devices", "CUDA devices to use, e.g. 0,1", _devices, unset="all")
 
 
 @register

@@ -50,8 +50,17 @@ class RayLauncher(Launcher):
     name = "ray"
     help = "one Ray task per model (pip install 'wsc-tasks[ray]')"
     settings = (
-        Setting("ray-address", "a Ray cluster to join (auto, HOST:PORT, ray://…)"),
-        Setting("gpus-per-model", "GPUs of each model's task (0.25: four share one)", fraction),
+        Setting(
+            "ray-address",
+            "a Ray cluster to join (auto, HOST:PORT, ray://…)",
+            unset="a local Ray started for the sweep",
+        ),
+        Setting(
+            "gpus-per-model",
+            "GPUs of each model's task (0.25: four share one)",
+            fraction,
+            unset="1 where the cluster has GPUs, else 0",
+        ),
         Setting("cpus-per-model", "CPUs of each model's task", fraction, 1.0),
         Setting("max-parallel", "models running at once (0: as the cluster fits)", count, 0),
         Setting("retries", "times a task whose worker died is run again", count, 3),

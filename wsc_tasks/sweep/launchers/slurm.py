@@ -64,21 +64,19 @@ class SlurmLauncher(Launcher):
     name = "slurm"
     help = "one Slurm job array (sbatch --array), one task per model"
     settings = (
-        Setting("partition", "Slurm partition"),
-        Setting("account", "Slurm account"),
-        Setting("qos", "Slurm quality of service"),
-        Setting("time", "time limit of each model's job, e.g. 4:00:00"),
+        Setting("partition", "Slurm partition", unset="the cluster's default"),
+        Setting("account", "Slurm account", unset="your default account"),
+        Setting("qos", "Slurm quality of service", unset="the partition's"),
+        Setting("time", "each job's time limit, e.g. 4:00:00", unset="partition's"),
         Setting("gpus-per-model", "GPUs of each model's job (--gres=gpu:N)", count, 1),
-        Setting("cpus-per-model", "CPUs of each model's job", positive_int),
-        Setting("mem", "memory of each model's job, e.g. 32G"),
-        Setting("max-parallel", "models running at once (--array=…%%K; 0: no cap)", count, 0),
+        Setting("cpus-per-model", "CPUs of each model's job", positive_int, unset="Slurm's"),
+        Setting("mem", "memory per job, e.g. 32G", unset="the partition's"),
+        Setting("max-parallel", "models at once (--array=…%%K; 0: no cap)", count, 0),
         Setting("sbatch", "an extra #SBATCH option, e.g. constraint=a100", kind="lines"),
-        Setting(
-            "setup", "a shell line run before each model, e.g. 'module load cuda'", kind="lines"
-        ),
+        Setting("setup", "shell line run before each model, e.g. 'module load cuda'", kind="lines"),
         flag_setting("no-requeue", "no requeue before the time limit or on preemption"),
         Setting("requeue-before", "seconds before the time limit to requeue", positive_int, 300),
-        Setting("max-requeues", "requeues of one model before its time limit ends it", count, 3),
+        Setting("max-requeues", "times one model's job may requeue", count, 3),
         Setting("job-name", "Slurm job name", str, "wsc-sweep"),
         Setting("poll", "seconds between two squeue calls", fraction, 10.0),
         flag_setting("no-wait", "submit and return; the same command later collects", True),

@@ -1,0 +1,67 @@
+"""The README's sentences about the decision rule and the findings, written from their code.
+
+Each block sits between ``<!-- rule:NAME -->`` and ``<!-- end rule:NAME -->`` in the README;
+``tests/regenerate.py`` rewrites it from ``BLOCKS`` (``--check`` says when one differs), so a
+sentence that states the rule, its p or what the findings say cannot drift from the code that
+applies it (``wording``'s phrases read ``claims.RULE``; ``findings.SAYS`` lists the findings'
+sentences in the order ``findings.sentences`` writes them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from wsc_tasks.reporting import findings, wording
+
+
+def _opening() -> str:
+    return (
+        "p: two-sided bootstrap p against chance, in every table of the reports; "
+        f"{wording.findings_p()}. {wording.claim_rule()}."
+    )
+
+
+def _which_p() -> str:
+    return f"**Which p:** {wording.which_p()} {wording.claim_rule()}."
+
+
+def _findings() -> str:
+    said = "; ".join(findings.SAYS)
+    return (
+        "It opens with **the findings**: per model, a few sentences, each a stated rule applied "
+        "to the estimates below (the rules: "
+        "[`wsc_tasks/reporting/findings.py`](wsc_tasks/reporting/findings.py)), in this order: "
+        f"{said}. A line over all models says which are shown above chance on the ranking task "
+        "(Holm over them) and the smallest A each could have been found above chance at."
+    )
+
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "opening": _opening,
+    "which-p": _which_p,
+    "findings": _findings,
+}
+
+
+def markers(name: str) -> tuple[str, str]:
+    return f"<!-- rule:{name} -->", f"<!-- end rule:{name} -->"
+
+
+def fill(readme: str, where: str = "README.md") -> str:
+    """``readme`` with every block rewritten from the code; a block missing its markers is an
+    error naming them."""
+    for name, write in BLOCKS.items():
+        begin, end = markers(name)
+        if begin not in readme or end not in readme:
+            raise ValueError(f"{where}: add the lines {begin} and {end} around the {name} block")
+        head, rest = readme.split(begin, 1)
+        tail = rest.split(end, 1)[1]
+        readme = f"{head}{begin}\n{_wrap(write())}\n{end}{tail}"
+    return readme
+
+
+def _wrap(text: str, width: int = 100) -> str:
+    """The README's own line width (Markdown joins the lines again)."""
+    import textwrap
+
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
