@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 import tiny_models
 from hub_server import HubServer
-from test_hub import _blobs, _env, _events
+from test_hub import _blobs, _env
+from test_hub import _events as _written
 
 from wsc_tasks.sweep import download, snapshots
 from wsc_tasks.sweep import folder as protocol
@@ -57,6 +58,10 @@ def _finish(out: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(_command(out), env=env, capture_output=True, text=True, timeout=900)
 
 
+def _events(out: Path) -> list[dict]:
+    return _written(out) if (out / ".sweep" / "weights.jsonl").is_file() else []
+
+
 def _wait_for(condition, what: str, limit_s: float = 300.0) -> None:
     start = time.monotonic()
     while not condition():
@@ -82,15 +87,16 @@ def _snapshots(home: Path) -> set[str]:
     return {p.parent.parent.name.split("--")[-1] for p in found if any(p.iterdir())}
 
 
-def _downloaders() -> list[int]:
-    """The pids of download processes (``wsc_tasks.sweep.download``) still alive."""
+def _downloaders(home: Path) -> list[int]:
+    """The pids of download processes (``wsc_tasks.sweep.download``) into ``home`` alive."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
             line = (entry / "cmdline").read_bytes().split(b"\0")
+            env = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"wsc_tasks.sweep.download" in line:
+        if b"wsc_tasks.sweep.download" in line and f"HF_HOME={home}".encode() in env:
             found.append(int(entry.name))
     return found
 
@@ -141,7 +147,7 @@ def test_a_signal_during_a_download_stops_it_at_once_and_the_resume_trusts_nothi
         events = [(e["event"], e["model"]) for e in _events(out)]
         assert events == [("fetch-start", "gpt2-a"), ("fetch-stopped", "gpt2-a")]  # no run
         assert not _weights_served(server, "tiny/gpt2-b")  # nothing fetched after the signal
-        assert not _downloaders()
+        assert not _downloaders(home)
         assert _blobs(home) == []  # the partial download is gone: nothing for a resume to trust
         assert sorted(p.name for p in (out / "gpt2-a").iterdir()) == ["spec.json"]  # no verdict
         if sig == signal.SIGTERM:
@@ -176,7 +182,7 @@ def test_two_interruptions_during_runs_then_a_resume_keep_the_bound_and_the_user
             stops = []
             for _ in range(2):
                 process = _start(out, env)
-                runs = sum(e["event"] == "run-start" for e in _events(out)) if out.is_dir() else 0
+                runs = sum(e["event"] == "run-start" for e in _events(out))
                 _wait_for(
                     lambda runs=runs: sum(e["event"] == "run-start" for e in _events(out)) > runs,
                     "a run to start",
@@ -187,7 +193,7 @@ def test_two_interruptions_during_runs_then_a_resume_keep_the_bound_and_the_user
                 server.seconds_per_weights = 0
                 stops.append(seconds)
                 assert process.returncode == 130, err[-3000:]
-                assert not _downloaders()
+                assert not _downloaders(home)
                 runs_now = [e for e in _events(out) if e["event"] == "run-start"]
                 assert len(runs_now) == runs + 1  # no run started after the signal
             resumed = _finish(out, env)
@@ -224,7 +230,7 @@ def test_kill_9_during_a_download_leaves_no_process_and_the_resume_downloads_afr
         _wait_for(lambda: _weights_served(server, "tiny/gpt2-a"), "the download of gpt2-a")
         time.sleep(1.0)
         _kill(process, signal.SIGKILL)
-        _wait_for(lambda: not _downloaders(), "the download to die with the sweep", 10)
+        _wait_for(lambda: not _downloaders(home), "the download to die with the sweep", 10)
         assert [r["state"] for r in snapshots.records(out)] == ["downloading"]
         server.seconds_per_weights = 0
         resumed = _finish(out, env)
