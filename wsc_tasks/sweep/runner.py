@@ -190,10 +190,13 @@ def _run_locked(
     wall = time.monotonic() - clock
     if spec.hub:
         weights.record(options.out, "run-end", spec)
-    if not options.keep_paths:
-        local = local_model_paths(_named_files(spec))
-        scrub([folder / protocol.LOG], {str(include_path()): "<wsc_tasks.task_configs>", **local})
     results = list((folder / SWEEP_RESULTS).rglob("results_*.json"))
+    if not options.keep_paths:  # the output folder's own paths are written relative to it
+        local = local_model_paths(_named_files(spec))
+        here = {f"{path}{os.sep}": "" for path in {options.out, options.out.resolve()}
+                if path.is_absolute()}  # fmt: skip
+        replace = {str(include_path()): "<wsc_tasks.task_configs>", **local, **here}
+        scrub([folder / protocol.LOG, *results], replace)
     if code in STOPPED or _stops[0] != stops:
         log.warning(f"wsc_tasks: sweep: {spec.name}: stopped by a signal; run again next time")
         return "interrupted"
