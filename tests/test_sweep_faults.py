@@ -349,3 +349,35 @@ def test_a_download_that_cannot_succeed_fails_at_once_naming_the_fix(
     assert len(str(raised.value).splitlines()) == 1
     assert waits == ([1.0, 1.0] if kind == "transient" else [])
     assert not list(hub_cache.glob("models--*/blobs/*.incomplete"))
+
+
+# -- Ctrl-C before and after the runs --------------------------------------------------------------
+
+
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_during_the_query_writes_no_list_of_models(tmp_path, monkeypatch, capsys):
+    from wsc_tasks.cli import sweep
+    from wsc_tasks.sweep import hub_query
+
+    monkeypatch.setattr(hub_query, "search", _interrupt)
+    out = tmp_path / "out"
+    assert sweep.main(["--hub-query", "author=tiny", "--out", str(out), "--tasks", TASK]) == 130
+    assert "interrupted; run the same command again to resume" in capsys.readouterr().err
+    assert not (out / hub_query.EXPANDED).exists()
+
+
+def test_ctrl_c_during_the_leaderboard_exits_130_naming_the_resume(tmp_path, monkeypatch, capsys):
+    from wsc_tasks.cli import sweep as command
+    from wsc_tasks.reporting import leaderboard
+
+    models = tmp_path / "models.txt"
+    models.write_text("chance1 wsc-chance seed=1\n")
+    monkeypatch.setattr(command, "sweep", lambda specs, launcher: {"chance1": "done"})
+    monkeypatch.setattr(leaderboard, "build", _interrupt)
+    argv = [str(models), "--out", str(tmp_path / "out"), "--tasks", TASK]
+    assert command.main(argv) == 130
+    assert "interrupted; run the same command again to resume" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "leaderboard.md").exists()
