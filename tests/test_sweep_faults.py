@@ -273,6 +273,43 @@ def test_a_download_that_fails_names_the_hubs_reason_and_the_next_sweep_tries_ag
         assert str(out) not in text and "gpt2-a/lm_eval/results.json" in text
 
 
+@pytest.mark.slow
+def test_slurm_a_task_cancelled_during_its_download_leaves_nothing_and_the_resume_runs_it(
+    folders, tmp_path, data_dir
+):
+    from test_launchers import SLURM, _slurm_missing
+
+    missing = _slurm_missing()
+    if missing and os.environ.get("WSC_TASKS_REQUIRE_SLURM") == "1":
+        pytest.fail(f"WSC_TASKS_REQUIRE_SLURM=1 but {missing}; start one with .ci/slurm-up")
+    if missing:
+        pytest.skip(missing)
+    home, out = tmp_path / "hf", tmp_path / "sweep"
+    more = (*SLURM, "--job-name", "wsc-fault-dl")
+    with HubServer(seconds_per_weights=60) as server:
+        server.push("tiny/gpt2-a", folders["a"])
+        env = _env(server, home)
+        process = subprocess.Popen(_command(out, *more), env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            _wait_for(lambda: _weights_served(server, "tiny/gpt2-a"), "the job's download")
+            jobs = json.loads((out / ".sweep" / "slurm" / "jobs.json").read_text())
+            start = time.monotonic()
+            subprocess.run(["scancel", jobs["gpt2-a"]["job"]], check=True)
+            _, err = process.communicate(timeout=120)
+            assert time.monotonic() - start < 30, err[-3000:]  # not the 60-s download
+        finally:
+            subprocess.run(["scancel", "--name", "wsc-fault-dl"], check=False)
+        assert process.returncode == 1, err[-3000:]
+        assert "ended in state CANCELLED" in (out / "gpt2-a" / "error.txt").read_text()
+        _wait_for(lambda: not _downloaders(home), "the job's download to end", 30)
+        server.seconds_per_weights = 0
+        resumed = subprocess.run(_command(out, *more, "--retry-failed"), env=env,
+                                 capture_output=True, text=True, timeout=900)  # fmt: skip
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert _blobs(home) == [] and snapshots.records(out) == []
+
+
 def _sha(server: HubServer, name: str) -> str:
     return server.repos[f"tiny/gpt2-{name}"].refs["main"]
 

@@ -199,8 +199,9 @@ def _sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
             bar.set_postfix_str(", ".join(_running(launcher.options.out, n) for n in running))
             if len(final) < len(watched):
                 time.sleep(launcher.poll_s)
-    busy = {s.hub["commit"] for s in watched.values() if s.hub and final.get(s.name) == "busy"}
-    for line in hub.clean(launcher.options.out, busy):  # those the sweep's models shared
+    held = {s.hub["commit"] for s in watched.values()
+            if s.hub and final.get(s.name) in ("busy", "interrupted")}  # fmt: skip
+    for line in hub.clean(launcher.options.out, held):  # those the sweep's models shared
         log.info(f"wsc_tasks: sweep: weights: removed {line} at the sweep's end")
     return _in_order(specs, _folder_states(specs, launcher, watched) | final)
 
