@@ -84,7 +84,8 @@ def plan(specs: Sequence[ModelSpec], launcher: Launcher) -> tuple[list[ModelSpec
         found = protocol.status(options.out / spec.name, asked, key, spec.hub)
         if found.state == "done" or (found.state == "failed" and not options.retry_failed):
             counts[f"{found.state} (skipped)"] += 1
-            pinned[spec.name] = dataclasses.replace(spec, hub={**spec.hub, "skip": found.state})
+            if spec.hub:
+                pinned[spec.name] = dataclasses.replace(spec, hub={**spec.hub, "skip": found.state})
             continue
         if found.state == "stale":
             log.warning(f"wsc_tasks: sweep: {spec.name}: run again: {found.why}")
