@@ -78,6 +78,10 @@ def parse_query(given: Mapping[str, Any] | str, where: str) -> HubQuery:
     return HubQuery(**values)
 
 
+def _models(n: int) -> str:
+    return f"{n} model" if n == 1 else f"{n} models"
+
+
 def _name(repo: str, repos: Sequence[str]) -> str:
     """The model's folder name: the repository's name, or ``author--name`` when two share it."""
     short = repo.split("/")[-1]
@@ -140,7 +144,7 @@ def expand(query: HubQuery, out: Path) -> list[ModelSpec]:
                 "another --out, or delete the file to query the Hub again"
             )
         specs = [ModelSpec(**entry) for entry in written.get("models", [])]
-        log.info(f"wsc_tasks: sweep: {len(specs)} models of the Hub query, as {path} lists them")
+        log.info(f"wsc_tasks: sweep: {_models(len(specs))} of the Hub query, as {path} lists them")
         return specs
     repos = search(query)
     if not repos:
@@ -156,5 +160,5 @@ def expand(query: HubQuery, out: Path) -> list[ModelSpec]:
     aside = path.with_name(f".{path.name}.tmp")  # a sweep stopped here leaves no half a list
     aside.write_text(text, encoding="utf-8")
     aside.replace(path)
-    log.info(f"wsc_tasks: sweep: the Hub query found {len(specs)} models, written to {path}")
+    log.info(f"wsc_tasks: sweep: the Hub query found {_models(len(specs))}, written to {path}")
     return specs
