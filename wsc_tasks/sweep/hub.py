@@ -247,8 +247,10 @@ class FetchFailed(Exception):
 def stop() -> None:
     """Start no more downloads in this process and kill those under way (their partial files
     are removed by the thread that waited for each)."""
-    _stopping.set()
-    for group in list(_downloads):
+    with _guard:  # a download is either refused by _child or in the set killed here
+        _stopping.set()
+        groups = list(_downloads)
+    for group in groups:
         try:
             os.killpg(group, signal.SIGKILL)
         except ProcessLookupError:
