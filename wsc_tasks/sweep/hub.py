@@ -229,7 +229,7 @@ def _event(out: Path, event: str, model: str, **more: Any) -> None:
 
 
 _fetching: dict[str, Future[None]] = {}  # commit -> its download in this process
-_guard = threading.Lock()
+_guard = threading.RLock()  # re-entered by stop() from a signal handler of the main thread
 _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="wsc-prefetch")
 _downloads: set[int] = set()  # process groups of the downloads under way in this process
 _stopping = threading.Event()  # set by stop(): no download starts, those under way are killed
