@@ -303,7 +303,7 @@ def _download(spec: ModelSpec, out: Path, why: str) -> None:
     try:
         _child(hub["repo"], hub["commit"])
     except BaseException:
-        if ours and (snapshots.read(out, hub["commit"]) or {}).get("state") != "complete":
+        if ours and (snapshots.read(out, hub["commit"]) or {}).get("state") != snapshots.COMPLETE:
             _purge(hub["repo"], hub["commit"])  # nothing half-downloaded is left to trust
         record(out, "fetch-stopped" if _stopping.is_set() else "fetch-failed", spec, why=why)
         raise
