@@ -36,8 +36,8 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
     others = sorted(name for name in LAUNCHERS if name != shown)
     found = argparse.ArgumentParser(
         prog="wsc-tasks sweep",
-        usage="wsc-tasks sweep [MODELS_FILE] [--hub-query K=V,…] [--out DIR] [--launcher L] "
-        "[options] [lm_eval flags…]\n(a models file, a Hub query, or both)",
+        usage="wsc-tasks sweep [MODELS_FILE] [--hub-query K=V,…] [--out DIR] [options] "
+        "[lm_eval flags…]\n       (a models file, a Hub query, or both)",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=32),
         description="Run lm-eval on every model of MODELS_FILE and of --hub-query (resumable) and "
         "write "
