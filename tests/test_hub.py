@@ -128,6 +128,10 @@ def test_a_query_sweep_pins_commits_fetches_ahead_clears_behind_and_refuses_earl
         for name in ("gated-gpt2", "remote-code"):
             assert sorted(p.name for p in (out / name).iterdir()) == ["error.txt"]
         assert not server.downloads("tiny/gated-gpt2") and not server.downloads("tiny/remote-code")
+        listed = " ".join(first.stdout.split())  # refused, not failed: checked again anyway
+        assert "refused gated-gpt2" in listed and "refused remote-code" in listed
+        assert "gated-gpt2, remote-code: refused or not fetched" in first.stderr
+        assert "the next sweep checks them again" in first.stderr
         # each model ran at its commit, recorded in done.json
         for name in ("gpt2-a", "gpt2-b", "gpt2-c", "gpt2-d"):
             done = _done(out, name)
@@ -168,6 +172,8 @@ def test_a_query_sweep_pins_commits_fetches_ahead_clears_behind_and_refuses_earl
             f"gpt2-b: run again: tiny/gpt2-b@main now resolves to commit {moved} (the run was of "
             f"{shas['tiny/gpt2-b']})"
         ) in second.stderr
+        assert second.stderr.count("run again") == 1  # said once, on a line of its own
+        assert "every snapshot stays on disk" in second.stderr  # --keep-weights
         assert _done(out, "gpt2-b")["hub"]["commit"] == moved
         assert {n: (out / n / "done.json").stat().st_mtime_ns for n in before} == before
         kept = {p.parent.parent.name for p in _blobs(home)}

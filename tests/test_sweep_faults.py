@@ -167,8 +167,6 @@ def test_two_interruptions_during_runs_then_a_resume_keep_the_bound_and_the_user
     """Ctrl-C during the first run, then during the resumed sweep's run, then a resume to the
     end: never more snapshots of the sweep on disk than it states, each removed after its run,
     and a snapshot that was in the cache before the first sweep kept (the log says so)."""
-    from huggingface_hub import snapshot_download
-
     home, out = tmp_path / "hf", tmp_path / "sweep"
     with HubServer() as server:
         shas = {n: server.push(f"tiny/gpt2-{n}", folders[n]) for n in "abc"}
@@ -177,7 +175,6 @@ def test_two_interruptions_during_runs_then_a_resume_keep_the_bound_and_the_user
         script = "import sys; from huggingface_hub import snapshot_download as s; s(sys.argv[1])"
         subprocess.run([sys.executable, "-c", script, "tiny/gpt2-c"], env=env, check=True)
         assert _snapshots(home) == {"gpt2-c"}
-        del snapshot_download
         with Peak(home) as peak:
             stops = []
             for _ in range(2):
@@ -213,7 +210,7 @@ def test_two_interruptions_during_runs_then_a_resume_keep_the_bound_and_the_user
                 json.loads((out / name / "done.json").read_text())["hub"]["commit"]
                 == (shas[name[-1]])
             )
-        # the models found are listed with their commits before any run; "run again" once
+        # the models found are listed with their commits before any run
         listed = resumed.stderr.split("at these commits:")[1]
         assert f"  gpt2-a: tiny/gpt2-a@{shas['a'][:12]} (main)" in listed
 
