@@ -9,8 +9,11 @@ tree (``/api/models/{repo}/tree/{rev}``) and file downloads (``HEAD``/``GET
 401 and ``X-Error-Code: GatedRepo``, an unknown repository 401 ``RepoNotFound``, an unknown
 revision 404 ``RevisionNotFound``: what ``huggingface_hub.utils.hf_raise_for_status`` maps to its
 errors. Repositories are folders of files (``tests/tiny_models.py`` builds them); ``push`` adds a
-commit and moves ``main``. Every request is recorded with its time (``requests``), and weight
-files can be served slowly (``seconds_per_weights``) so that downloads take measurable time.
+commit and moves ``main``; ``delete`` removes a repository. Every request is recorded with its time
+(``requests``); weight files can be served slowly (``seconds_per_weights``: their bytes trickle
+out over that time, so a download can be cut half way), and the next downloads of a repository's
+weights can fail (``failures``: each an HTTP status and the Hub's message) or break off half way
+(status 0: the connection drops).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class HubServer:
         self.repos: dict[str, Repo] = {}
         self.token = token  # the token of a user who accepted every gated repository's terms
         self.seconds_per_weights = seconds_per_weights
+        self.failures: dict[str, list[tuple[int, str]]] = {}  # repo -> next weight downloads' fate
         self.requests: list[tuple[float, str, str]] = []  # (time.time(), method, path)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -80,6 +84,11 @@ class HubServer:
             repo.commits[sha] = files
             repo.refs["main"] = sha
         return sha
+
+    def delete(self, repo_id: str) -> None:
+        """The repository is gone from the Hub (deleted, or made private)."""
+        with self._lock:
+            del self.repos[repo_id]
 
     def downloads(self, repo_id: str) -> list[tuple[float, str]]:
         """(time, path) of every GET of a file of ``repo_id``."""
@@ -217,8 +226,37 @@ class HubServer:
         data = repo.commits[sha].get(name)
         if data is None:
             return self._error(handler, 404, "EntryNotFound", f"{name} does not exist", head)
-        if not head and name.endswith(WEIGHTS) and self.seconds_per_weights:
-            time.sleep(self.seconds_per_weights)
+        fate = None
+        if not head and name.endswith(WEIGHTS):
+            with self._lock:
+                waiting = self.failures.get(repo_id)
+                fate = waiting.pop(0) if waiting else None
+        if fate is not None and fate[0]:
+            return self._error(handler, fate[0], "ServerError", fate[1])
         headers = {"X-Repo-Commit": sha, "ETag": f'"{_blob_id(data)}"',
                    "Content-Type": "application/octet-stream"}  # fmt: skip
-        self._send(handler, 200, data, headers, head)
+        if head or not name.endswith(WEIGHTS) or not (self.seconds_per_weights or fate):
+            return self._send(handler, 200, data, headers, head)
+        self._trickle(handler, data, headers, broken=fate is not None)
+
+    def _trickle(self, handler: BaseHTTPRequestHandler, data: bytes, headers: dict[str, str],
+                 broken: bool) -> None:  # fmt: skip
+        """``data`` in 50 pieces over ``seconds_per_weights`` (half of them, then the
+        connection closed, when ``broken``)."""
+        handler.send_response(200)
+        for key, value in headers.items():
+            handler.send_header(key, value)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        pieces = 50
+        step = -(-len(data) // pieces)
+        try:
+            for index in range(pieces):
+                if broken and index == pieces // 2:
+                    handler.close_connection = True
+                    return
+                handler.wfile.write(data[index * step : (index + 1) * step])
+                handler.wfile.flush()
+                time.sleep(self.seconds_per_weights / pieces)
+        except (BrokenPipeError, ConnectionResetError):  # the client went away: a cut download
+            handler.close_connection = True

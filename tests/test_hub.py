@@ -128,6 +128,10 @@ def test_a_query_sweep_pins_commits_fetches_ahead_clears_behind_and_refuses_earl
         for name in ("gated-gpt2", "remote-code"):
             assert sorted(p.name for p in (out / name).iterdir()) == ["error.txt"]
         assert not server.downloads("tiny/gated-gpt2") and not server.downloads("tiny/remote-code")
+        listed = " ".join(first.stdout.split())  # refused, not failed: checked again anyway
+        assert "refused gated-gpt2" in listed and "refused remote-code" in listed
+        assert "gated-gpt2, remote-code: refused or not fetched" in first.stderr
+        assert "the next sweep checks them again" in first.stderr
         # each model ran at its commit, recorded in done.json
         for name in ("gpt2-a", "gpt2-b", "gpt2-c", "gpt2-d"):
             done = _done(out, name)
@@ -172,6 +176,8 @@ def test_a_query_sweep_pins_commits_fetches_ahead_clears_behind_and_refuses_earl
             f"gpt2-b: run again: tiny/gpt2-b@main now resolves to commit {moved} (the run was of "
             f"{shas['tiny/gpt2-b']})"
         ) in second.stderr
+        assert second.stderr.count("run again") == 1  # said once, on a line of its own
+        assert "every snapshot stays on disk" in second.stderr  # --keep-weights
         assert _done(out, "gpt2-b")["hub"]["commit"] == moved
         assert {n: (out / n / "done.json").stat().st_mtime_ns for n in before} == before
         kept = {p.parent.parent.name for p in _blobs(home)}
@@ -233,6 +239,25 @@ def test_expansion_is_written_once_and_a_date_filters(tmp_path, monkeypatch):
             hub.expand(hub.parse_query("author=tiny", "--hub-query"), tmp_path / "out")
 
 
+def test_an_unreachable_hub_is_named_at_once(monkeypatch):
+    import socket
+    import time
+
+    from huggingface_hub import constants
+
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{free.getsockname()[1]}"
+    monkeypatch.setattr(constants, "ENDPOINT", url)
+    start = time.monotonic()
+    with pytest.raises(ModelsFileError) as raised:
+        hub.expand(hub.parse_query("author=tiny", "--hub-query"), Path("/nonexistent"))
+    assert time.monotonic() - start < 6  # not the client's half minute of retries
+    assert str(raised.value).startswith(f"the Hub at {url} cannot be reached (")
+    assert str(raised.value).endswith("check HF_ENDPOINT and the network, or give the models "
+                                      "in a models file")  # fmt: skip
+
+
 def test_a_run_is_pinned_and_the_disk_bound_is_stated():
     spec = ModelSpec("m", "hf", "pretrained=o/m,revision=v1,dtype=float32",
                      hub={"repo": "o/m", "revision": "v1", "commit": "c" * 40})  # fmt: skip
@@ -246,6 +271,10 @@ def test_a_run_is_pinned_and_the_disk_bound_is_stated():
         "at most 2 snapshots on disk at once (1 running + 1 ahead of each)"
     )
     assert "no bound" in hub.disk_bound(specs, None, 2)
+    one = hub.disk_bound(specs[:1], 1, 0)
+    assert one.startswith("weights: 1 Hub model, ") and "at most 1 snapshot on disk" in one
+    kept = hub.disk_bound(specs, 1, 1, keep_weights=True)
+    assert "kept in the cache after it (--keep-weights)" in kept and "removed" not in kept
     shared = hub.mark_shared([spec, ModelSpec("again", hub=spec.hub), specs[1]])
     assert [s.hub.get("shared") for s in shared] == [True, True, None]
 

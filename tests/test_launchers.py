@@ -271,6 +271,21 @@ def test_the_slurm_batch_script(tmp_path):
     assert "gres" not in plain and "trap" not in plain and "--requeue\n" not in plain
 
 
+def test_a_gpu_job_refused_by_a_cluster_without_gpus_names_the_flag(tmp_path, monkeypatch):
+    from wsc_tasks.sweep.launchers import slurm
+
+    said = "sbatch: error: Invalid generic resource (gres) specification\n"
+    refused = subprocess.CompletedProcess(["sbatch"], 1, "", said)
+    monkeypatch.setattr(slurm.subprocess, "run", lambda *a, **k: refused)
+    launcher = SlurmLauncher(SlurmLauncher.resolve({}, "x", {}), SweepOptions(tmp_path, TASK))
+    with pytest.raises(LauncherError) as raised:
+        launcher.submit([ModelSpec("m")])
+    assert str(raised.value).endswith(
+        "failed: sbatch: error: Invalid generic resource (gres) specification (each job asks "
+        "for --gres=gpu:1: without GPUs, --gpus-per-model 0)"
+    )
+
+
 def test_dry_run_prints_the_script_and_submits_nothing(tmp_path, capsys):
     models = tmp_path / "models.txt"
     models.write_text("chance1 wsc-chance seed=1\n")

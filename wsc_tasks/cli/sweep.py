@@ -36,9 +36,13 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
     others = sorted(name for name in LAUNCHERS if name != shown)
     found = argparse.ArgumentParser(
         prog="wsc-tasks sweep",
-        usage="wsc-tasks sweep MODELS_FILE [--out DIR] [--launcher L] [options] [flags…]",
+        usage="wsc-tasks sweep [MODELS_FILE] [--hub-query K=V,…] [--out DIR]
+"
+        "       [options] [lm_eval flags…]
+       (a models file, a Hub query, or both)",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=22),
-        description="Run lm-eval on every model of MODELS_FILE (resumable) and write "
+        description="Run lm-eval on every model of MODELS_FILE and of --hub-query (resumable) and "
+        "write "
         "<out>/leaderboard.md, .csv and .html. Unknown flags go to every lm-eval run.",
         epilog=f"Other launchers: --launcher {'|'.join(others)} --help (README: Sweeps on a "
         "cluster).",
@@ -214,6 +218,23 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if args.prefetch < 0:
         command.error("--prefetch: expected 0 or more")
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(args, passthrough, out)
+    except KeyboardInterrupt:
+        print("wsc-tasks sweep: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    except SystemExit as stopped:  # SIGTERM: as Ctrl-C
+        if stopped.code == 128 + signal.SIGTERM:
+            print("wsc-tasks sweep: terminated; run the same command again to resume",
+                  file=sys.stderr)  # fmt: skip
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(args: argparse.Namespace, passthrough: list[str], out: Path) -> int:
+    """The sweep after its flags are read; Ctrl-C and SIGTERM end it in ``main``."""
     try:
         models, specs = models_of(args, out)
     except ModelsFileError as error:
@@ -231,17 +252,11 @@ def main(argv: list[str] | None = None) -> int:
         keep_weights=args.keep_weights,
     )
     launcher = launcher_from(args, models, options)
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         states = sweep(specs, launcher)
     except Busy as error:
         print(f"wsc-tasks sweep: error: {error}; wait for it or use another --out", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("wsc-tasks sweep: interrupted; its runs were stopped", file=sys.stderr)
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     if not launcher.waits:
         for name, state in states.items():
             print(f"{state:8s} {name}", file=sys.stderr if launcher.dry_run else sys.stdout)
@@ -257,6 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     paths = leaderboard.save(board, out)
     for name, state in states.items():
         print(f"{state:8s} {name}")
+    again = sorted(n for n, state in states.items() if state in ("refused", "not fetched"))
+    if again:
+        print(f"wsc-tasks sweep: {', '.join(again)}: refused or not fetched (their error.txt "
+              "says why): the next sweep checks them again", file=sys.stderr)  # fmt: skip
     print("\n".join(leaderboard.printed(board)))
     print("\n".join(str(p) for p in paths))
     return 0 if all(s == "done" for s in states.values()) else 1

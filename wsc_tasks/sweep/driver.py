@@ -37,7 +37,7 @@ def _pin(spec: ModelSpec, out: Path) -> ModelSpec | None:
     """``spec`` pinned to its Hub commit, or None (refused: one line, and its ``error.txt``)."""
     folder = out / spec.name
     try:
-        return hub.pin(spec)
+        return hub.pin(spec, out)
     except hub.Unresolved as error:
         done = (read_done(folder) or {}).get("hub")
         if done:  # offline: whether the revision moved cannot be known; the run made stands
@@ -65,7 +65,7 @@ def plan(specs: Sequence[ModelSpec], launcher: Launcher) -> tuple[list[ModelSpec
     running); every count logged."""
     options = launcher.options
     adopted = launcher.adopt(specs)
-    todo, counts = [], Counter[str]()
+    todo, counts, pinned = [], Counter[str](), {}
     for given in specs:
         if given.name in adopted:
             counts["queued or running from an earlier sweep"] += 1
@@ -74,6 +74,8 @@ def plan(specs: Sequence[ModelSpec], launcher: Launcher) -> tuple[list[ModelSpec
         if spec is None:
             counts["refused (not run)"] += 1
             continue
+        if spec.hub:
+            pinned[spec.name] = spec
         try:
             key = identify(spec).fingerprint
         except SystemExit:  # the default model is missing: its run says so in error.txt
@@ -82,6 +84,8 @@ def plan(specs: Sequence[ModelSpec], launcher: Launcher) -> tuple[list[ModelSpec
         found = protocol.status(options.out / spec.name, asked, key, spec.hub)
         if found.state == "done" or (found.state == "failed" and not options.retry_failed):
             counts[f"{found.state} (skipped)"] += 1
+            if spec.hub:
+                pinned[spec.name] = dataclasses.replace(spec, hub={**spec.hub, "skip": found.state})
             continue
         if found.state == "stale":
             log.warning(f"wsc_tasks: sweep: {spec.name}: run again: {found.why}")
@@ -90,10 +94,41 @@ def plan(specs: Sequence[ModelSpec], launcher: Launcher) -> tuple[list[ModelSpec
     summary = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
     log.info(f"wsc_tasks: sweep: {len(specs)} models with --launcher {launcher.name}: {summary}")
     todo = hub.mark_shared(todo)
-    bound = hub.disk_bound(todo, launcher.running_at_once(), options.prefetch)
+    _weights(list(pinned.values()), todo, adopted, launcher)
+    return todo, adopted
+
+
+def _weights(
+    pinned: list[ModelSpec], todo: list[ModelSpec], adopted: set[str], launcher: Launcher
+) -> None:
+    """Before any run, where the user sees it: the Hub models to run at their commits, the
+    snapshots of the cache that stay, what an earlier sweep of the folder left and is removed
+    now (keeping the first snapshots this sweep runs), and the bound on the disk."""
+    options, running = launcher.options, launcher.running_at_once()
+    if pinned:
+        lines = [
+            f"  {s.name}: {s.hub['repo']}@{s.hub['commit'][:12]} ({s.hub['revision']})"
+            + (f", {s.hub['skip']}: skipped" if "skip" in s.hub else "")
+            for s in pinned
+        ]
+        print(f"wsc-tasks sweep: {hub.count(len(pinned), 'Hub model')}, at these commits:",
+              *lines, sep="\n", file=sys.stderr)  # fmt: skip
+    kept = sorted({f"{s.hub['repo']}@{s.hub['commit'][:12]}" for s in todo
+                   if s.hub and s.hub.get("cached_before")})  # fmt: skip
+    if kept and not options.keep_weights:
+        log.warning(
+            f"wsc_tasks: sweep: weights: {', '.join(kept)} were in the cache before this sweep "
+            "folder downloaded anything: kept after their runs"
+        )
+    if adopted:  # an earlier sweep's jobs may be reading or downloading any of them
+        log.warning("wsc_tasks: sweep: weights: runs of an earlier sweep are under way: the "
+                    "snapshots it downloaded are left until the end of this one")  # fmt: skip
+    else:
+        for line in hub.clean(options.out, hub.window(todo, running, options.prefetch)):
+            log.warning(f"wsc_tasks: sweep: weights: removed {line}, left by an earlier sweep")
+    bound = hub.disk_bound(todo, running, options.prefetch, options.keep_weights)
     if bound:  # what the disk must hold: said where the user sees it, as the submission is
         print(f"wsc-tasks sweep: {bound}", file=sys.stderr)
-    return todo, adopted
 
 
 def _settle(spec: ModelSpec, run: RunState, launcher: Launcher) -> str:
@@ -104,7 +139,7 @@ def _settle(spec: ModelSpec, run: RunState, launcher: Launcher) -> str:
     if (folder / protocol.SWEEP_DONE).is_file():
         return "done"
     if (folder / protocol.SWEEP_ERROR).is_file():
-        return "failed"
+        return protocol.verdict(folder)
     if run.outcome in ("busy", "interrupted"):
         return run.outcome
     if holder_alive(protocol.model_lock(out, spec.name)):
@@ -119,6 +154,7 @@ def sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
     or (when the launcher does not wait) queued. Ctrl-C cancels the sweep's runs, then raises."""
     out = launcher.options.out
     out.mkdir(parents=True, exist_ok=True)
+    hub.allow()
     with FileLock(protocol.sweep_lock(out), f"output folder {out}"):
         try:
             return _sweep(specs, launcher)
@@ -164,6 +200,10 @@ def _sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
             bar.set_postfix_str(", ".join(_running(launcher.options.out, n) for n in running))
             if len(final) < len(watched):
                 time.sleep(launcher.poll_s)
+    held = {s.hub["commit"] for s in watched.values()
+            if s.hub and final.get(s.name) in ("busy", "interrupted")}  # fmt: skip
+    for line in hub.clean(launcher.options.out, held):  # those the sweep's models shared
+        log.info(f"wsc_tasks: sweep: weights: removed {line} at the sweep's end")
     return _in_order(specs, _folder_states(specs, launcher, watched) | final)
 
 
@@ -196,5 +236,6 @@ def _folder_states(
         if spec.name in skip:
             continue
         folder = launcher.options.out / spec.name
-        states[spec.name] = "done" if (folder / protocol.SWEEP_DONE).is_file() else "failed"
+        done = (folder / protocol.SWEEP_DONE).is_file()
+        states[spec.name] = "done" if done else protocol.verdict(folder)
     return states

@@ -24,6 +24,7 @@ from wsc_tasks.sweep.options import SweepOptions
 
 SPEC, LOG = "spec.json", "log.txt"
 REFUSED = "refused before its run: "  # error.txt's start for a model checked before any job
+NOT_FETCHED = "its weights could not be fetched: "  # error.txt's start: no verdict on the model
 BOOKKEEPING = ".sweep"  # under --out: not a model (model names start with a letter or digit)
 
 
@@ -83,8 +84,9 @@ def status(
     """A model's state from its folder. A ``done.json`` whose request or fingerprint differs is
     ``stale``: the entry changed, or the weights or tokenizer did (for a Hub model: its revision
     now resolves to another commit), or a task's definition (its version) did since the run (its
-    ``why`` says which). An ``error.txt`` of a model refused before its run is no verdict: the
-    model is checked again (``pending``)."""
+    ``why`` says which). An ``error.txt`` of a model refused before its run, or whose weights
+    could not be downloaded, is no verdict on the model: it is checked or fetched again
+    (``pending``)."""
     if (folder / SWEEP_DONE).is_file():
         done = read_done(folder) or {}
         if done.get("request") != asked:
@@ -111,10 +113,19 @@ def status(
             return Status("stale", f"task {name} changed (version {old} -> {new}){more}")
         return Status("done")
     if (folder / SWEEP_ERROR).is_file():
-        if error_summary(folder).startswith(REFUSED):
+        if error_summary(folder).startswith((REFUSED, NOT_FETCHED)):
             return Status("pending")
         return Status("failed")
     return Status("pending")
+
+
+def verdict(folder: Path) -> str:
+    """How a model without ``done.json`` ended, as the sweep lists it: ``refused`` (checked
+    before its run), ``not fetched`` (its weights could not be downloaded) or ``failed``; both
+    others are checked again by the next sweep without ``--retry-failed``."""
+    first = error_summary(folder)
+    return ("refused" if first.startswith(REFUSED) else
+            "not fetched" if first.startswith(NOT_FETCHED) else "failed")  # fmt: skip
 
 
 def has_result(folder: Path) -> bool:

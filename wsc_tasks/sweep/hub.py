@@ -9,10 +9,13 @@ any job starts, its weights fetched ahead of its run and removed from the cache 
   line naming what to do. The run is made at ``revision=<commit>`` and the commit is recorded in
   ``done.json``; a later sweep runs the model again when the revision moved.
 - ``fetch`` / ``prefetch`` / ``remove``: the snapshot of a model downloaded before its run (the
-  next ``--prefetch`` models' while it evaluates) and deleted once its run ended, unless
-  ``--keep-weights``, it was cached before the sweep, or another model of the sweep uses it.
-  Every fetch and removal is a line of ``<out>/.sweep/weights.jsonl`` with its time and the
-  cache's size.
+  next ``--prefetch`` models' while it evaluates), each download a process of its own that
+  ``stop`` kills (``wsc_tasks.sweep.download``), and deleted once its run ended, unless
+  ``--keep-weights``, it was cached before the sweep folder's first download, or another model of
+  the sweep uses it. What the folder downloaded is recorded before each download starts
+  (``wsc_tasks.sweep.snapshots``), so ``clean`` lets a resume remove what an interrupted sweep
+  left and never exceed the stated bound. Every fetch and removal is a line of
+  ``<out>/.sweep/weights.jsonl`` with its time and the cache's size.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ import json
 import logging
 import os
 import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -29,20 +35,23 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from wsc_tasks.sweep import snapshots, tether
 from wsc_tasks.sweep.hub_query import EXPANDED, QUERY_KEYS, HubQuery, expand, parse_query, search
 from wsc_tasks.sweep.models import ModelSpec
 
 __all__ = [
-    "COMMIT", "EVENTS", "EXPANDED", "QUERY_KEYS", "HubQuery", "Refused", "Unresolved",
-    "cache_size", "cached_commit", "commit_url", "disk_bound", "env_for_run", "expand", "fetch",
-    "hub_repo", "mark_shared", "parse_query", "pin", "prefetch", "record", "remove", "run_args",
-    "search", "wait_for_prefetches",
+    "COMMIT", "EVENTS", "EXPANDED", "QUERY_KEYS", "FetchFailed", "HubQuery", "Interrupted",
+    "Refused", "Unresolved", "allow", "cache_size", "cached_commit", "clean", "commit_url",
+    "count", "disk_bound", "env_for_run", "expand", "fetch", "hub_repo", "mark_shared",
+    "parse_query", "pin", "prefetch", "record", "remove", "run_args", "search", "stop",
+    "stopping", "wait_for_prefetches", "window",
 ]  # fmt: skip
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 EVENTS = "weights.jsonl"  # in <out>/.sweep/: fetches and removals with the cache's size
+DOWNLOADER = "wsc_tasks.sweep.download"  # the module a download's process runs
 
 
 class Refused(Exception):
@@ -104,9 +113,10 @@ def _check_config(spec: ModelSpec, repo: str, config: Mapping[str, Any]) -> None
         )
 
 
-def pin(spec: ModelSpec) -> ModelSpec:
+def pin(spec: ModelSpec, out: Path | None = None) -> ModelSpec:
     """``spec`` with its Hub commit (``spec.hub``) if ``pretrained=`` is a Hub repository, after
-    checking access and remote code; ``Refused`` says why a model cannot run."""
+    checking access and remote code; ``Refused`` says why a model cannot run. ``cached_before``:
+    its snapshot is in the cache and sweep folder ``out`` did not download it (it is kept)."""
     repo = hub_repo(spec)
     if repo is None:
         return spec
@@ -131,6 +141,8 @@ def pin(spec: ModelSpec) -> ModelSpec:
         if config.is_file():
             _check_config(spec, repo, json.loads(config.read_text(encoding="utf-8")))
     before = (_repo_folder(repo) / "snapshots" / commit).is_dir() and not _incomplete(repo)
+    if out is not None and snapshots.read(out, commit) is not None:
+        before = False  # this sweep folder downloaded it: removed after its run
     hub = {"repo": repo, "revision": revision, "commit": commit, "url": commit_url(repo, commit),
            "cached_before": before}  # fmt: skip
     return dataclasses.replace(spec, hub=hub)
@@ -204,28 +216,99 @@ def cache_size() -> int:
 def record(out: Path, event: str, spec: ModelSpec, **more: Any) -> None:
     """One line of ``<out>/.sweep/weights.jsonl``: what happened to whose weights, when, and the
     cache's size right after."""
+    _event(out, event, spec.name, **more)
+
+
+def _event(out: Path, event: str, model: str, **more: Any) -> None:
     path = out / ".sweep" / EVENTS
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = {"time": round(time.time(), 3), "event": event, "model": spec.name,
+    line = {"time": round(time.time(), 3), "event": event, "model": model,
             "cache_bytes": cache_size(), **more}  # fmt: skip
     with path.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(line, sort_keys=True) + "\n")
 
 
 _fetching: dict[str, Future[None]] = {}  # commit -> its download in this process
-_guard = threading.Lock()
+_guard = threading.RLock()  # re-entered by stop() from a signal handler of the main thread
 _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="wsc-prefetch")
+_downloads: set[int] = set()  # process groups of the downloads under way in this process
+_stopping = threading.Event()  # set by stop(): no download starts, those under way are killed
+
+
+class Interrupted(Exception):
+    """A download stopped by the sweep's own stop (Ctrl-C, SIGTERM, a scheduler's cancel)."""
+
+
+class FetchFailed(Exception):
+    """A download that failed for good: one line naming the repository, the Hub's reason and
+    the fix (``wsc_tasks.sweep.download``)."""
+
+
+def stop() -> None:
+    """Start no more downloads in this process and kill those under way (their partial files
+    are removed by the thread that waited for each)."""
+    with _guard:  # a download is either refused by _child or in the set killed here
+        _stopping.set()
+        groups = list(_downloads)
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def allow() -> None:
+    """A new sweep in this process may download again."""
+    _stopping.clear()
+
+
+def stopping() -> bool:
+    return _stopping.is_set()
+
+
+def _child(repo: str, commit: str) -> None:
+    """``wsc_tasks.sweep.download`` in a process group of its own, tied to this process."""
+    command = tether.command(os.getpid(), [sys.executable, "-m", DOWNLOADER, repo, commit])
+    with _guard:
+        if _stopping.is_set():
+            raise Interrupted(f"{repo}: download not started: the sweep is stopping")
+        child = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        _downloads.add(child.pid)
+    try:
+        _, errors = child.communicate()
+    except BaseException:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        raise
+    finally:
+        _downloads.discard(child.pid)
+    if child.returncode == 0:
+        return
+    if _stopping.is_set() or child.returncode < 0:
+        raise Interrupted(f"{repo}: download stopped ({child.returncode})")
+    lines = [line for line in errors.strip().splitlines() if line.strip()]
+    raise FetchFailed(lines[-1] if lines else f"{repo}: download ended with {child.returncode}")
 
 
 def _download(spec: ModelSpec, out: Path, why: str) -> None:
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.utils import disable_progress_bars
-
-    disable_progress_bars()  # the sweep has its own; a bar per file of each model is noise
     hub = spec.hub
+    ours = not hub.get("cached_before")
+    if ours:  # recorded first: a sweep stopped half way leaves the list of what it downloaded
+        snapshots.claim(out, hub["repo"], hub["commit"], spec.name)
     record(out, "fetch-start", spec, why=why)
     clock = time.monotonic()
-    snapshot_download(hub["repo"], revision=hub["commit"])
+    try:
+        _child(hub["repo"], hub["commit"])
+    except BaseException:
+        if ours and (snapshots.read(out, hub["commit"]) or {}).get("state") != snapshots.COMPLETE:
+            _purge(hub["repo"], hub["commit"])  # nothing half-downloaded is left to trust
+        record(out, "fetch-stopped" if _stopping.is_set() else "fetch-failed", spec, why=why)
+        raise
+    if ours:
+        snapshots.complete(out, hub["commit"])
     if not COMMIT.match(hub["revision"]):  # as a download by branch would: offline, main resolves
         ref = _repo_folder(hub["repo"]) / "refs" / hub["revision"]
         ref.parent.mkdir(parents=True, exist_ok=True)
@@ -243,7 +326,10 @@ def _start(spec: ModelSpec, out: Path, why: str) -> Future[None]:
 
 
 def fetch(spec: ModelSpec, out: Path) -> None:
-    """The model's snapshot in the cache before its run (waits for a prefetch under way)."""
+    """The model's snapshot in the cache before its run (waits for a prefetch under way);
+    ``Interrupted`` when the sweep is stopping, ``FetchFailed`` naming the Hub's reason."""
+    if _stopping.is_set():
+        raise Interrupted(f"{spec.name}: not fetched: the sweep is stopping")
     if spec.hub and not _offline():
         _start(spec, out, "its run").result()
 
@@ -252,7 +338,7 @@ def prefetch(specs: Sequence[ModelSpec], out: Path) -> list[Future[None]]:
     """Start downloading the snapshots of ``specs`` (the next models) in the background; a model
     whose run has started (``spec.json`` in its folder: it fetches its own) is left alone, so a
     snapshot is never fetched again after its run removed it."""
-    if _offline():
+    if _offline() or _stopping.is_set():
         return []
     return [
         _start(spec, out, "ahead")
@@ -261,28 +347,66 @@ def prefetch(specs: Sequence[ModelSpec], out: Path) -> list[Future[None]]:
     ]
 
 
+def _purge(repo: str, commit: str) -> int:
+    """Delete ``commit``'s snapshot of ``repo`` and the repository's partial downloads; bytes
+    freed."""
+    from huggingface_hub import scan_cache_dir
+
+    freed = 0
+    if (_repo_folder(repo) / "snapshots" / commit).exists():
+        strategy = scan_cache_dir().delete_revisions(commit)
+        strategy.execute()
+        freed = strategy.expected_freed_size
+    for partial in (_repo_folder(repo) / "blobs").glob("*.incomplete"):
+        freed += partial.stat().st_size
+        partial.unlink(missing_ok=True)
+    return freed
+
+
 def remove(spec: ModelSpec, out: Path, keep_weights: bool) -> None:
-    """Delete the model's snapshot once its run ended, unless it must stay (logged either way)."""
+    """Delete the model's snapshot once its run ended if this sweep folder downloaded it, unless
+    it must stay (logged either way)."""
     hub = spec.hub
     if not hub:
         return
+    ours = snapshots.read(out, hub["commit"]) is not None
+    if keep_weights:
+        snapshots.forget(out, hub["commit"])  # the user's now: no later sweep removes it
     keep = ("--keep-weights" if keep_weights else
-            "it was in the cache before the sweep" if hub.get("cached_before") else
-            "another model of the sweep uses it" if hub.get("shared") else "")  # fmt: skip
+            "another model of the sweep uses it" if hub.get("shared") else
+            "it was in the cache before the sweep" if not ours else "")  # fmt: skip
     if keep:
         log.info(f"wsc_tasks: sweep: {spec.name}: weights kept in the cache ({keep})")
         return
-    from huggingface_hub import scan_cache_dir
-
     with _guard:
         _fetching.pop(hub["commit"], None)
-    strategy = scan_cache_dir().delete_revisions(hub["commit"])
-    strategy.execute()
-    record(out, "removed", spec, freed=strategy.expected_freed_size)
+    freed = _purge(hub["repo"], hub["commit"])
+    snapshots.forget(out, hub["commit"])
+    record(out, "removed", spec, freed=freed)
     log.info(
         f"wsc_tasks: sweep: {spec.name}: removed {hub['repo']}@{hub['commit'][:12]} from the "
-        f"cache ({strategy.expected_freed_size / 1e6:.1f} MB)"
+        f"cache ({freed / 1e6:.1f} MB)"
     )
+
+
+def clean(out: Path, keep: set[str]) -> list[str]:
+    """Remove the snapshots this sweep folder downloaded that no run about to start needs
+    (``keep``: their commits), and the partial files of any download that never completed (a
+    resume downloads those again rather than trusting them); returns what was removed."""
+    removed = []
+    for found in snapshots.records(out):
+        commit, repo = found["commit"], found["repo"]
+        if commit in keep and found.get("state") == snapshots.COMPLETE:
+            continue
+        freed = _purge(repo, commit)
+        snapshots.forget(out, commit)
+        with _guard:
+            _fetching.pop(commit, None)
+        why = ("its download never completed" if commit in keep else
+               "no run about to start needs it")  # fmt: skip
+        removed.append(f"{repo}@{commit[:12]} ({why}, {freed / 1e6:.1f} MB)")
+        _event(out, "removed", ",".join(found.get("models", [])), freed=freed, why=why)
+    return removed
 
 
 def mark_shared(specs: Sequence[ModelSpec]) -> list[ModelSpec]:
@@ -297,22 +421,41 @@ def mark_shared(specs: Sequence[ModelSpec]) -> list[ModelSpec]:
     ]
 
 
-def disk_bound(specs: Sequence[ModelSpec], running: int | None, ahead: int) -> str:
+def count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def disk_bound(
+    specs: Sequence[ModelSpec], running: int | None, ahead: int, keep_weights: bool = False
+) -> str:
     """The sentence that states how many snapshots can be on disk at once, and their size."""
     hub = [s for s in specs if s.hub]
     if not hub:
         return ""
+    models = count(len(hub), "Hub model")
+    if keep_weights:
+        return (
+            f"weights: {models}, each fetched before its run and {ahead} ahead, kept in the "
+            "cache after it (--keep-weights): every snapshot stays on disk"
+        )
     if running is None:
         return (
-            f"weights: {len(hub)} Hub models, {ahead} fetched ahead of each run; no bound on "
-            "the snapshots on disk at once without a cap on the models running (--max-parallel)"
+            f"weights: {models}, {ahead} fetched ahead of each run; no bound on the snapshots "
+            "on disk at once without a cap on the models running (--max-parallel)"
         )
     most = min(len(hub), running + running * ahead)
     return (
-        f"weights: {len(hub)} Hub models, each fetched before its run and {ahead} ahead, removed "
-        f"after it: at most {most} snapshots on disk at once ({running} running + {ahead} ahead "
-        f"of each)"
+        f"weights: {models}, each fetched before its run and {ahead} ahead, removed after it: "
+        f"at most {count(most, 'snapshot')} on disk at once ({running} running + {ahead} ahead "
+        "of each)"
     )
+
+
+def window(specs: Sequence[ModelSpec], running: int | None, ahead: int) -> set[str]:
+    """The commits of the Hub models that a sweep of ``specs`` (in order) holds on disk first:
+    what a resume keeps of the snapshots an earlier sweep left."""
+    hub = [s.hub["commit"] for s in specs if s.hub]
+    return set(hub if running is None else hub[: running + running * ahead])
 
 
 def env_for_run(spec: ModelSpec, env: Mapping[str, str] | None) -> dict[str, str] | None:

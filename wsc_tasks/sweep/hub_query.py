@@ -79,6 +79,10 @@ def parse_query(given: Mapping[str, Any] | str, where: str) -> HubQuery:
     return HubQuery(**values)
 
 
+def _models(n: int) -> str:
+    return f"{n} model" if n == 1 else f"{n} models"
+
+
 def _name(repo: str, repos: Sequence[str]) -> str:
     """The model's folder name: the repository's name, or ``author--name`` when two share it."""
     short = repo.split("/")[-1]
@@ -86,10 +90,30 @@ def _name(repo: str, repos: Sequence[str]) -> str:
     return repo.replace("/", "--") if same > 1 else short
 
 
+def _reachable(timeout_s: float = 5.0) -> None:
+    """A connection to the Hub's address, or a one-line error naming ``HF_ENDPOINT`` at once
+    (the client's listing tries a refused connection again for half a minute)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    where = urlsplit(constants.ENDPOINT)
+    port = where.port or (443 if where.scheme == "https" else 80)
+    try:
+        socket.create_connection((where.hostname or "", port), timeout=timeout_s).close()
+    except OSError as error:
+        raise ModelsFileError(
+            f"the Hub at {constants.ENDPOINT} cannot be reached ({error}): check HF_ENDPOINT "
+            "and the network, or give the models in a models file"
+        ) from None
+
+
 def search(query: HubQuery) -> list[str]:
     """The repository ids the Hub lists for ``query``, in its order."""
     from huggingface_hub import HfApi
 
+    _reachable()
     tags = [*query.tags, *([query.library] if query.library else [])]
     limit = None if query.created_after else query.limit  # the date is filtered here
     found = HfApi().list_models(
@@ -121,7 +145,7 @@ def expand(query: HubQuery, out: Path) -> list[ModelSpec]:
                 "another --out, or delete the file to query the Hub again"
             )
         specs = [ModelSpec(**entry) for entry in written.get("models", [])]
-        log.info(f"wsc_tasks: sweep: {len(specs)} models of the Hub query, as {path} lists them")
+        log.info(f"wsc_tasks: sweep: {_models(len(specs))} of the Hub query, as {path} lists them")
         return specs
     repos = search(query)
     if not repos:
@@ -134,6 +158,8 @@ def expand(query: HubQuery, out: Path) -> list[ModelSpec]:
     out.mkdir(parents=True, exist_ok=True)
     entries = [{"name": s.name, "model": s.model, "model_args": s.model_args} for s in specs]
     text = yaml.safe_dump({"hub": query.to_json(), "models": entries}, sort_keys=False)
-    path.write_text(text, encoding="utf-8")
-    log.info(f"wsc_tasks: sweep: the Hub query found {len(specs)} models, written to {path}")
+    aside = path.with_name(f".{path.name}.tmp")  # a sweep stopped here leaves no half a list
+    aside.write_text(text, encoding="utf-8")
+    aside.replace(path)
+    log.info(f"wsc_tasks: sweep: the Hub query found {_models(len(specs))}, written to {path}")
     return specs

@@ -46,6 +46,7 @@ def stop_all() -> None:
     """Kill every run this process started (Ctrl-C of a local sweep); they count as interrupted,
     not failed, so the next sweep runs them again."""
     _stops[0] += 1
+    weights.stop()  # no download starts, those under way are killed
     for group in list(_children):
         try:
             os.killpg(group, signal.SIGKILL)
@@ -156,18 +157,25 @@ def _run_locked(
     if state.state == "done" or (state.state == "failed" and not options.retry_failed):
         log.info(f"wsc_tasks: sweep: {spec.name}: {state.state}, skipped")
         return state.state
-    if state.state == "stale":
-        log.warning(f"wsc_tasks: sweep: {spec.name}: run again: {state.why}")
+    if state.state == "stale":  # the sweep said so when it planned; a job's log says it again
+        log.info(f"wsc_tasks: sweep: {spec.name}: run again: {state.why}")
     elif folder.exists():
         log.info(f"wsc_tasks: sweep: {spec.name}: clearing an earlier {state.state} run")
     stops = _stops[0]
+    if weights.stopping():  # the sweep is stopping: its folder is left as it is
+        return "interrupted"
     protocol.start(folder, asked)
     try:
         weights.fetch(spec, options.out)
+    except weights.Interrupted:
+        log.warning(f"wsc_tasks: sweep: {spec.name}: download stopped; run again next time")
+        return "interrupted"
     except Exception as error:  # noqa: BLE001 - any download error ends this model only
-        protocol.write_error(folder, f"its weights could not be fetched: {error}")
-        log.warning(f"wsc_tasks: sweep: {spec.name} failed: {protocol.error_summary(folder)}")
+        protocol.write_error(folder, f"{protocol.NOT_FETCHED}{error}")
+        log.warning(f"wsc_tasks: sweep: {spec.name}: {protocol.error_summary(folder)}")
         return "failed"
+    if _stops[0] != stops:  # stopped while its weights came: no run starts
+        return "interrupted"
     weights.prefetch(ahead[: options.prefetch], options.out)
     command = run_command(spec, folder, options, placement.processes)
     log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
@@ -182,10 +190,13 @@ def _run_locked(
     wall = time.monotonic() - clock
     if spec.hub:
         weights.record(options.out, "run-end", spec)
-    if not options.keep_paths:
-        local = local_model_paths(_named_files(spec))
-        scrub([folder / protocol.LOG], {str(include_path()): "<wsc_tasks.task_configs>", **local})
     results = list((folder / SWEEP_RESULTS).rglob("results_*.json"))
+    if not options.keep_paths:  # the output folder's own paths are written relative to it
+        local = local_model_paths(_named_files(spec))
+        here = {f"{path}{os.sep}": "" for path in {options.out, options.out.resolve()}
+                if path.is_absolute()}  # fmt: skip
+        replace = {str(include_path()): "<wsc_tasks.task_configs>", **local, **here}
+        scrub([folder / protocol.LOG, *results], replace)
     if code in STOPPED or _stops[0] != stops:
         log.warning(f"wsc_tasks: sweep: {spec.name}: stopped by a signal; run again next time")
         return "interrupted"

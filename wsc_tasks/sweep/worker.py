@@ -59,6 +59,7 @@ def following(path: Path, index: int, count: int) -> list[ModelSpec]:
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
+    hub.stop()  # a download under way ends now, not when it is done
     raise SystemExit(128 + signum)
 
 

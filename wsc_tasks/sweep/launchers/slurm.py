@@ -221,7 +221,11 @@ class SlurmLauncher(Launcher):
         (self.folder / "logs").mkdir(parents=True, exist_ok=True)
         done = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True)
         if done.returncode != 0:
-            raise LauncherError(f"sbatch {path} failed: {done.stderr.strip() or done.stdout}")
+            said = " ".join((done.stderr.strip() or done.stdout).split())
+            hint = ""
+            if "gres" in said.lower() and gpus:  # a cluster without GPUs refuses --gres=gpu:N
+                hint = f" (each job asks for --gres=gpu:{gpus}: without GPUs, --gpus-per-model 0)"
+            raise LauncherError(f"sbatch {path} failed: {said}{hint}")
         array = done.stdout.strip().split(";")[0]
         for index, spec in enumerate(specs):
             log_file = self.folder / "logs" / f"{array}_{index}.log"
