@@ -488,3 +488,29 @@ def test_the_sweeps_bar_shows_how_far_a_running_models_requests_got(tmp_path):
     bar = "Running loglikelihood requests:  12%|█▏   | 120/1000\r  45%|████▌  | 450/1000\r"
     log.write_text(log.read_text() + bar)
     assert _running(tmp_path, "m") == "m 45%"
+
+
+def test_the_board_says_how_each_unranked_model_ended_and_what_brings_it_back(tmp_path):
+    """A refused model and one whose weights could not be fetched are checked again by the next
+    sweep; only a failed run needs --retry-failed, and the board says which is which."""
+    from wsc_tasks.reporting.leaderboard.board import build
+    from wsc_tasks.sweep.folder import NOT_FETCHED, REFUSED
+
+    errors = {"a": REFUSED + "gated", "b": NOT_FETCHED + "HTTP 503", "c": "exit status 2"}
+    for name, first in errors.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "error.txt").write_text(first + "\n")
+    board = build(sorted(errors), tmp_path, "wsc266", iters=10, seed=1)
+    assert dict(board.problems) == {
+        "a": f"refused (a/error.txt): {REFUSED}gated",
+        "b": f"not fetched (b/error.txt): {NOT_FETCHED}HTTP 503",
+        "c": "failed (c/error.txt): exit status 2",
+    }
+    assert [note for note in board.notes if "not in the ranking" in note] == [
+        "1 model failed, not in the ranking: c (their errors: the last table; --retry-failed "
+        "runs them again)",
+        "1 model refused, not in the ranking: a (their errors: the last table; the next sweep "
+        "checks them again)",
+        "1 model not fetched, not in the ranking: b (their errors: the last table; the next "
+        "sweep downloads them again)",
+    ]

@@ -36,14 +36,11 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
     others = sorted(name for name in LAUNCHERS if name != shown)
     found = argparse.ArgumentParser(
         prog="wsc-tasks sweep",
-        usage="wsc-tasks sweep [MODELS_FILE] [--hub-query K=V,…] [--out DIR]
-"
-        "       [options] [lm_eval flags…]
-       (a models file, a Hub query, or both)",
+        usage="wsc-tasks sweep [MODELS_FILE] [--hub-query K=V,…] [--out DIR]\n"
+        "       [options] [lm_eval flags…]",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=22),
         description="Run lm-eval on every model of MODELS_FILE and of --hub-query (resumable) and "
-        "write "
-        "<out>/leaderboard.md, .csv and .html. Unknown flags go to every lm-eval run.",
+        "write <out>/leaderboard.md, .csv and .html. Unknown flags go to every lm-eval run.",
         epilog=f"Other launchers: --launcher {'|'.join(others)} --help (README: Sweeps on a "
         "cluster).",
     )
@@ -55,7 +52,7 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
     found.add_argument(
         "--hub-query",
         metavar="K=V,…",
-        help="models from a Hub query (author, search, tags, …; README: sweeps)",
+        help="models from a Hub query (author, search, tags, …)",
     )
     found.add_argument(
         "--prefetch",

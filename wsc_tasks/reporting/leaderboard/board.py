@@ -12,6 +12,7 @@ from wsc_tasks.reporting import findings, wording
 from wsc_tasks.reporting.leaderboard.entries import Board, Entry, is_chance_model
 from wsc_tasks.reporting.leaderboard.layout import MATRIX_MAX, Tables, tables
 from wsc_tasks.reporting.tables import Table
+from wsc_tasks.sweep.folder import error_summary, verdict
 
 HOW_TO_READ = (
     "A: schema accuracy (every problem of a schema right), a: problem accuracy, each with a 95% "
@@ -21,6 +22,14 @@ HOW_TO_READ = (
     f"The findings quote the same p. {wording.claim_rule()}; `controls above chance` counts by "
     "that rule (the rules: `wsc_tasks/reporting/findings.py`)."
 )
+
+
+# how a model with an error.txt ended (``sweep.folder.verdict``) and what brings it to the board
+UNRANKED = {
+    "failed": "--retry-failed runs them again",
+    "refused": "the next sweep checks them again",
+    "not fetched": "the next sweep downloads them again",
+}
 
 
 @dataclass
@@ -46,9 +55,8 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
         if (folder / SWEEP_DONE).is_file():
             entries.append(board.load(name, folder, read_done(folder) or {}))
         elif (folder / SWEEP_ERROR).is_file():
-            first = (folder / SWEEP_ERROR).read_text(encoding="utf-8").strip().splitlines()
-            why = first[0] if first else "no message"
-            problems.append((name, f"failed ({name}/{SWEEP_ERROR}): {why}"))
+            ended = verdict(folder)
+            problems.append((name, f"{ended} ({name}/{SWEEP_ERROR}): {error_summary(folder)}"))
         else:
             problems.append((name, "not run (interrupted?)"))
     problems += [(e.label, f"no samples of {task}") for e in entries if e.A is None]
@@ -69,12 +77,13 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
             f"models ({len(ranked) + len(checks)} here); the ranking has each model's difference "
             "with the next"
         )
-    failed = [name for name, why in problems if why.startswith("failed")]
-    if failed:
-        notes.append(
-            f"{len(failed)} model(s) failed and are not in the ranking: {', '.join(failed)} "
-            "(their errors: the last table; --retry-failed runs them again)"
-        )
+    for ended, then in UNRANKED.items():
+        which = [name for name, why in problems if why.startswith(f"{ended} (")]
+        if which:
+            notes.append(
+                f"{len(which)} model{'' if len(which) == 1 else 's'} {ended}, not in the "
+                f"ranking: {', '.join(which)} (their errors: the last table; {then})"
+            )
     return Leaderboard(
         intro=HOW_TO_READ.format(iters=iters, seed=seed),
         overview=" ".join(x for x in (findings.overview(models, tested), power) if x),
