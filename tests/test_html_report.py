@@ -180,8 +180,11 @@ def test_leaderboard_opens_with_findings_then_notes_in_every_format(sweep_out):
     assert 'id="table-leaderboard"' in html_page and 'id="table-leaderboard_chance"' in html_page
     with table.open(encoding="utf-8") as handle:
         rows = {row["model"]: row for row in csv.DictReader(handle)}
-    assert rows["smollm2-135m"]["rank"] == "1" and rows["smollm2-135m"]["kind"] == "model"
-    assert rows["chance"]["rank"] == "" and rows["chance"]["kind"] == "chance model"
+    top, chance = rows["smollm2-135m"], rows["chance"]
+    assert top["rank (point estimate)"] == "1" and top["kind"] == "model"
+    assert chance["rank (point estimate)"] == "" and chance["kind"] == "chance model"
+    assert top["rank, 95% simultaneous low"] == "1" and chance["rank, 95% marginal high"] == ""
+    assert int(top["rank, 95% simultaneous high"]) >= int(top["rank, 95% marginal high"]) >= 1
     assert LIMIT_NOTE in rows["chance"]["notes"] and not rows["smollm2-135m"]["notes"]
     assert rows["smollm2-135m"]["finding"].startswith("A = 0.293 [")
     assert float(rows["smollm2-135m"]["A"]) == pytest.approx(39 / 133, abs=1e-6)
@@ -202,7 +205,7 @@ def test_leaderboard_command_writes_a_sweep_folders_leaderboard_running_nothing(
     printed = capsys.readouterr().out
     assert printed.startswith("No model is above chance in schema accuracy A on wsc266")
     assert str(copy / "leaderboard.html") in printed
-    assert "| smollm2-135m | 1 | 0.293 [" in (copy / "leaderboard.md").read_text(encoding="utf-8")
+    assert "| smollm2-135m | 1 | [1, " in (copy / "leaderboard.md").read_text(encoding="utf-8")
     assert cli(["leaderboard", str(tmp_path / "empty")]) == 2
     [line] = capsys.readouterr().err.splitlines()  # one line, no usage block
     assert line.startswith("wsc-tasks: error: ") and "empty: no model folder of a wsc-tasks" in line

@@ -153,3 +153,35 @@ def test_coverage_on_simulated_boards():
     assert found.marginal + 2 * found.error(0.95, found.boards * found.models) >= 0.95
     assert found.width_marginal <= found.width_simultaneous < 50  # informative, and ordered
     assert found.best_size[1] < 10
+
+
+def _given(low: list[int], high: list[int]) -> ranks.RankSets:
+    p = len(low)
+    bounds = np.column_stack([low, high])
+    return ranks.RankSets(
+        np.arange(p, 0, -1.0), np.arange(1, p + 1), bounds, bounds, (2.0,), 0.95, 1000
+    )
+
+
+def test_the_best_model_sentences():
+    from wsc_tasks.reporting import findings, markup
+
+    labels = [f"m{i}" for i in range(12)]
+    said = findings.best_models(labels, _given([1, 1, 2, 4, *[5] * 8], [2, 3, 3, *[12] * 9]))
+    text = [markup.plain(s) for s in said]
+    assert text == [
+        "The best model in A is one of these 2 (95%, simultaneous over the 12 ranked models; "
+        "Mogstad, Romano, Shaikh & Wilhelm 2024): m0 and m1.",
+        "The 3 best models in A are among these 3 (95%, simultaneous over the 12 ranked "
+        "models; Mogstad, Romano, Shaikh & Wilhelm 2024): m0, m1 and m2.",
+    ]
+    only = findings.best_models(labels[:2], _given([1, 2], [1, 2]))
+    assert markup.plain(only[0]).startswith("The best model in A is m0 (95%")
+    anyone = findings.best_models(labels[:2], _given([1, 1], [2, 2]))
+    assert markup.plain(anyone[0]).startswith("Any of the 2 ranked models may be the best model")
+    assert findings.best_models(labels[:1], _given([1], [1])) == []
+    above = markup.plain(findings.ranked_above("m5", ["m0", "m1"], 12))
+    assert above == (
+        "Ranked above m5 in A with confidence (95%, one-sided over the 11 other ranked models; "
+        "Mogstad, Romano, Shaikh & Wilhelm 2024): 2 models, m0 and m1."
+    )

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 CONFIDENCE = 0.95
-CHUNK = 1 << 22  # floats of pair statistics held at once (16 MB)
+MIN_ITERS = 1000  # replicates the sets use at least (csranks' default R), when there are as many
+PAIR_BUDGET = 500_000_000  # pairs × replicates of one pass: 1,000 models at R = 1,000
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,14 @@ class RankSets:
     def best(self, tau: int = 1) -> np.ndarray:
         """Indexes of the τ-best confidence set: the models that may be among the τ best."""
         return np.flatnonzero(self.simultaneous[:, 0] <= tau)
+
+
+def iters_for(models: int, iters: int) -> int:
+    """The replicates the sets use: all ``iters`` while pairs × replicates stay within
+    ``PAIR_BUDGET`` (every board of up to 316 models at R = 10,000), else as many as fit, at
+    least ``MIN_ITERS`` (the first ones: the replicates are independent draws)."""
+    pairs = max(models * (models - 1) // 2, 1)
+    return min(iters, max(MIN_ITERS, PAIR_BUDGET // pairs))
 
 
 def point_ranks(estimates: np.ndarray) -> np.ndarray:

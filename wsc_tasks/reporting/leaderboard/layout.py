@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from wsc_tasks.metrics import ranks
 from wsc_tasks.reporting import findings, markup
 from wsc_tasks.reporting.leaderboard.entries import (
     CONTROLS,
@@ -24,7 +25,7 @@ from wsc_tasks.reporting.leaderboard.entries import (
 )
 from wsc_tasks.reporting.runs import Run
 from wsc_tasks.reporting.sections import contamination as contamination_check
-from wsc_tasks.reporting.tables import Links, Table
+from wsc_tasks.reporting.tables import Links, RankSet, Table
 
 REPORT = Path("report") / "report.html"  # a report written beside the leaderboard, if any
 MATRIX_MAX = 30  # the pairwise matrix for boards of at most this many models (N² cells)
@@ -165,13 +166,25 @@ class Tables:
         return [t for t in [*out, self.status] if t.rows]
 
 
-def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) -> Tables:
+RANK = "rank (point estimate)"
+SIMULTANEOUS = "rank, 95% simultaneous"
+MARGINAL = "rank, 95% marginal"
+
+
+def tables(
+    board: Board,
+    ranked: list[Entry],
+    checks: list[Entry],
+    out: Path,
+    sets: ranks.RankSets | None = None,
+) -> Tables:
     """Every table of the leaderboard; ``ranked`` models in rank order, ``checks`` the chance
-    models."""
+    models; ``sets`` the confidence sets for the ranked models' ranks, in that order."""
     task = board.task
     everyone = [*ranked, *checks]
     board.prepare([entry.run for entry in everyone])  # the paired differences' replicates
-    headline = ["model", "rank", "A", "a", "A − next", "controls above chance", "lowest C", COST]
+    headline = ["model", RANK, SIMULTANEOUS, MARGINAL, "A", "a", "A − next",
+                "controls above chance", "lowest C", COST]  # fmt: skip
     ranking = Table("leaderboard", f"Models ranked by schema accuracy A on {task}", headline)
     chance_models = Table(
         "leaderboard_chance",
@@ -182,9 +195,12 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
     for table, entries in ((ranking, ranked), (chance_models, checks)):
         for position, entry in enumerate(entries):
             following = entries[position + 1] if position + 1 < len(entries) else None
+            own = sets if table is ranking else None
             table.rows.append([
                 entry.label,
-                position + 1 if table is ranking else "–",
+                (int(own.rank[position]) if own else position + 1) if table is ranking else "–",
+                RankSet(*map(int, own.simultaneous[position])) if own else None,
+                RankSet(*map(int, own.marginal[position])) if own else None,
                 entry.A,
                 entry.a,
                 board.paired(entry.run, following.run) if following and table is ranking else None,

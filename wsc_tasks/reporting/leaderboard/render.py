@@ -11,6 +11,7 @@ import pandas as pd
 from wsc_tasks.reporting import html_report, markup
 from wsc_tasks.reporting.leaderboard.board import Leaderboard, build
 from wsc_tasks.reporting.leaderboard.entries import COST, Entry
+from wsc_tasks.reporting.leaderboard.layout import MARGINAL, RANK, SIMULTANEOUS
 from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import markdown, numeric
 
@@ -97,7 +98,7 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
     found = board.tables
     frame = pd.concat([numeric(found.ranking), numeric(found.chance_models)], ignore_index=True)
     if frame.empty:
-        frame = pd.DataFrame(columns=["model", "rank"])
+        frame = pd.DataFrame(columns=["model", RANK])
     for table in (found.controls, found.consistency, found.models):
         if table.rows:
             extra = numeric(table).drop(columns=[COST], errors="ignore")
@@ -118,7 +119,10 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
             frame.loc[frame["model"] == name, "status"] = why.splitlines()[0]
         else:
             frame.loc[len(frame), ["model", "status"]] = [name, why.splitlines()[0]]
-    frame["rank"] = frame["rank"].map(lambda r: "" if r in ("–", None) or pd.isna(r) else int(r))
+    frame = frame.drop(columns=[SIMULTANEOUS, MARGINAL], errors="ignore")  # blank: chance rows
+    for column in (c for c in frame.columns if c.startswith((SIMULTANEOUS, MARGINAL))):
+        frame[column] = frame[column].astype("Int64")  # whole ranks, blank for chance models
+    frame[RANK] = frame[RANK].map(lambda r: "" if r in ("–", None) or pd.isna(r) else int(r))
     return frame
 
 
