@@ -4,7 +4,7 @@ findings, the notes and the cost, in the order every format says them (``render`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +46,9 @@ class Leaderboard:
     tables: Tables
     entries: list[Entry]
     problems: list[tuple[str, str]]
+    ranks: ranks.RankSets | None = None  # of the ranked models, in the ranking's order
+    ranked: list[str] = field(default_factory=list)  # their labels
+    task: str = ""  # the ranking task
 
 
 def build(
@@ -120,6 +123,9 @@ def build(
         tables=found,
         entries=[*ranked, *checks],
         problems=problems,
+        ranks=sets,
+        ranked=labels,
+        task=task,
     )
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from wsc_tasks.reporting import html_report, markup
+import wsc_tasks.reporting.leaderboard.tiers as tiers
+from wsc_tasks.reporting import figures, html_report, markup
 from wsc_tasks.reporting.leaderboard.board import Leaderboard, build
 from wsc_tasks.reporting.leaderboard.entries import COST, Entry
 from wsc_tasks.reporting.leaderboard.layout import MARGINAL, RANK, SIMULTANEOUS
@@ -17,6 +18,11 @@ from wsc_tasks.reporting.tables import markdown, numeric
 
 FIRST_SCREEN = 10  # findings and notes shown unfolded on the HTML page; the rest in a <details>
 TOP = 3  # findings unfolded on a larger board's page: the ranking starts on its first screen
+
+
+def _figure(board: Leaderboard) -> bool:
+    """Whether the board draws its ranks figure (``tiers``): two ranked models or more."""
+    return board.ranks is not None and len(board.ranked) > 1
 
 
 def markdown_text(board: Leaderboard) -> str:
@@ -29,6 +35,8 @@ def markdown_text(board: Leaderboard) -> str:
     lines += ["", *(f"**Note:** {markup.escape_markdown(note)}." for note in board.notes)]
     lines += ["", board.intro, ""]
     for table in board.tables.shown():
+        if table is board.tables.ranking and _figure(board):
+            lines += [f"![Ranks with their 95% confidence sets, in tiers]({tiers.STEM}.svg)", ""]
         lines += [markdown(table)]
         if table is board.tables.ranking or (
             table is board.tables.chance_models and not board.tables.ranking.rows
@@ -37,7 +45,9 @@ def markdown_text(board: Leaderboard) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def html_text(board: Leaderboard) -> str:
+def html_text(board: Leaderboard, out: Path | None = None) -> str:
+    """The page; with ``out``, the ranks figure written there (``tiers``) inlined above the
+    ranking."""
     body = ["<h1>Leaderboard</h1>", "<h2>Findings</h2>"]
     body += [f"<p>{html_report.inline(board.overview)}</p>"] if board.overview else []
     items = [
@@ -69,6 +79,12 @@ def html_text(board: Leaderboard) -> str:
     else:
         body += [f"<p>{html_report.inline(board.intro)}</p>"]
     for table in board.tables.shown():
+        svg = out / f"{tiers.STEM}.svg" if out is not None else None
+        if table is board.tables.ranking and _figure(board) and svg and svg.is_file():
+            body.append(
+                '<figure><div class="scroll figure">'
+                f"{figures.inline_svg(svg, tiers.STEM)}</div></figure>"
+            )
         body.append(html_report.table_html(table, fold=table is not board.tables.ranking))
         if table is board.tables.ranking or (
             table is board.tables.chance_models and not board.tables.ranking.rows
@@ -127,12 +143,17 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
 
 
 def save(board: Leaderboard, out: Path) -> list[Path]:
-    """``<out>/leaderboard.md``, ``.csv`` and ``.html``."""
+    """``<out>/leaderboard.md``, ``.csv`` and ``.html``, and the ranks figure (``tiers``) of a
+    board of two ranked models or more."""
     md, csv, page = (out / f"leaderboard.{kind}" for kind in ("md", "csv", "html"))
+    drawn = []
+    if _figure(board):
+        assert board.ranks is not None
+        drawn = tiers.figure(board.ranked, board.ranks, out, board.task)
     md.write_text(markdown_text(board), encoding="utf-8")
     csv_frame(board).to_csv(csv, index=False, lineterminator="\n")
-    page.write_text(html_text(board), encoding="utf-8")
-    return [md, csv, page]
+    page.write_text(html_text(board, out), encoding="utf-8")
+    return [md, csv, page, *drawn]
 
 
 def write(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> list[Path]:
