@@ -67,6 +67,14 @@ class Coverage:
         """The Monte Carlo standard error of a share over the boards."""
         return math.sqrt(share * (1 - share) / (count or self.boards))
 
+    def shown(self, share: float, count: int | None = None) -> str:
+        """``0.981 ± 0.004`` (± its Monte Carlo standard error); a share of 1, whose standard
+        error is 0, with its one-sided 95% lower bound (0.05^(1/n): no miss in n)."""
+        n = count or self.boards
+        if share == 1.0:
+            return f"1.000 (≥ {0.05 ** (1 / n):.3f})"
+        return f"{share:.3f} ± {self.error(share, n):.3f}"
+
 
 def simulate(models: int, boards: int, iters: int = 1000, seed: int = 0) -> Coverage:
     truth = true_accuracy(models)
@@ -110,19 +118,16 @@ def lines(found: Sequence[Coverage]) -> list[str]:
     """A Markdown table: coverage (± its Monte Carlo standard error) and widths per board size."""
     out = [
         "| models | boards | simultaneous coverage | marginal coverage (worst model) | τ-best "
-        "coverage | mean width: simultaneous, marginal | τ-best size | s per board |",
+        "coverage | mean set size: simultaneous, marginal | τ-best size | s per board |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in found:
         pooled = row.boards * row.models
-        best = ", ".join(
-            f"τ={tau}: {share:.3f} ± {row.error(share):.3f}" for tau, share in row.best.items()
-        )
+        best = ", ".join(f"τ={tau}: {row.shown(share)}" for tau, share in row.best.items())
         size = ", ".join(f"τ={tau}: {s:.1f}" for tau, s in row.best_size.items())
         out.append(
-            f"| {row.models} | {row.boards} | {row.simultaneous:.3f} ± "
-            f"{row.error(row.simultaneous):.3f} | {row.marginal:.3f} ± "
-            f"{row.error(row.marginal, pooled):.3f} ({row.marginal_worst:.3f}) | {best} | "
+            f"| {row.models} | {row.boards} | {row.shown(row.simultaneous)} | "
+            f"{row.shown(row.marginal, pooled)} ({row.marginal_worst:.3f}) | {best} | "
             f"{row.width_simultaneous:.1f}, {row.width_marginal:.1f} | {size} | "
             f"{row.seconds:.2f} |"
         )
