@@ -5,9 +5,13 @@ A board is p models answering the n schemas of ``wsc266`` (133): model j gets sc
 with probability Φ(α_j + β z_s), z_s ~ N(0, 1) the schema's difficulty shared by every model
 (β = 1: what makes the models' estimates dependent, as on a real board, where every model
 answers the same schemas), so its true A (over the population of schemas the bootstrap over
-schemas stands for) is Φ(α_j / √(1 + β²)). The true A: a clear leader at 0.85, the rest in tied
-pairs from 0.70 down to 0.30. Each board is estimated as the leaderboard estimates one: the
-schema bootstrap's joint replicates (the same resamples for every model), then the sets.
+schemas stands for) is Φ(α_j / √(1 + β²)). Two kinds of board: *spread*, a clear leader at 0.85
+and the rest in tied pairs from 0.70 down to 0.30; *tied*, every model at A = 0.5, where every
+true rank is 1 and a set misses it whenever any model is shown above another: the least
+favourable case of the simultaneous sets, whose coverage there is the familywise error the
+stepdown controls (about 95%, where the spread board's is far above). Each board is estimated
+as the leaderboard estimates one: the schema bootstrap's joint replicates (the same resamples
+for every model), then the sets.
 """
 
 from __future__ import annotations
@@ -29,8 +33,14 @@ SPREAD = (0.70, 0.30)
 BEST = (1, 10)  # τ of the τ-best sets checked (10 on boards of more than 20 models)
 
 
-def true_accuracy(models: int) -> np.ndarray:
-    """The true A of a simulated board: a clear leader, then tied pairs evenly spread."""
+TRUTHS = ("spread", "tied")
+
+
+def true_accuracy(models: int, truth: str = "spread") -> np.ndarray:
+    """The true A of a simulated board: a clear leader, then tied pairs evenly spread; or all
+    tied."""
+    if truth == "tied":
+        return np.full(models, 0.5)
     rest = np.repeat(np.linspace(*SPREAD, math.ceil((models - 1) / 2)), 2)[: models - 1]
     return np.r_[LEADER, rest]
 
@@ -52,6 +62,7 @@ def board(
 
 @dataclass(frozen=True)
 class Coverage:
+    truth: str
     models: int
     boards: int
     simultaneous: float  # share of boards whose simultaneous sets cover every true rank
@@ -76,8 +87,10 @@ class Coverage:
         return f"{share:.3f} ± {self.error(share, n):.3f}"
 
 
-def simulate(models: int, boards: int, iters: int = 1000, seed: int = 0) -> Coverage:
-    truth = true_accuracy(models)
+def simulate(
+    models: int, boards: int, iters: int = 1000, seed: int = 0, kind: str = "spread"
+) -> Coverage:
+    truth = true_accuracy(models, kind)
     true_rank = ranks.point_ranks(truth)
     rng = np.random.default_rng(seed)
     taus = [tau for tau in BEST if tau == 1 or models > 20]
@@ -101,6 +114,7 @@ def simulate(models: int, boards: int, iters: int = 1000, seed: int = 0) -> Cove
             best[tau] += bool(np.isin(np.flatnonzero(true_rank <= tau), chosen).all())
             sizes[tau] += len(chosen)
     return Coverage(
+        kind,
         models,
         boards,
         simultaneous / boards,
@@ -117,16 +131,16 @@ def simulate(models: int, boards: int, iters: int = 1000, seed: int = 0) -> Cove
 def lines(found: Sequence[Coverage]) -> list[str]:
     """A Markdown table: coverage (± its Monte Carlo standard error) and widths per board size."""
     out = [
-        "| models | boards | simultaneous coverage | marginal coverage (worst model) | τ-best "
-        "coverage | mean set size: simultaneous, marginal | τ-best size | s per board |",
-        "|---|---|---|---|---|---|---|---|",
+        "| board | models | boards | simultaneous coverage | marginal coverage (worst model) "
+        "| τ-best coverage | mean set size: simultaneous, marginal | τ-best size | s per board |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in found:
         pooled = row.boards * row.models
         best = ", ".join(f"τ={tau}: {row.shown(share)}" for tau, share in row.best.items())
         size = ", ".join(f"τ={tau}: {s:.1f}" for tau, s in row.best_size.items())
         out.append(
-            f"| {row.models} | {row.boards} | {row.shown(row.simultaneous)} | "
+            f"| {row.truth} | {row.models} | {row.boards} | {row.shown(row.simultaneous)} | "
             f"{row.shown(row.marginal, pooled)} ({row.marginal_worst:.3f}) | {best} | "
             f"{row.width_simultaneous:.1f}, {row.width_marginal:.1f} | {size} | "
             f"{row.seconds:.2f} |"
@@ -143,13 +157,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--boards", default="1000,200", help="boards per size (default 1000,200)")
     parser.add_argument("--iters", type=int, default=1000, help="bootstrap replicates (1000)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--truths", default=",".join(TRUTHS), help=f"kinds of board (default {','.join(TRUTHS)})"
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.models.split(",")]
     counts = [int(s) for s in args.boards.split(",")]
     counts += [counts[-1]] * (len(sizes) - len(counts))
     found = []
-    for models, boards in zip(sizes, counts, strict=False):
-        found.append(simulate(models, boards, args.iters, args.seed))
-        print("\n".join(lines(found[-1:])[-1:]), flush=True)
+    for kind in args.truths.split(","):
+        if kind not in TRUTHS:
+            parser.error(f"--truths: {kind!r} is not one of {', '.join(TRUTHS)}")
+        for models, boards in zip(sizes, counts, strict=False):
+            found.append(simulate(models, boards, args.iters, args.seed, kind))
+            print("\n".join(lines(found[-1:])[-1:]), flush=True)
     print("\n".join(lines(found)))
     return 0
