@@ -194,3 +194,11 @@ def test_the_best_model_sentences():
         "Ranked above m5 in A with confidence (95%, one-sided over the 11 other ranked models; "
         "Mogstad, Romano, Shaikh & Wilhelm 2024): 2 models, m0 and m1."
     )
+
+
+def test_critical_values_on_students_t_scale():
+    """With the number of schemas, ĉ is moved to the same tail of Student's t (n − 1 df)."""
+    maxima = np.linspace(0.0, 4.0, 1001)
+    assert float(ranks.quantile(maxima, 0.95)) == pytest.approx(3.8)
+    on_t = float(ranks.quantile(maxima, 0.95, schemas=133))
+    assert on_t == pytest.approx(stats.t.ppf(stats.norm.cdf(3.8), 132)) and on_t > 3.8

@@ -29,6 +29,15 @@ not yet rejected only. Statistics are float32, the maxima floored at 0 (the quan
 max(M, 0) is max(quantile of M, 0): the same set whenever ĉ > 0, as it is with any pair in I).
 Pairs whose replicate differences never vary (σ̂ = 0: two models right on the same schemas) have
 a statistic of 0 and are never rejected.
+
+Small samples (``schemas``): the bootstrap's max is of differences over the fixed σ̂ (a normal
+scale), while the statistic it is compared with divides by an estimated σ̂ (Student's t with n − 1
+degrees of freedom, n schemas). Where a board of many models reads the critical value, far in
+the tail, the t's tail is heavier (on 133 schemas a pair's 4σ tail is 1.7 times the normal's): on
+simulated boards of 50 models that all tie, the simultaneous sets covered 92.4% ± 0.8% of the
+time (1,000 boards). Given the number of schemas, each critical value is moved to the same tail
+of Student's t, ĉ → t⁻¹_{n−1}(Φ(ĉ)) (as Tukey's studentized range is read with its degrees of
+freedom): 95.3% ± 1.1% (400 such boards; ``reporting.rank_calibration``).
 """
 
 from __future__ import annotations
@@ -87,16 +96,27 @@ def difference_scales(deviations: np.ndarray) -> np.ndarray:
     return np.sqrt(squared)
 
 
-def quantile(maxima: np.ndarray, confidence: float) -> float:
-    """ĉ: the ``confidence`` quantile of the replicates' maxima (linear, as R's type 7)."""
-    return float(np.quantile(maxima, confidence))
+def quantile(maxima: np.ndarray, confidence: float, schemas: int | None = None) -> np.ndarray:
+    """ĉ: the ``confidence`` quantile of the replicates' maxima (linear, as R's type 7) along
+    their last axis; with ``schemas``, read on Student's t scale with ``schemas`` − 1 degrees of
+    freedom (the module's note)."""
+    found = np.quantile(maxima, confidence, axis=-1)
+    if schemas is None:
+        return np.asarray(found, dtype=float)
+    from scipy.special import ndtr, stdtrit
+
+    return np.asarray(stdtrit(schemas - 1, ndtr(found)), dtype=float)
 
 
 def rank_sets(
-    estimates: np.ndarray, replicates: np.ndarray, confidence: float = CONFIDENCE
+    estimates: np.ndarray,
+    replicates: np.ndarray,
+    confidence: float = CONFIDENCE,
+    schemas: int | None = None,
 ) -> RankSets:
     """Simultaneous and marginal confidence sets for the ranks of p models from R × p joint
-    bootstrap ``replicates`` of their ``estimates``, each with the stepdown."""
+    bootstrap ``replicates`` of their ``estimates``, each with the stepdown; ``schemas``: the
+    number of documents resampled (critical values on the t scale), None for the normal's."""
     theta = np.asarray(estimates, dtype=float)
     reps = np.asarray(replicates, dtype=float)
     p = len(theta)
@@ -117,11 +137,11 @@ def rank_sets(
     # simultaneous: one max over every pair
     down_all = down.max(axis=0)
     maxima = np.maximum(down_all, np.maximum(up_row.max(axis=0), up_col.max(axis=0)))
-    c = quantile(maxima, confidence)
+    c = float(quantile(maxima, confidence, schemas))
     critical = [c]
     # marginal: model j's own pairs
     own = np.maximum(down, np.maximum(up_row, up_col))  # p × R
-    c_own = np.quantile(own, confidence, axis=1)
+    c_own = quantile(own, confidence, schemas)
     # up hypotheses not yet rejected, each in the simultaneous family and in the marginal
     # families of its two models (upper j, lower k)
     simul_open = live & ~(t > c)
@@ -135,13 +155,13 @@ def rank_sets(
         top, by_model = _open_maxima(dev, inv32, a, b, s_open, f_open, g_open)
         changed = False
         if s_open.any():
-            c_new = quantile(np.maximum(down_all, top), confidence)
+            c_new = float(quantile(np.maximum(down_all, top), confidence, schemas))
             newly = simul_open & (t > c_new)
             if newly.any():
                 simul_open &= ~newly
                 critical.append(c_new)
                 changed = True
-        c_own = np.quantile(np.maximum(down, by_model), confidence, axis=1)
+        c_own = quantile(np.maximum(down, by_model), confidence, schemas)
         first_new = first_open & (t > c_own[:, None])
         second_new = second_open & (t > c_own[None, :])
         if first_new.any() or second_new.any():
@@ -171,7 +191,11 @@ def rank_sets(
 
 
 def above(
-    estimates: np.ndarray, replicates: np.ndarray, model: int, confidence: float = CONFIDENCE
+    estimates: np.ndarray,
+    replicates: np.ndarray,
+    model: int,
+    confidence: float = CONFIDENCE,
+    schemas: int | None = None,
 ) -> np.ndarray:
     """Indexes of the models ranked above ``model`` with confidence ``confidence``: the one-sided
     marginal family H(k, j): θ_k ≤ θ_j over every other k, with the stepdown (csranks' lower
@@ -188,7 +212,7 @@ def above(
     t = (theta - theta[model]) * inverse
     open_ = scale > 0
     while open_.any():
-        c = quantile(np.maximum(stats[:, open_].max(axis=1), 0.0), confidence)
+        c = float(quantile(np.maximum(stats[:, open_].max(axis=1), 0.0), confidence, schemas))
         newly = open_ & (t > c)
         if not newly.any():
             break

@@ -103,7 +103,7 @@ def simulate(
     for _ in range(boards):
         estimates, replicates = board(truth, iters, rng)
         start = time.perf_counter()
-        found = ranks.rank_sets(estimates, replicates)
+        found = ranks.rank_sets(estimates, replicates, schemas=SCHEMAS)
         spent += time.perf_counter() - start
         sim, marg = found.simultaneous, found.marginal
         simultaneous += bool(np.all((sim[:, 0] <= true_rank) & (true_rank <= sim[:, 1])))

@@ -103,7 +103,8 @@ def build(
                 f"(ranked: {', '.join(labels[:5])}{', …' if len(labels) > 5 else ''})"
             )
         if sets is not None and joint is not None:
-            shown = ranks.above(*joint, labels.index(label), sets.confidence)
+            values, replicates, schemas = joint
+            shown = ranks.above(values, replicates, labels.index(label), sets.confidence, schemas)
             ranking.append(findings.ranked_above(label, [labels[k] for k in shown], len(labels)))
     failed = [name for name, why in problems if why.startswith("failed")]
     if failed:
@@ -131,7 +132,7 @@ def build(
 
 def _rank_sets(
     board: Board, ranked: Sequence[Entry]
-) -> tuple[ranks.RankSets | None, tuple[np.ndarray, np.ndarray] | None, str]:
+) -> tuple[ranks.RankSets | None, tuple[np.ndarray, np.ndarray, int] | None, str]:
     """The confidence sets for the ranks of the ranked models (in their order), the estimates
     and replicates they came from, or why there are none."""
     if not ranked:
@@ -139,9 +140,10 @@ def _rank_sets(
     found = board.joint([e.run for e in ranked])
     if isinstance(found, str):
         return None, None, found
-    values, replicates = found
+    values, replicates, schemas = found
     replicates = replicates[: ranks.iters_for(len(ranked), len(replicates))]
-    return ranks.rank_sets(values, replicates), (values, replicates), ""
+    sets = ranks.rank_sets(values, replicates, schemas=schemas)
+    return sets, (values, replicates, schemas), ""
 
 
 def _cost(*tables: Table) -> str:
