@@ -451,3 +451,29 @@ def test_leaderboard_html_in_chromium(sweep_out):
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_a_rank_set_sorts_by_its_lower_end_up_and_its_upper_end_down(tmp_path):
+    """``[low, high]``: one click orders by the lower end (the models that may rank first), the
+    next by the upper end, highest first (those that may rank last)."""
+    from selenium.webdriver.common.by import By
+
+    from wsc_tasks.reporting import html_report
+    from wsc_tasks.reporting.tables import RankSet, Table
+
+    table = Table("sets", "sets", ["model", "rank, 95% simultaneous"])
+    table.rows = [["a", RankSet(1, 9)], ["b", RankSet(2, 3)], ["c", RankSet(3, 12)],
+                  ["d", RankSet(1, 2)]]  # fmt: skip
+    page = tmp_path / "sets.html"
+    page.write_text(html_report.page("sets", html_report.table_html(table)), encoding="utf-8")
+    driver, profile = _browser()
+    try:
+        driver.get(page.as_uri())
+        head = driver.find_elements(By.CSS_SELECTOR, "#table-sets th")[1]
+        head.click()
+        assert _column(driver, "table-sets", 0) == ["a", "d", "b", "c"]
+        head.click()
+        assert _column(driver, "table-sets", 0) == ["c", "a", "b", "d"]
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
