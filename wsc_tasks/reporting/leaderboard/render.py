@@ -81,10 +81,17 @@ def html_text(board: Leaderboard, out: Path | None = None) -> str:
     for table in board.tables.shown():
         svg = out / f"{tiers.STEM}.svg" if out is not None else None
         if table is board.tables.ranking and _figure(board) and svg and svg.is_file():
-            body.append(
+            drawn = (
                 '<figure><div class="scroll figure">'
                 f"{figures.inline_svg(svg, tiers.STEM)}</div></figure>"
             )
+            if len(board.ranked) > FIRST_SCREEN:  # a large board: the ranking on the first screen
+                drawn = (
+                    "<details><summary>the ranks with their 95% confidence sets, in tiers (a "
+                    f"figure of the top {min(len(board.ranked), tiers.TOP)})</summary>"
+                    f"{drawn}</details>"
+                )
+            body.append(drawn)
         body.append(html_report.table_html(table, fold=table is not board.tables.ranking))
         if table is board.tables.ranking or (
             table is board.tables.chance_models and not board.tables.ranking.rows
