@@ -124,7 +124,7 @@ def _sets(p: int, rejected: set, of: list[int]) -> list[list[int]]:
 def test_the_fast_sets_are_the_plain_algorithms(seed):
     """Models tied, near and far, dependent through shared schemas, two of them identical."""
     truth = np.array([0.8, 0.6, 0.6, 0.55, 0.5, 0.4, 0.4, 0.3])
-    theta, reps = rank_calibration.board(truth, 2000, np.random.default_rng(seed))
+    theta, reps, _ = rank_calibration.board(truth, 2000, np.random.default_rng(seed))
     theta[-1], reps[:, -1] = theta[-2], reps[:, -2]  # right on the very same schemas
     p = len(theta)
     found = ranks.rank_sets(theta, reps)
@@ -196,9 +196,16 @@ def test_the_best_model_sentences():
     )
 
 
-def test_critical_values_on_students_t_scale():
-    """With the number of schemas, ĉ is moved to the same tail of Student's t (n − 1 df)."""
-    maxima = np.linspace(0.0, 4.0, 1001)
-    assert float(ranks.quantile(maxima, 0.95)) == pytest.approx(3.8)
-    on_t = float(ranks.quantile(maxima, 0.95, schemas=133))
-    assert on_t == pytest.approx(stats.t.ppf(stats.norm.cdf(3.8), 132)) and on_t > 3.8
+def test_each_pairs_t_on_the_normal_scale():
+    """A pair's df: the schemas its two models differ on, less one; its t read as the normal
+    quantile of its Student t probability."""
+    values = np.array([[1, 1, 0], [0, 1, 0], [1, 0, 0], [1, 1, 0], [0, 0, 0]], dtype=float)
+    # models 0 and 1 differ on 2 schemas, each of them and model 2 on 3
+    assert ranks.pair_df(values).tolist() == [[1, 1, 2], [1, 1, 2], [2, 2, 1]]
+    assert float(ranks.quantile(np.linspace(0.0, 4.0, 1001), 0.95)) == pytest.approx(3.8)
+    z = ranks.normal_scale(np.array([2.0, 5.0, -1.0]), np.array([5.0, 40.0, 10.0]))
+    expected = stats.norm.ppf(stats.t.cdf([2.0, 5.0, -1.0], [5.0, 40.0, 10.0]))
+    assert z == pytest.approx(expected) and z[1] < 5.0
+    assert ranks.normal_scale(np.array([9.0]), 132.0)[0] == pytest.approx(
+        -stats.norm.ppf(stats.t.sf(9.0, 132)), rel=1e-9
+    )

@@ -30,14 +30,16 @@ max(M, 0) is max(quantile of M, 0): the same set whenever ĉ > 0, as it is with 
 Pairs whose replicate differences never vary (σ̂ = 0: two models right on the same schemas) have
 a statistic of 0 and are never rejected.
 
-Small samples (``schemas``): the bootstrap's max is of differences over the fixed σ̂ (a normal
-scale), while the statistic it is compared with divides by an estimated σ̂ (Student's t with n − 1
-degrees of freedom, n schemas). Where a board of many models reads the critical value, far in
-the tail, the t's tail is heavier (on 133 schemas a pair's 4σ tail is 1.7 times the normal's): on
-simulated boards of 50 models that all tie, the simultaneous sets covered 92.4% ± 0.8% of the
-time (1,000 boards). Given the number of schemas, each critical value is moved to the same tail
-of Student's t, ĉ → t⁻¹_{n−1}(Φ(ĉ)) (as Tukey's studentized range is read with its degrees of
-freedom): 94.3% ± 0.7% on the same 1,000 boards (``reporting.rank_calibration``).
+Small samples (``df``): the bootstrap's max is of differences over the fixed σ̂ (a normal
+scale), while the statistic it is compared with divides by an estimated σ̂: a paired difference
+of two models is a mean over the schemas they differ on, and its studentised value has Student's
+t tails with (that number of schemas − 1) degrees of freedom (``pair_df``), far heavier than the
+normal's where a board of many models reads the critical value. Each t(j, k) is therefore read
+on the normal scale, z = Φ⁻¹(F_t(t; df(j, k))), before it meets ĉ (as Tukey's studentized range
+is read with its degrees of freedom). On simulated boards where every model ties (the least
+favourable case), the simultaneous sets covered 92.4% ± 0.8% (50 models) without it, 94.3% ±
+0.7% with one df of n − 1 for every pair (n schemas) and 91.0% ± 1.7% at 1,000 models;
+``reporting.rank_calibration`` prints them with the pairs' own df.
 """
 
 from __future__ import annotations
@@ -96,27 +98,44 @@ def difference_scales(deviations: np.ndarray) -> np.ndarray:
     return np.sqrt(squared)
 
 
-def quantile(maxima: np.ndarray, confidence: float, schemas: int | None = None) -> np.ndarray:
+def quantile(maxima: np.ndarray, confidence: float) -> np.ndarray:
     """ĉ: the ``confidence`` quantile of the replicates' maxima (linear, as R's type 7) along
-    their last axis; with ``schemas``, read on Student's t scale with ``schemas`` − 1 degrees of
-    freedom (the module's note)."""
-    found = np.quantile(maxima, confidence, axis=-1)
-    if schemas is None:
-        return np.asarray(found, dtype=float)
-    from scipy.special import ndtr, stdtrit
+    their last axis."""
+    return np.asarray(np.quantile(maxima, confidence, axis=-1), dtype=float)
 
-    return np.asarray(stdtrit(schemas - 1, ndtr(found)), dtype=float)
+
+def pair_df(values: np.ndarray) -> np.ndarray:
+    """p × p degrees of freedom of each pair's studentised difference, from n × p per-schema
+    values: the number of schemas on which the two models' values differ, less one (at least
+    1). Counted as n − agreements, one matrix product per distinct value."""
+    values = np.asarray(values)
+    n = len(values)
+    agree = np.zeros((values.shape[1], values.shape[1]))
+    for value in np.unique(values):
+        same = (values == value).astype(np.float32)
+        agree += same.T @ same
+    return np.maximum(n - np.rint(agree) - 1, 1)
+
+
+def normal_scale(t: np.ndarray, df: np.ndarray | float | None) -> np.ndarray:
+    """t read on the normal scale: Φ⁻¹(F_t(t; df)), by the lower tail for precision far out;
+    t as it is without ``df``."""
+    if df is None:
+        return t
+    from scipy.special import ndtri, stdtr
+
+    return np.asarray(-ndtri(stdtr(df, -t)), dtype=float)
 
 
 def rank_sets(
     estimates: np.ndarray,
     replicates: np.ndarray,
     confidence: float = CONFIDENCE,
-    schemas: int | None = None,
+    df: np.ndarray | float | None = None,
 ) -> RankSets:
     """Simultaneous and marginal confidence sets for the ranks of p models from R × p joint
-    bootstrap ``replicates`` of their ``estimates``, each with the stepdown; ``schemas``: the
-    number of documents resampled (critical values on the t scale), None for the normal's."""
+    bootstrap ``replicates`` of their ``estimates``, each with the stepdown; ``df``: each pair's
+    degrees of freedom (p × p, ``pair_df``, or one for all), None for the normal's."""
     theta = np.asarray(estimates, dtype=float)
     reps = np.asarray(replicates, dtype=float)
     p = len(theta)
@@ -132,16 +151,17 @@ def rank_sets(
     up_row, up_col, down = _all_pairs(dev, inv32)
     # t(j, k) for j < k, ≥ 0
     t = (sorted_theta[:, None] - sorted_theta[None, :]) * inverse
+    t = normal_scale(t, df[np.ix_(order, order)] if isinstance(df, np.ndarray) else df)
     upper = np.triu(np.ones((p, p), dtype=bool), 1)
     live = upper & (scale > 0)
     # simultaneous: one max over every pair
     down_all = down.max(axis=0)
     maxima = np.maximum(down_all, np.maximum(up_row.max(axis=0), up_col.max(axis=0)))
-    c = float(quantile(maxima, confidence, schemas))
+    c = float(quantile(maxima, confidence))
     critical = [c]
     # marginal: model j's own pairs
     own = np.maximum(down, np.maximum(up_row, up_col))  # p × R
-    c_own = quantile(own, confidence, schemas)
+    c_own = quantile(own, confidence)
     # up hypotheses not yet rejected, each in the simultaneous family and in the marginal
     # families of its two models (upper j, lower k)
     simul_open = live & ~(t > c)
@@ -155,13 +175,13 @@ def rank_sets(
         top, by_model = _open_maxima(dev, inv32, a, b, s_open, f_open, g_open)
         changed = False
         if s_open.any():
-            c_new = float(quantile(np.maximum(down_all, top), confidence, schemas))
+            c_new = float(quantile(np.maximum(down_all, top), confidence))
             newly = simul_open & (t > c_new)
             if newly.any():
                 simul_open &= ~newly
                 critical.append(c_new)
                 changed = True
-        c_own = quantile(np.maximum(down, by_model), confidence, schemas)
+        c_own = quantile(np.maximum(down, by_model), confidence)
         first_new = first_open & (t > c_own[:, None])
         second_new = second_open & (t > c_own[None, :])
         if first_new.any() or second_new.any():
@@ -195,7 +215,7 @@ def above(
     replicates: np.ndarray,
     model: int,
     confidence: float = CONFIDENCE,
-    schemas: int | None = None,
+    df: np.ndarray | float | None = None,
 ) -> np.ndarray:
     """Indexes of the models ranked above ``model`` with confidence ``confidence``: the one-sided
     marginal family H(k, j): θ_k ≤ θ_j over every other k, with the stepdown (csranks' lower
@@ -210,9 +230,10 @@ def above(
     inverse = np.divide(1.0, scale, out=np.zeros_like(scale), where=scale > 0)
     stats = diff * inverse  # 0 for the model itself and for differences that never vary
     t = (theta - theta[model]) * inverse
+    t = normal_scale(t, df[model] if isinstance(df, np.ndarray) else df)
     open_ = scale > 0
     while open_.any():
-        c = float(quantile(np.maximum(stats[:, open_].max(axis=1), 0.0), confidence, schemas))
+        c = float(quantile(np.maximum(stats[:, open_].max(axis=1), 0.0), confidence))
         newly = open_ & (t > c)
         if not newly.any():
             break

@@ -47,8 +47,9 @@ def true_accuracy(models: int, truth: str = "spread") -> np.ndarray:
 
 def board(
     truth: np.ndarray, iters: int, rng: np.random.Generator, schemas: int = SCHEMAS
-) -> tuple[np.ndarray, np.ndarray]:
-    """One simulated board: the estimates of A and their R × p joint bootstrap replicates."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One simulated board: the estimates of A, their R × p joint bootstrap replicates and the
+    n × p schema outcomes."""
     from scipy.stats import norm  # here: scipy costs ~1 s to import
 
     alpha = norm.ppf(truth) * math.sqrt(1 + SHARED**2)
@@ -57,7 +58,7 @@ def board(
     right = (rng.random(chance.shape) < chance).astype(np.float32)  # n × p
     counts = stats.resample_counts(rng.integers(0, schemas, (iters, schemas)), schemas)
     replicates = (counts.astype(np.float32) @ right) / schemas
-    return right.mean(axis=0, dtype=np.float64), replicates.astype(np.float64)
+    return right.mean(axis=0, dtype=np.float64), replicates.astype(np.float64), right
 
 
 @dataclass(frozen=True)
@@ -101,9 +102,9 @@ def simulate(
     sizes = dict.fromkeys(taus, 0.0)
     spent = 0.0
     for _ in range(boards):
-        estimates, replicates = board(truth, iters, rng)
+        estimates, replicates, right = board(truth, iters, rng)
         start = time.perf_counter()
-        found = ranks.rank_sets(estimates, replicates, schemas=SCHEMAS)
+        found = ranks.rank_sets(estimates, replicates, df=ranks.pair_df(right))
         spent += time.perf_counter() - start
         sim, marg = found.simultaneous, found.marginal
         simultaneous += bool(np.all((sim[:, 0] <= true_rank) & (true_rank <= sim[:, 1])))

@@ -103,8 +103,8 @@ def build(
                 f"(ranked: {', '.join(labels[:5])}{', …' if len(labels) > 5 else ''})"
             )
         if sets is not None and joint is not None:
-            values, replicates, schemas = joint
-            shown = ranks.above(values, replicates, labels.index(label), sets.confidence, schemas)
+            values, replicates, df = joint
+            shown = ranks.above(values, replicates, labels.index(label), sets.confidence, df)
             ranking.append(findings.ranked_above(label, [labels[k] for k in shown], len(labels)))
     failed = [name for name, why in problems if why.startswith("failed")]
     if failed:
@@ -132,7 +132,7 @@ def build(
 
 def _rank_sets(
     board: Board, ranked: Sequence[Entry]
-) -> tuple[ranks.RankSets | None, tuple[np.ndarray, np.ndarray, int] | None, str]:
+) -> tuple[ranks.RankSets | None, tuple[np.ndarray, np.ndarray, np.ndarray] | None, str]:
     """The confidence sets for the ranks of the ranked models (in their order), the estimates
     and replicates they came from, or why there are none."""
     if not ranked:
@@ -140,10 +140,11 @@ def _rank_sets(
     found = board.joint([e.run for e in ranked])
     if isinstance(found, str):
         return None, None, found
-    values, replicates, schemas = found
+    values, replicates, per_schema = found
     replicates = replicates[: ranks.iters_for(len(ranked), len(replicates))]
-    sets = ranks.rank_sets(values, replicates, schemas=schemas)
-    return sets, (values, replicates, schemas), ""
+    df = ranks.pair_df(per_schema)
+    sets = ranks.rank_sets(values, replicates, df=df)
+    return sets, (values, replicates, df), ""
 
 
 def _cost(*tables: Table) -> str:

@@ -152,10 +152,11 @@ class Board:
                     reps = stats.replicates(x, form, resamples)
                     self._models[id(run)] = (x, form.of_arrays(*resamples.parts(x, form)), reps)
 
-    def joint(self, runs: Sequence[Run]) -> tuple[Any, Any, int] | str:
+    def joint(self, runs: Sequence[Run]) -> tuple[Any, Any, Any] | str:
         """A of ``runs``, their R × p joint replicates (the same resamples of the same schemas
-        for every model: what the confidence sets for ranks need) and the number of schemas, or
-        why there are none: models run on different schemas are not resampled together."""
+        for every model: what the confidence sets for ranks need) and the n × p per-schema
+        values of A, or why there are none: models run on different schemas are not resampled
+        together."""
         found_keys = [_keyed(run, self.task, SCHEMA_ACC) for run in runs]
         keyed = [k for k in found_keys if k]
         if not runs or len(keyed) < len(runs):
@@ -169,7 +170,13 @@ class Board:
             )
         found = [self._replicates(run, k) for run, k in zip(runs, keyed, strict=True)]
         values = np.array([value for _, value, _ in found], dtype=float)
-        return values, np.column_stack([reps for _, _, reps in found]), len(first)
+        form = ratios.SCHEMA_ACCURACY
+        per_schema = []
+        for x, _, _ in found:
+            num, den = (np.asarray(part, dtype=float) for part in form.arrays(x))
+            per_schema.append(np.divide(num, den, out=np.zeros_like(num), where=den > 0))
+        replicates = np.column_stack([reps for _, _, reps in found])
+        return values, replicates, np.column_stack(per_schema)
 
     def _replicates(self, run: Run, keyed: dict) -> tuple[list[Any], float, Any]:
         if id(run) not in self._models:
