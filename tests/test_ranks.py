@@ -157,10 +157,11 @@ def test_coverage_on_simulated_boards():
 
 def test_coverage_where_every_model_ties():
     """All true A equal: a set misses as soon as any pair is separated, so the simultaneous
-    coverage is the familywise error the stepdown holds at 5%: near 95%, not far above (the
-    rule is not merely conservative)."""
+    coverage is the familywise error the stepdown holds at 5%: at least 95% (within two Monte
+    Carlo standard errors), and the sets still move (some boards do separate a pair)."""
     found = rank_calibration.simulate(20, 150, iters=400, seed=3, kind="tied")
-    assert abs(found.simultaneous - 0.95) <= 3 * found.error(0.95)
+    assert found.simultaneous + 2 * found.error(0.95) >= 0.95
+    assert found.width_simultaneous < 20
     assert found.best[1] == found.simultaneous
 
 

@@ -9,9 +9,9 @@ schemas stands for) is Φ(α_j / √(1 + β²)). Two kinds of board: *spread*, a
 and the rest in tied pairs from 0.70 down to 0.30; *tied*, every model at A = 0.5, where every
 true rank is 1 and a set misses it whenever any model is shown above another: the least
 favourable case of the simultaneous sets, whose coverage there is the familywise error the
-stepdown controls (about 95%, where the spread board's is far above). Each board is estimated
-as the leaderboard estimates one: the schema bootstrap's joint replicates (the same resamples
-for every model), then the sets.
+stepdown controls (about 98%, where the spread board's is 100%). Each board is estimated as the
+leaderboard estimates one: the schema bootstrap's joint replicates (the same resamples for every
+model), then the sets.
 """
 
 from __future__ import annotations
