@@ -8,7 +8,8 @@ What it writes, each with the command a test compares against (``OUTPUTS``):
 - ``results/report/``: ``wsc-tasks report`` on the committed lm-eval folders of the sweep
   (``tests/test_report.py``, byte for byte but for the figures' pixels), and the findings it
   copies into ``results/README.md`` (``tests/test_results_prose.py``);
-- ``results/leaderboard.md|csv|html``: ``wsc-tasks leaderboard results`` (no model runs);
+- ``results/leaderboard.md|csv|html``, ``leaderboard_ranks.png|svg``: ``wsc-tasks leaderboard
+  results`` (no model runs);
 - ``results/smollm2-135m/summary.md``: ``wsc-tasks summary`` of the main job;
 - ``tests/fixtures/reference_metrics.json``: the chance model's every metric
   (``tests/test_reference_metrics.py``, with the same ``--metadata``);
@@ -70,7 +71,8 @@ def _report(root: Path) -> list[Path]:
 
 def _leaderboard(root: Path) -> list[Path]:
     _cli(["leaderboard", str(root / RESULTS)])
-    return [root / RESULTS / f"leaderboard.{kind}" for kind in ("md", "csv", "html")]
+    found = [root / RESULTS / f"leaderboard.{kind}" for kind in ("md", "csv", "html")]
+    return found + [root / RESULTS / f"leaderboard_ranks.{kind}" for kind in ("png", "svg")]
 
 
 def _summary(root: Path) -> list[Path]:

@@ -21,6 +21,7 @@ import pytest
 
 from wsc_tasks.paths import SWEEP_DONE
 from wsc_tasks.reporting import findings, html_report, leaderboard, markup, report
+from wsc_tasks.reporting.leaderboard import tiers
 from wsc_tasks.reporting.runs import load_run
 from wsc_tasks.reporting.tables import Links, Table, latex, markdown, write
 from wsc_tasks.sweep.models import ModelsFileError, read_models
@@ -169,8 +170,10 @@ def _check_markdown(text: str, names: tuple[str, ...], own: frozenset[str] = fro
     for tag, attrs in parsed.tags:
         for link in (attrs.get("href"), attrs.get("src")):
             assert link is None or markup.safe_href(html.unescape(link)), link
-        if tag == "img":  # report.md's own figures: ![caption](figures/<stem>.png)
-            assert (attrs.get("src") or "").startswith("figures/") and len(attrs) == 2, attrs
+        if tag == "img":  # report.md's figures/<stem>.png, the leaderboard's ranks figure
+            source = attrs.get("src") or ""
+            own_figure = source.startswith("figures/") or source == f"{tiers.STEM}.svg"
+            assert own_figure and len(attrs) == 2, attrs
     joined = "".join(parsed.texts)
     for name in names:
         assert markup.visible(name) in joined, name

@@ -184,8 +184,11 @@ def test_leaderboard_opens_with_findings_then_notes_in_every_format(sweep_out):
     assert 'id="table-leaderboard"' in html_page and 'id="table-leaderboard_chance"' in html_page
     with table.open(encoding="utf-8") as handle:
         rows = {row["model"]: row for row in csv.DictReader(handle)}
-    assert rows["smollm2-135m"]["rank"] == "1" and rows["smollm2-135m"]["kind"] == "model"
-    assert rows["chance"]["rank"] == "" and rows["chance"]["kind"] == "chance model"
+    top, chance = rows["smollm2-135m"], rows["chance"]
+    assert top["rank (point estimate)"] == "1" and top["kind"] == "model"
+    assert chance["rank (point estimate)"] == "" and chance["kind"] == "chance model"
+    assert top["rank, 95% simultaneous low"] == "1" and chance["rank, 95% marginal high"] == ""
+    assert int(top["rank, 95% simultaneous high"]) >= int(top["rank, 95% marginal high"]) >= 1
     assert LIMIT_NOTE in rows["chance"]["notes"] and not rows["smollm2-135m"]["notes"]
     assert rows["smollm2-135m"]["finding"].startswith("A = 0.293 [")
     assert float(rows["smollm2-135m"]["A"]) == pytest.approx(39 / 133, abs=1e-6)
@@ -206,7 +209,7 @@ def test_leaderboard_command_writes_a_sweep_folders_leaderboard_running_nothing(
     printed = capsys.readouterr().out
     assert printed.startswith("No model is shown above chance in schema accuracy A on wsc266")
     assert str(copy / "leaderboard.html") in printed
-    assert "| smollm2-135m | 1 | 0.293 [" in (copy / "leaderboard.md").read_text(encoding="utf-8")
+    assert "| smollm2-135m | 1 | [1, " in (copy / "leaderboard.md").read_text(encoding="utf-8")
     assert cli(["leaderboard", str(tmp_path / "empty")]) == 2
     [line] = capsys.readouterr().err.splitlines()  # one line, no usage block
     assert line.startswith("wsc-tasks: error: ") and "empty: no model folder of a wsc-tasks" in line
@@ -512,6 +515,32 @@ def test_leaderboard_html_in_chromium(sweep_out):
         _sorts(driver, table, column, 2)
         assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
         _at_400_px(driver, sweep_out / "leaderboard.html", shots / "leaderboard_html_400.png")
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_a_rank_set_sorts_by_its_lower_end_up_and_its_upper_end_down(tmp_path):
+    """``[low, high]``: one click orders by the lower end (the models that may rank first), the
+    next by the upper end, highest first (those that may rank last)."""
+    from selenium.webdriver.common.by import By
+
+    from wsc_tasks.reporting import html_report
+    from wsc_tasks.reporting.tables import RankSet, Table
+
+    table = Table("sets", "sets", ["model", "rank, 95% simultaneous"])
+    table.rows = [["a", RankSet(1, 9)], ["b", RankSet(2, 3)], ["c", RankSet(3, 12)],
+                  ["d", RankSet(1, 2)]]  # fmt: skip
+    page = tmp_path / "sets.html"
+    page.write_text(html_report.page("sets", html_report.table_html(table)), encoding="utf-8")
+    driver, profile = _browser()
+    try:
+        driver.get(page.as_uri())
+        head = driver.find_elements(By.CSS_SELECTOR, "#table-sets th")[1]
+        head.click()
+        assert _column(driver, "table-sets", 0) == ["a", "d", "b", "c"]
+        head.click()
+        assert _column(driver, "table-sets", 0) == ["c", "a", "b", "d"]
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)

@@ -70,7 +70,11 @@ def _board(out: Path) -> dict[str, dict[str, str]]:
 
 def _scored_chance_model(row: dict[str, str]) -> bool:
     """A chance model's row: scored (A given), set apart from the ranking (no rank)."""
-    return row["kind"] == "chance model" and row["rank"] == "" and float(row["A"]) >= 0
+    return (
+        row["kind"] == "chance model"
+        and row["rank (point estimate)"] == ""
+        and float(row["A"]) >= 0
+    )
 
 
 def _cost(out: Path, name: str) -> dict:

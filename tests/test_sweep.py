@@ -174,7 +174,9 @@ def test_killed_sweep_resumes_to_the_same_leaderboard(tmp_path, data_dir):
     assert sweep.main(_sweep_argv(models, tmp_path / "a")) == 1  # one model failed
     board = _leaderboard(tmp_path / "a")
     assert board["chance1"]["kind"] == "chance model" and not board["chance1"]["status"]
-    assert board["chance1"]["rank"] == ""  # a chance model is the calibration check, not ranked
+    assert (
+        board["chance1"]["rank (point estimate)"] == ""
+    )  # a chance model is the calibration check, not ranked
     assert board["broken"]["status"].startswith("failed (broken/error.txt): exit status 2")
     assert "no-such-model" in (tmp_path / "a" / "broken" / "error.txt").read_text()
     # the sweep is killed while its first model runs: the run dies with it, then a resume

@@ -199,6 +199,10 @@ COMMANDS: dict[str, Command] = {
         "the findings' false-claim rates and power, by simulation",
         "wsc_tasks.reporting.calibration:main",
     ),
+    "bench-ranks": Command(
+        "the confidence sets for ranks: coverage and width on simulated boards",
+        "wsc_tasks.reporting.rank_calibration:main",
+    ),
     "bench-mlm": Command(
         "masked-LM scoring throughput, three ways on the same sentences",
         "wsc_tasks.cli.bench:main",

@@ -28,12 +28,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--seed", type=int, default=stats.DEFAULT_SEED, help="bootstrap seed (default %(default)s)"
     )
+    parser.add_argument(
+        "--above",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="a ranked model (its folder name): the findings say which models rank above it in A "
+        "with 95%% confidence (repeatable)",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     names = model_folders(out)
     if not names:
         raise RunError(f"{out}: no model folder of a wsc-tasks sweep (<name>/{SWEEP_DONE}) in it")
-    board = build(names, out, args.rank_task, args.iters, args.seed)
+    board = build(names, out, args.rank_task, args.iters, args.seed, above=args.above)
     paths = save(board, out)
     print("\n".join([*printed(board), *map(str, paths)]))
     return 0

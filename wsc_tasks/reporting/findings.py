@@ -71,6 +71,13 @@ every model label and task name enters a sentence through ``name`` and ``code``.
   flags, or *no evidence of contamination*.
 - **Over all models.** Which models (chance models aside) are above chance on A of the ranking
   task, Holm over them, and the smallest A each could have been found above chance at.
+- **Ranks** (``metrics.ranks``: Mogstad, Romano, Shaikh & Wilhelm 2024, from the joint bootstrap
+  replicates). *The best model is one of these k*: the τ-best confidence set (τ = 1; 3 from 11
+  ranked models, 10 from 31), a model left out only when at least τ models are shown above it by
+  the simultaneous stepdown over every pair, so it holds the true τ best with probability 95%.
+  *Ranked above X with confidence* (for a model the reader names): the one-sided stepdown over
+  X's comparisons with every other model, at most 5% chance that any model named is not above X.
+  The rank column is a point estimate; its confidence sets are the table's.
 """
 
 from __future__ import annotations
@@ -107,7 +114,7 @@ from wsc_tasks.reporting.claims import (
     tests,
     verdict,
 )
-from wsc_tasks.reporting.overview import detectable, overview
+from wsc_tasks.reporting.overview import best_models, detectable, overview, ranked_above
 from wsc_tasks.reporting.wording import (
     _join,
     _models,
@@ -125,11 +132,12 @@ from wsc_tasks.reporting.wording import (
 __all__ = [
     "ABOVE", "ALPHA", "AT", "BELOW", "RULE", "UNCLEAR", "UNCORRECTED", "Accuracy",
     "Contamination", "Control", "Model", "Perturbation", "Rule", "SAYS", "Test",
-    "against_chance",
-    "brief", "calibration", "code", "contaminated", "contamination", "contamination_adjusted",
+    "against_chance", "best_models", "brief", "calibration", "code", "contaminated",
+    "contamination", "contamination_adjusted",
     "contamination_brief", "control_tests", "controls", "controls_above", "detectable",
     "explained_by_artifacts", "headline", "headline_tests", "interval", "name", "number",
-    "one_line", "overview", "perturbation_tests", "perturbations", "sentences", "signed",
+    "one_line", "overview", "perturbation_tests", "perturbations", "ranked_above", "sentences",
+    "signed",
     "survival", "survives", "test", "tests", "verdict",
 ]
 # fmt: on

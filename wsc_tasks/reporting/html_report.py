@@ -1,6 +1,7 @@
 """One self-contained HTML page per report or leaderboard: nothing is fetched when it is viewed.
 
-Tables are sortable (click a header; numbers sort as numbers, ``–`` last) and filterable (a text
+Tables are sortable (click a header; numbers sort as numbers, ``–`` last; a rank's confidence set
+``[low, high]`` by its lower end going up, by its upper end going down) and filterable (a text
 box above each); figures are the report's SVG files, inlined; the examples of ``examples`` are
 laid out per task and model. Plain string building with ``html.escape``: the page has a dozen
 element kinds, a template engine would be more code.
@@ -81,8 +82,10 @@ details.table { margin: .6em 0 1em; } details.table > summary { margin: 0 0 .3em
 """
 
 SCRIPT = """
-function cellKey(row, i) {
+function cellKey(row, i, ascending) {
   const text = row.cells[i] ? row.cells[i].textContent.trim() : "";
+  const set = /^\\[(\\d+), (\\d+)\\]$/.exec(text);
+  if (set) return Number(ascending ? set[1] : set[2]);
   const number = parseFloat(text.replace(/^[<>]\\s*/, "").replace("\\u2212", "-"));
   return isNaN(number) ? text : number;
 }
@@ -102,7 +105,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
       const body = table.tBodies[0];
       const rows = Array.from(body.rows);
       rows.sort(function (a, b) {
-        const order = compareKeys(cellKey(a, i), cellKey(b, i));
+        const order = compareKeys(cellKey(a, i, ascending), cellKey(b, i, ascending));
         return ascending ? order : -order;
       });
       rows.forEach(function (row) { body.appendChild(row); });

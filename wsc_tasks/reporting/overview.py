@@ -1,5 +1,6 @@
 """The findings over all models of a report or leaderboard: which are above chance on the
-ranking task (Holm over them), and the smallest A each could have been found above chance at.
+ranking task (Holm over them), the smallest A each could have been found above chance at, and
+which models may be the best (the τ-best confidence sets of ``metrics.ranks``).
 
 A board of hundreds of models keeps these lines short: each list names its first ``NAMED``
 models (in the order given: the ranking's) and counts the rest, whose figures are in the tables
@@ -10,12 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from wsc_tasks.metrics import multiple
+from wsc_tasks.metrics import multiple, ranks
 from wsc_tasks.reporting import wording
 from wsc_tasks.reporting.claims import ABOVE, ALPHA, Model, Test, _headline, headline_tests
 from wsc_tasks.reporting.wording import _join, _models, interval, number
 
 NAMED = 5  # models each list of the overview names; the others are counted
+BEST = ((1, 2), (3, 11), (10, 31))  # (τ, the fewest ranked models its τ-best sentence needs)
+RANKS = "Mogstad, Romano, Shaikh & Wilhelm 2024"
 
 
 def _named(cells: Sequence[str], values: Sequence[float] = (), unit: str = "") -> str:
@@ -91,3 +94,43 @@ def overview(models: Sequence[Model], found: Mapping[str, Test] | None = None) -
     if checks:
         out.append(f"Chance models, the calibration check: {_named(checks)}.")
     return " ".join(out)
+
+
+def best_models(labels: Sequence[str], sets: ranks.RankSets | None) -> list[str]:
+    """The τ-best sentences: the models that may be among the τ best (τ = 1; 3 and 10 on larger
+    boards), a 95% confidence set, simultaneous over the ranked models (``labels``, in the
+    order of ``sets``)."""
+    if sets is None or len(labels) < 2:
+        return []
+    out = []
+    total = len(labels)
+    over = f"{sets.confidence:.0%}, simultaneous over the {total} ranked models; {RANKS}"
+    for tau, fewest in BEST:
+        if total < fewest:
+            continue
+        chosen = [wording.name(labels[j]) for j in sets.best(tau)]
+        who = "the best model" if tau == 1 else f"the {tau} best models"
+        if len(chosen) == total:
+            out.append(f"Any of the {total} ranked models may be {who} in A ({over}).")
+        elif tau == 1 and len(chosen) == 1:
+            out.append(f"The best model in A is {chosen[0]} ({over}).")
+        else:
+            verb = "is one of" if tau == 1 else "are among"
+            out.append(
+                f"{who[0].upper()}{who[1:]} in A {verb} these {len(chosen)} ({over}): "
+                f"{_named(chosen)}."
+            )
+    return out
+
+
+def ranked_above(label: str, above: Sequence[str], total: int) -> str:
+    """The models ranked above ``label`` with 95% confidence (``ranks.above``: one-sided, the
+    model's own family of comparisons, with the stepdown)."""
+    over = f"95%, one-sided over the {total - 1} other ranked models; {RANKS}"
+    if not above:
+        return f"No model is ranked above {wording.name(label)} in A with confidence ({over})."
+    named = _named([wording.name(x) for x in above])
+    return (
+        f"Ranked above {wording.name(label)} in A with confidence ({over}): {len(above)} "
+        f"model{'' if len(above) == 1 else 's'}, {named}."
+    )

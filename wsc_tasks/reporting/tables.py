@@ -49,6 +49,18 @@ class Delta:
 
 
 @dataclass(frozen=True)
+class RankSet:
+    """A confidence set for a rank, ``[low, high]`` (both ends inclusive): one cell in Markdown
+    and HTML (sorted by its lower end ascending, its upper end descending), two in CSV."""
+
+    low: int
+    high: int
+
+    def text(self) -> str:
+        return f"[{self.low}, {self.high}]"
+
+
+@dataclass(frozen=True)
 class Links:
     """Named relative links (a model's results file, samples, log): Markdown links in Markdown
     and HTML, the bare paths in CSV, the names in LaTeX."""
@@ -72,7 +84,7 @@ def _quote(href: str) -> str:
 LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")  # a Markdown link in a cell's text
 
 
-Cell = str | int | float | Interval | Delta | Links | None
+Cell = str | int | float | Interval | Delta | RankSet | Links | None
 
 
 @dataclass
@@ -134,6 +146,8 @@ def _show(cell: Cell, example: Cell) -> list[str]:
         return [_number(cell.estimate.value, signed=True), format_p(cell.estimate.p)]
     if isinstance(cell, Links):
         return [cell.markdown(), "–"] if wide else [cell.markdown()]
+    if isinstance(cell, RankSet):
+        return [cell.text(), "–"] if wide else [cell.text()]
     if isinstance(cell, float):
         text = _number(cell)
     elif isinstance(cell, str):
@@ -175,6 +189,9 @@ def numeric(table: Table) -> pd.DataFrame:
                     record[f"{column} chance"] = e.null
             elif isinstance(cell, Links):
                 record[column] = " ".join(href for _, href in cell.items)
+            elif isinstance(cell, RankSet):
+                record[f"{column} low"] = cell.low
+                record[f"{column} high"] = cell.high
             else:
                 record[column] = cell
         records.append(record)

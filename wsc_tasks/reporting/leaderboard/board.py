@@ -4,13 +4,17 @@ findings, the notes and the cost, in the order every format says them (``render`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from wsc_tasks.metrics import ranks
 from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, read_done
 from wsc_tasks.reporting import findings, wording
 from wsc_tasks.reporting.leaderboard.entries import Board, Entry, is_chance_model
 from wsc_tasks.reporting.leaderboard.layout import MATRIX_MAX, Tables, tables
+from wsc_tasks.reporting.runs import RunError
 from wsc_tasks.reporting.tables import Table
 from wsc_tasks.sweep.folder import error_summary, verdict
 
@@ -20,7 +24,12 @@ HOW_TO_READ = (
     f"(0.5 for a, 0.25 for A on pairs), {wording.sides()}, with the side of chance the value "
     "lies on; `A − next`: paired difference with the next model down (its sign is its side). "
     f"The findings quote the same p. {wording.claim_rule()}; `controls above chance` counts by "
-    "that rule (the rules: `wsc_tasks/reporting/findings.py`)."
+    "that rule (the rules: `wsc_tasks/reporting/findings.py`). `rank (point estimate)`: 1 + the "
+    "models with a higher A; `rank, 95% simultaneous`: a confidence set for each model's rank "
+    "that covers the true ranks of all ranked models at once with probability 95%; `rank, 95% "
+    "marginal`: one that covers that model's rank alone (Mogstad, Romano, Shaikh & Wilhelm "
+    "2024, with their stepdown, from the same bootstrap's joint replicates{rank_iters}: "
+    "`wsc_tasks/metrics/ranks.py`)."
 )
 
 
@@ -44,10 +53,21 @@ class Leaderboard:
     tables: Tables
     entries: list[Entry]
     problems: list[tuple[str, str]]
+    ranks: ranks.RankSets | None = None  # of the ranked models, in the ranking's order
+    ranked: list[str] = field(default_factory=list)  # their labels
+    task: str = ""  # the ranking task
 
 
-def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> Leaderboard:
-    """The leaderboard of the models of a sweep (their folder names under ``out``)."""
+def build(
+    names: Sequence[str],
+    out: Path,
+    task: str,
+    iters: int,
+    seed: int,
+    above: Sequence[str] = (),
+) -> Leaderboard:
+    """The leaderboard of the models of a sweep (their folder names under ``out``); for each
+    model named in ``above``, the findings say which models rank above it with 95% confidence."""
     board = Board(task, iters, seed)
     entries, problems = [], []
     for name in names:
@@ -64,7 +84,8 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
     scored.sort(key=_rank_key)
     ranked = [e for e in scored if not is_chance_model(e.run)]
     checks = [e for e in scored if is_chance_model(e.run)]
-    found = tables(board, ranked, checks, out)
+    sets, joint, unranked = _rank_sets(board, ranked)
+    found = tables(board, ranked, checks, out, sets)
     found.status.rows = [[name, why] for name, why in problems]
     cost = _cost(found.ranking, found.chance_models)
     models = [e.model for e in [*ranked, *checks] if e.model is not None]
@@ -77,6 +98,20 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
             f"models ({len(ranked) + len(checks)} here); the ranking has each model's difference "
             "with the next"
         )
+    if unranked:
+        notes.append(f"no confidence sets for ranks: {unranked}")
+    ranking = findings.best_models([e.label for e in ranked], sets)
+    labels = [e.label for e in ranked]
+    for label in above:
+        if label not in labels:
+            raise RunError(
+                f"--above {label}: not a ranked model of this leaderboard "
+                f"(ranked: {', '.join(labels[:5])}{', …' if len(labels) > 5 else ''})"
+            )
+        if sets is not None and joint is not None:
+            values, replicates, df = joint
+            shown = ranks.above(values, replicates, labels.index(label), sets.confidence, df)
+            ranking.append(findings.ranked_above(label, [labels[k] for k in shown], len(labels)))
     for ended, then in UNRANKED.items():
         which = [name for name, why in problems if why.startswith(f"{ended} (")]
         if which:
@@ -84,16 +119,39 @@ def build(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> 
                 f"{len(which)} model{'' if len(which) == 1 else 's'} {ended}, not in the "
                 f"ranking: {', '.join(which)} (their errors: the last table; {then})"
             )
+    rank_iters = ""
+    if sets is not None and sets.iters < iters:
+        rank_iters = f", the first {sets.iters:,} of them for {len(ranked):,} models"
     return Leaderboard(
-        intro=HOW_TO_READ.format(iters=iters, seed=seed),
-        overview=" ".join(x for x in (findings.overview(models, tested), power) if x),
+        intro=HOW_TO_READ.format(iters=iters, seed=seed, rank_iters=rank_iters),
+        overview=" ".join(x for x in (findings.overview(models, tested), *ranking, power) if x),
         findings=[(m.label, findings.brief(m, tested.get(m.label))) for m in models],
         notes=notes,
         cost=cost,
         tables=found,
         entries=[*ranked, *checks],
         problems=problems,
+        ranks=sets,
+        ranked=labels,
+        task=task,
     )
+
+
+def _rank_sets(
+    board: Board, ranked: Sequence[Entry]
+) -> tuple[ranks.RankSets | None, tuple[np.ndarray, np.ndarray, np.ndarray] | None, str]:
+    """The confidence sets for the ranks of the ranked models (in their order), the estimates
+    and replicates they came from, or why there are none."""
+    if not ranked:
+        return None, None, ""
+    found = board.joint([e.run for e in ranked])
+    if isinstance(found, str):
+        return None, None, found
+    values, replicates, per_schema = found
+    replicates = replicates[: ranks.iters_for(len(ranked), len(replicates))]
+    df = ranks.pair_df(per_schema)
+    sets = ranks.rank_sets(values, replicates, df=df)
+    return sets, (values, replicates, df), ""
 
 
 def _cost(*tables: Table) -> str:

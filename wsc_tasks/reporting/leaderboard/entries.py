@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import wsc_tasks.reporting.leaderboard.cache as cache
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ratios, stats
@@ -149,6 +151,32 @@ class Board:
                 for run, x in chunk:
                     reps = stats.replicates(x, form, resamples)
                     self._models[id(run)] = (x, form.of_arrays(*resamples.parts(x, form)), reps)
+
+    def joint(self, runs: Sequence[Run]) -> tuple[Any, Any, Any] | str:
+        """A of ``runs``, their R × p joint replicates (the same resamples of the same schemas
+        for every model: what the confidence sets for ranks need) and the n × p per-schema
+        values of A, or why there are none: models run on different schemas are not resampled
+        together."""
+        found_keys = [_keyed(run, self.task, SCHEMA_ACC) for run in runs]
+        keyed = [k for k in found_keys if k]
+        if not runs or len(keyed) < len(runs):
+            return f"a model without samples of {self.task}"
+        first = keyed[0].keys()
+        differ = [run.label for run, k in zip(runs, keyed, strict=True) if k.keys() != first]
+        if differ:
+            return (
+                f"{len(differ)} model(s) ran on other schemas of {self.task} than "
+                f"{runs[0].label} (--limit?), e.g. {differ[0]}"
+            )
+        found = [self._replicates(run, k) for run, k in zip(runs, keyed, strict=True)]
+        values = np.array([value for _, value, _ in found], dtype=float)
+        form = ratios.SCHEMA_ACCURACY
+        per_schema = []
+        for x, _, _ in found:
+            num, den = (np.asarray(part, dtype=float) for part in form.arrays(x))
+            per_schema.append(np.divide(num, den, out=np.zeros_like(num), where=den > 0))
+        replicates = np.column_stack([reps for _, _, reps in found])
+        return values, replicates, np.column_stack(per_schema)
 
     def _replicates(self, run: Run, keyed: dict) -> tuple[list[Any], float, Any]:
         if id(run) not in self._models:

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from wsc_tasks.metrics import ranks
 from wsc_tasks.paths import SWEEP_HUB_MODELS
 from wsc_tasks.reporting import findings, markup
 from wsc_tasks.reporting.leaderboard.entries import (
@@ -30,7 +31,7 @@ from wsc_tasks.reporting.leaderboard.entries import (
 )
 from wsc_tasks.reporting.runs import Run
 from wsc_tasks.reporting.sections import contamination as contamination_check
-from wsc_tasks.reporting.tables import Links, Table
+from wsc_tasks.reporting.tables import Links, RankSet, Table
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -200,13 +201,25 @@ class Tables:
         return [t for t in [*out, self.status] if t.rows]
 
 
-def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) -> Tables:
+RANK = "rank (point estimate)"
+SIMULTANEOUS = "rank, 95% simultaneous"
+MARGINAL = "rank, 95% marginal"
+
+
+def tables(
+    board: Board,
+    ranked: list[Entry],
+    checks: list[Entry],
+    out: Path,
+    sets: ranks.RankSets | None = None,
+) -> Tables:
     """Every table of the leaderboard; ``ranked`` models in rank order, ``checks`` the chance
-    models."""
+    models; ``sets`` the confidence sets for the ranked models' ranks, in that order."""
     task = board.task
     everyone = [*ranked, *checks]
     board.prepare([entry.run for entry in everyone])  # the paired differences' replicates
-    headline = ["model", "rank", "A", "a", "A − next", "controls above chance", "lowest C", COST]
+    headline = ["model", RANK, SIMULTANEOUS, MARGINAL, "A", "a", "A − next",
+                "controls above chance", "lowest C", COST]  # fmt: skip
     ranking = Table("leaderboard", f"Models ranked by schema accuracy A on {task}", headline)
     chance_models = Table(
         "leaderboard_chance",
@@ -217,9 +230,12 @@ def tables(board: Board, ranked: list[Entry], checks: list[Entry], out: Path) ->
     for table, entries in ((ranking, ranked), (chance_models, checks)):
         for position, entry in enumerate(entries):
             following = entries[position + 1] if position + 1 < len(entries) else None
+            own = sets if table is ranking else None
             table.rows.append([
                 entry.label,
-                position + 1 if table is ranking else "–",
+                (int(own.rank[position]) if own else position + 1) if table is ranking else "–",
+                RankSet(*map(int, own.simultaneous[position])) if own else None,
+                RankSet(*map(int, own.marginal[position])) if own else None,
                 entry.A,
                 entry.a,
                 board.paired(entry.run, following.run) if following and table is ranking else None,

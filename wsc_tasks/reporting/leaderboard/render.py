@@ -8,14 +8,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from wsc_tasks.reporting import html_report, markup
+import wsc_tasks.reporting.leaderboard.tiers as tiers
+from wsc_tasks.reporting import figures, html_report, markup
 from wsc_tasks.reporting.leaderboard.board import Leaderboard, build
 from wsc_tasks.reporting.leaderboard.entries import COST, Entry
+from wsc_tasks.reporting.leaderboard.layout import MARGINAL, RANK, SIMULTANEOUS
 from wsc_tasks.reporting.sections import contamination as contamination_check
 from wsc_tasks.reporting.tables import Table, markdown, numeric, write_csv
 
 FIRST_SCREEN = 10  # findings and notes shown unfolded on the HTML page; the rest in a <details>
 TOP = 3  # findings unfolded on a larger board's page: the ranking starts on its first screen
+
+
+def _figure(board: Leaderboard) -> bool:
+    """Whether the board draws its ranks figure (``tiers``): two ranked models or more."""
+    return board.ranks is not None and len(board.ranked) > 1
 
 
 def markdown_text(board: Leaderboard) -> str:
@@ -28,6 +35,8 @@ def markdown_text(board: Leaderboard) -> str:
     lines += ["", *(f"**Note:** {markup.escape_markdown(note)}." for note in board.notes)]
     lines += ["", board.intro, ""]
     for table in board.tables.shown():
+        if table is board.tables.ranking and _figure(board):
+            lines += [f"![Ranks with their 95% confidence sets, in tiers]({tiers.STEM}.svg)", ""]
         lines += [markdown(table)]
         if table is board.tables.ranking or (
             table is board.tables.chance_models and not board.tables.ranking.rows
@@ -36,7 +45,9 @@ def markdown_text(board: Leaderboard) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def html_text(board: Leaderboard) -> str:
+def html_text(board: Leaderboard, out: Path | None = None) -> str:
+    """The page; with ``out``, the ranks figure written there (``tiers``) inlined above the
+    ranking."""
     body = ["<h1>Leaderboard</h1>", "<h2>Findings</h2>"]
     body += [f"<p>{html_report.inline(board.overview)}</p>"] if board.overview else []
     items = [
@@ -71,6 +82,19 @@ def html_text(board: Leaderboard) -> str:
         if table is board.tables.controls:
             body.append(controls_html(table, board.tables.controls_above))
             continue
+        svg = out / f"{tiers.STEM}.svg" if out is not None else None
+        if table is board.tables.ranking and _figure(board) and svg and svg.is_file():
+            drawn = (
+                '<figure><div class="scroll figure">'
+                f"{figures.inline_svg(svg, tiers.STEM)}</div></figure>"
+            )
+            if len(board.ranked) > FIRST_SCREEN:  # a large board: the ranking on the first screen
+                drawn = (
+                    "<details><summary>the ranks with their 95% confidence sets, in tiers (a "
+                    f"figure of the top {min(len(board.ranked), tiers.TOP)})</summary>"
+                    f"{drawn}</details>"
+                )
+            body.append(drawn)
         body.append(html_report.table_html(table, fold=table is not board.tables.ranking))
         if table is board.tables.ranking or (
             table is board.tables.chance_models and not board.tables.ranking.rows
@@ -126,7 +150,7 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
     found = board.tables
     frame = pd.concat([numeric(found.ranking), numeric(found.chance_models)], ignore_index=True)
     if frame.empty:
-        frame = pd.DataFrame(columns=["model", "rank"])
+        frame = pd.DataFrame(columns=["model", RANK])
     for table in (found.controls, found.consistency, found.models):
         if table.rows:
             extra = numeric(table).drop(columns=[COST], errors="ignore")
@@ -149,17 +173,25 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
             frame.loc[frame["model"] == name, "status"] = why.splitlines()[0]
         else:
             frame.loc[len(frame), ["model", "status"]] = [name, why.splitlines()[0]]
-    frame["rank"] = frame["rank"].map(lambda r: "" if r in ("–", None) or pd.isna(r) else int(r))
+    frame = frame.drop(columns=[SIMULTANEOUS, MARGINAL], errors="ignore")  # blank: chance rows
+    for column in (c for c in frame.columns if c.startswith((SIMULTANEOUS, MARGINAL))):
+        frame[column] = frame[column].astype("Int64")  # whole ranks, blank for chance models
+    frame[RANK] = frame[RANK].map(lambda r: "" if r in ("–", None) or pd.isna(r) else int(r))
     return frame
 
 
 def save(board: Leaderboard, out: Path) -> list[Path]:
-    """``<out>/leaderboard.md``, ``.csv`` and ``.html``."""
+    """``<out>/leaderboard.md``, ``.csv`` and ``.html``, and the ranks figure (``tiers``) of a
+    board of two ranked models or more."""
     md, csv, page = (out / f"leaderboard.{kind}" for kind in ("md", "csv", "html"))
+    drawn = []
+    if _figure(board):
+        assert board.ranks is not None
+        drawn = tiers.figure(board.ranked, board.ranks, out, board.task)
     md.write_text(markdown_text(board), encoding="utf-8")
     write_csv(csv_frame(board), csv)
-    page.write_text(html_text(board), encoding="utf-8")
-    return [md, csv, page]
+    page.write_text(html_text(board, out), encoding="utf-8")
+    return [md, csv, page, *drawn]
 
 
 def write(names: Sequence[str], out: Path, task: str, iters: int, seed: int) -> list[Path]:
