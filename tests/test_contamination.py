@@ -102,7 +102,10 @@ def test_shards_keep_schemas_whole_and_in_file_order():
 
 
 def test_bad_metadata_is_one_line_naming_the_task(task_manager):
-    with pytest.raises(ValueError, match="wsc273_contamination: metadata permutations=0"):
+    with pytest.raises(
+        ValueError,
+        match="task wsc273_contamination: metadata permutations: 0 is not an integer ≥ 1; fix: ",
+    ):
         task_manager(permutations=0).load(["wsc273_contamination"])
     with pytest.raises(ValueError, match="published dataset"):
         ContaminationTask.validate_metadata("x", {"dataset": "wsc266_switched", "shards": 4})

@@ -93,14 +93,14 @@ def check_run(task: str) -> None:
         return
     given = run["flags"]
     shots = given.get("num_fewshot")
-    check_task(  # the chat template first: with it lm-eval's CLI sets fewshot_as_multiturn
+    # fewshot_as_multiturn is not checked: simple_evaluate defaults it to True, and it formats
+    # nothing without the chat template, refused here
+    check_task(
         task,
         num_fewshot=int(shots) if isinstance(shots, int | str) and str(shots).strip() else 0,
         apply_chat_template=bool(given.get("apply_chat_template")),
         system_instruction=str(given.get("system_instruction") or "") or None,
     )
-    if given.get("fewshot_as_multiturn") and _true(given["fewshot_as_multiturn"]):
-        raise UnsupportedFlag(message("--fewshot_as_multiturn", f"task {task}"))
 
 
 def _parser() -> argparse.ArgumentParser:
