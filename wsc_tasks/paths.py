@@ -26,6 +26,8 @@ DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the embedded model's weights
 SWEEP_DONE, SWEEP_ERROR = "done.json", "error.txt"  # how a sweep marks each model folder
 SWEEP_RESULTS = "lm_eval"  # the folder of a sweep's model folder that holds lm-eval's files
 SWEEP_HUB_MODELS = "hub-models.yaml"  # in a sweep folder: a Hub query and the models it found
+REFUSED = "refused before its run: "  # error.txt's start for a model checked before any job
+NOT_FETCHED = "its weights could not be fetched: "  # error.txt's start: no verdict on the model
 
 
 def read_done(folder: Path) -> dict[str, Any] | None:
@@ -159,3 +161,21 @@ def hide_model_paths(text: str) -> str:
     return _PATH_VALUE.sub(
         lambda m: f"{m['key']}<{Path(m['path'].rstrip('/')).name or m['path']}>", text
     )
+
+
+def error_summary(folder: Path) -> str:
+    """The first line of a model's ``error.txt`` (empty if there is none)."""
+    try:
+        lines = (folder / SWEEP_ERROR).read_text(encoding="utf-8").strip().splitlines()
+    except FileNotFoundError:
+        return ""
+    return lines[0] if lines else "no message"
+
+
+def verdict(folder: Path) -> str:
+    """How a model without ``done.json`` ended, as the sweep lists it: ``refused`` (checked
+    before its run), ``not fetched`` (its weights could not be downloaded) or ``failed``; both
+    others are checked again by the next sweep without ``--retry-failed``."""
+    first = error_summary(folder)
+    return ("refused" if first.startswith(REFUSED) else
+            "not fetched" if first.startswith(NOT_FETCHED) else "failed")  # fmt: skip

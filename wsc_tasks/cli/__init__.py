@@ -200,7 +200,7 @@ COMMANDS: dict[str, Command] = {
         "wsc_tasks.reporting.calibration:main",
     ),
     "bench-ranks": Command(
-        "the confidence sets for ranks: coverage and width on simulated boards",
+        "rank confidence sets: coverage, width on simulated boards",
         "wsc_tasks.reporting.rank_calibration:main",
     ),
     "bench-mlm": Command(

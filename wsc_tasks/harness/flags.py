@@ -86,7 +86,7 @@ def check_run(task: str) -> None:
     """The flags of the running ``simple_evaluate`` (plain ``lm_eval`` and the Python API), as
     lm-eval builds the task: a refused one stops the run before any document is read (lm-eval
     hands them to the task only later, in ``build_all_requests``). Nothing outside it."""
-    from wsc_tasks.harness.patches import simple_evaluate_arguments
+    from wsc_tasks.harness.patches.p13_tasks_meet_the_model import simple_evaluate_arguments
 
     run = simple_evaluate_arguments()
     if run is None:
@@ -156,7 +156,7 @@ class RefusesUnmeasuredFlags(LmEvalTask):
             limit=kwargs.get("limit"),
         )
         if kwargs.get("cache_requests"):  # lm-eval's file name knows no metadata: patches §11
-            from wsc_tasks.harness.patches import request_cache_tag
+            from wsc_tasks.harness.patches.p11_request_cache_tag import request_cache_tag
 
             counter = getattr(self, "token_counter", lambda: None)()  # ``TaskConventions``
             family = getattr(self, "family", None)

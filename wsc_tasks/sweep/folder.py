@@ -18,13 +18,23 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from wsc_tasks.harness import versions as task_versions
-from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS, hide_model_paths, read_done
+from wsc_tasks.paths import (  # the error file's protocol, which the leaderboard reads too
+    NOT_FETCHED,
+    REFUSED,
+    SWEEP_DONE,
+    SWEEP_ERROR,
+    SWEEP_RESULTS,
+    error_summary,
+    hide_model_paths,
+    read_done,
+)
+from wsc_tasks.paths import (
+    verdict as verdict,  # re-exported: the sweep's listing
+)
 from wsc_tasks.sweep.models import ModelSpec
 from wsc_tasks.sweep.options import SweepOptions
 
 SPEC, LOG = "spec.json", "log.txt"
-REFUSED = "refused before its run: "  # error.txt's start for a model checked before any job
-NOT_FETCHED = "its weights could not be fetched: "  # error.txt's start: no verdict on the model
 BOOKKEEPING = ".sweep"  # under --out: not a model (model names start with a letter or digit)
 
 
@@ -119,27 +129,9 @@ def status(
     return Status("pending")
 
 
-def verdict(folder: Path) -> str:
-    """How a model without ``done.json`` ended, as the sweep lists it: ``refused`` (checked
-    before its run), ``not fetched`` (its weights could not be downloaded) or ``failed``; both
-    others are checked again by the next sweep without ``--retry-failed``."""
-    first = error_summary(folder)
-    return ("refused" if first.startswith(REFUSED) else
-            "not fetched" if first.startswith(NOT_FETCHED) else "failed")  # fmt: skip
-
-
 def has_result(folder: Path) -> bool:
     """Whether a run left its verdict: ``done.json`` or ``error.txt``."""
     return (folder / SWEEP_DONE).is_file() or (folder / SWEEP_ERROR).is_file()
-
-
-def error_summary(folder: Path) -> str:
-    """The first line of a model's ``error.txt`` (empty if there is none)."""
-    try:
-        lines = (folder / SWEEP_ERROR).read_text(encoding="utf-8").strip().splitlines()
-    except FileNotFoundError:
-        return ""
-    return lines[0] if lines else "no message"
 
 
 def start(folder: Path, asked: Mapping[str, object]) -> None:

@@ -10,13 +10,12 @@ from pathlib import Path
 import numpy as np
 
 from wsc_tasks.metrics import ranks
-from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, read_done
+from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, error_summary, read_done, verdict
 from wsc_tasks.reporting import findings, wording
 from wsc_tasks.reporting.leaderboard.entries import Board, Entry, is_chance_model
 from wsc_tasks.reporting.leaderboard.layout import MATRIX_MAX, Tables, tables
 from wsc_tasks.reporting.runs import RunError
 from wsc_tasks.reporting.tables import Table
-from wsc_tasks.sweep.folder import error_summary, verdict
 
 HOW_TO_READ = (
     "A: schema accuracy (every problem of a schema right), a: problem accuracy, each with a 95% "
@@ -33,7 +32,7 @@ HOW_TO_READ = (
 )
 
 
-# how a model with an error.txt ended (``sweep.folder.verdict``) and what brings it to the board
+# how a model with an error.txt ended (``paths.verdict``) and what brings it to the board
 UNRANKED = {
     "failed": "--retry-failed runs them again",
     "refused": "the next sweep checks them again",
