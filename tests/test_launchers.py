@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import inspect
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -25,7 +26,7 @@ import pytest
 import tiny_models
 import yaml
 from conftest import needs
-from test_sweep import _wait_for
+from test_sweep import _lock_holder, _wait_for
 
 from wsc_tasks.cli import sweep
 from wsc_tasks.sweep import launchers
@@ -406,6 +407,66 @@ def test_slurm_a_job_the_scheduler_ended_gets_an_error_naming_its_state(slurm, t
     assert _scored_chance_model(board["chance1"]) and board["tiny1"]["status"].startswith("failed")
 
 
+def _the_run(out: Path, name: str, other_than: int | None = None) -> int:
+    """The process of the model's run (its own process group, named in the model's lock), once it
+    has started."""
+
+    def run() -> int | None:
+        pid = _lock_holder(out, name)
+        try:
+            started = pid and b"wsc_tasks.cli" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return None
+        return pid if started and pid != other_than else None
+
+    _wait_for(lambda: run() is not None, f"the run of {name} to start")
+    pid = run()
+    assert pid
+    return pid
+
+
+@pytest.mark.slow
+def test_slurm_a_job_at_its_time_limit_gets_an_error_naming_the_limit_and_the_fix(
+    slurm, three, tmp_path
+):
+    """``--no-requeue``: no trap sends the job back before its limit. Its time limit is cut to 0
+    once its run has started (and the run is stopped, so that it cannot finish first); Slurm ends
+    it at its next check of the limits (every 30 s); ``--retry-failed`` then runs it."""
+    models = tmp_path / "models.txt"
+    models.write_text(f"tiny1 hf pretrained={three / 'tiny1'}\nchance1 wsc-chance seed=1\n")
+    out = tmp_path / "out"
+    argv = _argv(models, out, *SLURM, "--no-requeue", "--job-name", "wsc-timeout")
+    process = _start(argv)
+    run = _the_run(out, "tiny1")
+    job = _job_of(out, "tiny1")
+    try:
+        os.killpg(run, signal.SIGSTOP)  # so that Slurm's check of the limits finds it running
+        subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=0"], check=True)
+        output, _ = process.communicate(timeout=180)
+    finally:
+        subprocess.run(["scancel", str(job)], capture_output=True)
+        try:
+            os.killpg(run, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert process.returncode == 1, output
+    error = (out / "tiny1" / "error.txt").read_text()
+    log = out / ".sweep" / "slurm" / "logs" / f"{job}.log"
+    assert error.startswith(
+        f"Slurm job {job} ended in state TIMEOUT, reason TimeLimit without a result: it reached "
+        "its time limit (0:00); give it a longer --time, or drop --no-requeue so that it "
+        f"requeues itself before the limit and resumes from its cache; log: {log}\n"
+    ), error
+    assert "tiny1 failed: Slurm job" in output
+    board = _board(out)
+    assert _scored_chance_model(board["chance1"]) and board["tiny1"]["status"].startswith("failed")
+    assert sweep.main([*argv, "--retry-failed"]) == 0
+    row, local = _board(out)["tiny1"], _board(three / "local")["tiny1"]
+    assert {k: row[k] for k in ("A", "A low", "A high", "a")} == {
+        k: local[k] for k in ("A", "A low", "A high", "a")
+    }
+
+
 def _job_of(out: Path, name: str) -> str | None:
     try:
         return json.loads((out / ".sweep" / "slurm" / "jobs.json").read_text())[name]["job"]
@@ -502,3 +563,67 @@ def test_ray_sweep_of_three_models_gives_the_local_leaderboard(three, tmp_path):
     assert _board(out) == _board(three / "local")
     cost = _cost(out, "tiny1")
     assert cost["launcher"] == "ray" and cost["gpus"] == 0.0 and cost["job"].startswith("ray:")
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.slow
+def test_ray_a_dead_worker_is_run_again_ctrl_c_leaves_no_process_and_the_resume_agrees(
+    three, tmp_path
+):
+    """One model at a time: the chance model, then tiny1, whose Ray worker is killed mid-run (the
+    run dies with it, and Ray runs the task again: ``--retries``); Ctrl-C during the second run
+    ends the sweep in seconds with no process of it left (Ray's, the task's, the run's); the same
+    command then gives the local launcher's leaderboard."""
+    needs("RAY", LAUNCHERS["ray"].unavailable({}))
+    out = tmp_path / "ray"
+    argv = _argv(three / "models.txt", out, "--launcher", "ray", "--cpus-per-model", "1",
+                 "--max-parallel", "1")  # fmt: skip
+    process = _start(argv)
+    try:
+        first = _the_run(out, "tiny1")
+        worker = int(Path(f"/proc/{first}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        os.kill(worker, signal.SIGKILL)
+        second = _the_run(out, "tiny1", other_than=first)
+        processes = _descendants(process.pid) | {second}
+        assert not _alive(first) and not _alive(worker)
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+        took = time.monotonic() - started
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, output
+    assert took < 10, took
+    _wait_for(lambda: not any(_alive(pid) for pid in processes), "the sweep's processes", 5)
+    assert not (out / "tiny1" / "error.txt").exists() and not (out / "tiny2").exists()
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        assert sweep.main(argv) == 0
+    finally:
+        ray.shutdown()
+    assert _board(out) == _board(three / "local")

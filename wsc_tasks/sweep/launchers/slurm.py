@@ -7,10 +7,10 @@ sweep) into the shared output folder. ``sbatch --array=0-N%K`` caps the tasks ru
 times); a preempted job is requeued by Slurm; either way the run starts again with the requests
 already in its lm-eval cache. States come from ``squeue`` (no accounting database): a task that
 Slurm ended without the run writing ``done.json`` or ``error.txt`` (out of memory, node failure,
-time limit, cancelled) gets an ``error.txt`` naming its state and its log. Ctrl-C cancels the
-sweep's jobs in one ``scancel``. ``--no-wait`` submits and returns: the next sweep on the folder
-finds the jobs in ``<out>/.sweep/slurm/jobs.json``, waits for those still queued or running and
-collects the rest.
+time limit, cancelled) gets an ``error.txt`` naming its state and its log (at a time limit, also
+the limit and the flags that fix it). Ctrl-C cancels the sweep's jobs in one ``scancel``.
+``--no-wait`` submits and returns: the next sweep on the folder finds the jobs in
+``<out>/.sweep/slurm/jobs.json``, waits for those still queued or running and collects the rest.
 """
 
 from __future__ import annotations
@@ -237,13 +237,14 @@ class SlurmLauncher(Launcher):
             file=sys.stderr,
         )
 
-    def _squeue(self) -> dict[str, tuple[str, str]] | None:
-        """Array task id -> (state, reason) of every task of this sweep's jobs Slurm still knows."""
+    def _squeue(self) -> dict[str, tuple[str, str, str]] | None:
+        """Array task id -> (state, reason, time limit) of every task of this sweep's jobs that
+        Slurm still knows."""
         arrays = sorted({job["job"].split("_")[0] for job in self.jobs.values()})
         if not arrays:
             return {}
         command = ["squeue", "--noheader", "--array", "--states=all",
-                   f"--jobs={','.join(arrays)}", "--format=%i|%T|%r"]  # fmt: skip
+                   f"--jobs={','.join(arrays)}", "--format=%i|%T|%r|%l"]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             if "Invalid job id" in done.stderr:
@@ -253,8 +254,8 @@ class SlurmLauncher(Launcher):
         found = {}
         for line in done.stdout.splitlines():
             parts = line.strip().split("|")
-            if len(parts) == 3:
-                found[parts[0]] = (parts[1], parts[2])
+            if len(parts) == 4:
+                found[parts[0]] = (parts[1], parts[2], parts[3])
         return found
 
     def states(self) -> dict[str, RunState]:
@@ -264,7 +265,7 @@ class SlurmLauncher(Launcher):
         out = {}
         for name, job in self.jobs.items():
             task, log_file = job["job"], Path(job["log"])
-            state, reason = known.get(task, ("", ""))
+            state, reason, limit = known.get(task, ("", "", ""))
             if state in QUEUED:
                 out[name] = RunState("queued", f"{state} ({reason})")
             elif state in RUNNING:
@@ -273,10 +274,25 @@ class SlurmLauncher(Launcher):
                 how = f"in state {state}" if state else "(Slurm no longer knows its state)"
                 if reason and reason != "None":
                     how += f", reason {reason}"
-                detail = f"Slurm job {task} ended {how} without a result; log: {log_file}"
+                fix = self._fix(state, limit)
+                detail = f"Slurm job {task} ended {how} without a result{fix}; log: {log_file}"
                 out[name] = RunState("ended", f"{detail}\n{_log_tail(log_file)}")
         self.last = out
         return out
+
+    def _fix(self, state: str, limit: str) -> str:
+        """What to change for a job that Slurm ended at its time limit (empty for another end)."""
+        if state != "TIMEOUT":
+            return ""
+        if self.values["no-requeue"]:
+            again = "drop --no-requeue so that it requeues itself before the limit and resumes"
+        else:
+            most = self.values["max-requeues"]
+            again = f"raise --max-requeues (now {most}): each requeue resumes"
+        return (
+            f": it reached its time limit ({limit or 'unknown'}); give it a longer --time, or "
+            f"{again} from its cache"
+        )
 
     def cancel(self) -> None:
         arrays = sorted({job["job"].split("_")[0] for job in self.jobs.values()})
