@@ -95,11 +95,15 @@ def _fixture(root: Path) -> list[Path]:
 def _readme(root: Path) -> list[Path]:
     from wsc_tasks.reporting import readme
 
-    path = root / "README.md"
-    if not path.exists():  # --check works on a copy
-        shutil.copy(ROOT / "README.md", path)
-    path.write_text(readme.fill(path.read_text(encoding="utf-8")), encoding="utf-8")
-    return [path]
+    made = []
+    for name, fill in (("README.md", readme.fill), ("task_configs/README.md", readme.fill_tasks)):
+        path = root / name
+        if not path.exists():  # --check works on a copy
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / name, path)
+        path.write_text(fill(path.read_text(encoding="utf-8")), encoding="utf-8")
+        made.append(path)
+    return made
 
 
 # name -> writer: given a root (the repository, or a copy), writes there and returns its paths

@@ -89,3 +89,28 @@ def test_the_findings_say_what_the_readme_says_they_say():
     assert all(s.startswith(start) for s, start in zip(said, starts, strict=True))
     assert len(findings.SAYS) == 7  # the six parts of a model, and a chance model's
     assert re.search(r"least consistent only when", findings.SAYS[3])
+
+
+def test_the_tasks_readme_lists_every_causal_method_from_the_registry(monkeypatch):
+    """task_configs/README.md's table of causal methods is written from ``causal.METHODS``: a
+    method added in its own module gets its row when the docs are regenerated, and every method
+    states its score (its formula's ``text``, or its own)."""
+    from wsc_tasks.scoring import causal
+
+    tasks_readme = (ROOT / "task_configs" / "README.md").read_text(encoding="utf-8")
+    assert readme.fill_tasks(tasks_readme) == tasks_readme  # python tests/regenerate.py readme
+    for method in causal.METHODS.values():
+        assert method.text or method.formula.text, method.name
+        assert f"`{method.name}`" in readme.causal_methods(), method.name
+
+    class Doubled(causal.Formula):
+        text = "2 × full"
+
+    monkeypatch.setitem(causal.METHODS, "doubled", causal.Causal("doubled", formula=Doubled("d")))
+    monkeypatch.setitem(
+        causal.METHODS, "doubled_mean", causal.Causal("doubled_mean", formula=Doubled("d"), mean=True)
+    )
+    table = readme.causal_methods()
+    assert "| `doubled` | 2 × full |" in table
+    assert "`smart_mean`, `doubled_mean` |" in table
+    assert readme.fill_tasks(tasks_readme) != tasks_readme

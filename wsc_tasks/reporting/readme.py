@@ -1,4 +1,5 @@
-"""The README's sentences about the decision rule and the findings, written from their code.
+"""The README's sentences about the decision rule and the findings, and the tasks README's table
+of causal scoring methods, written from their code.
 
 Each block sits between ``<!-- rule:NAME -->`` and ``<!-- end rule:NAME -->`` in the README;
 ``tests/regenerate.py`` rewrites it from ``BLOCKS`` (``--check`` says when one differs), so a
@@ -36,28 +37,57 @@ def _findings() -> str:
     )
 
 
+def causal_methods() -> str:
+    """The table of causal methods, one row per registered method (``causal.METHODS``, a new one
+    from its own module included): a method that is its formula's mean shares the ``_mean``
+    row."""
+    from wsc_tasks.scoring.causal import METHODS
+
+    means = [m for m in METHODS.values() if m.mean and not m.text]
+    rows = [(f"`{m.name}`", m.text or m.formula.text) for m in METHODS.values() if not m.mean]
+    if means:
+        names = ", ".join(f"`{m.name}`" for m in means)
+        rows.append(("`<method>_mean`", "divided by the number of tokens predicted (eq. "
+                     f"3.12–3.14): {names}"))  # fmt: skip
+    rows += [(f"`{m.name}`", m.text) for m in METHODS.values() if m.mean and m.text]
+    lines = ["| method | score of a filled sentence σ1…σn |", "|---|---|"]
+    return "\n".join([*lines, *(f"| {name} | {text} |" for name, text in rows)])
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "opening": _opening,
     "which-p": _which_p,
     "findings": _findings,
 }
+# task_configs/README.md's blocks, written as they are (tables, not wrapped)
+TASK_BLOCKS: dict[str, Callable[[], str]] = {"causal-methods": causal_methods}
 
 
 def markers(name: str) -> tuple[str, str]:
     return f"<!-- rule:{name} -->", f"<!-- end rule:{name} -->"
 
 
-def fill(readme: str, where: str = "README.md") -> str:
-    """``readme`` with every block rewritten from the code; a block missing its markers is an
-    error naming them."""
-    for name, write in BLOCKS.items():
+def fill(
+    readme: str,
+    where: str = "README.md",
+    blocks: dict[str, Callable[[], str]] | None = None,
+    wrap: bool = True,
+) -> str:
+    """``readme`` with every block (``BLOCKS`` unless given) rewritten from the code; a block
+    missing its markers is an error naming them."""
+    for name, write in (BLOCKS if blocks is None else blocks).items():
         begin, end = markers(name)
         if begin not in readme or end not in readme:
             raise ValueError(f"{where}: add the lines {begin} and {end} around the {name} block")
         head, rest = readme.split(begin, 1)
         tail = rest.split(end, 1)[1]
-        readme = f"{head}{begin}\n{_wrap(write())}\n{end}{tail}"
+        readme = f"{head}{begin}\n{_wrap(write()) if wrap else write()}\n{end}{tail}"
     return readme
+
+
+def fill_tasks(readme: str, where: str = "task_configs/README.md") -> str:
+    """task_configs/README.md with its blocks (``TASK_BLOCKS``) rewritten from the code."""
+    return fill(readme, where, TASK_BLOCKS, wrap=False)
 
 
 def _wrap(text: str, width: int = 100) -> str:

@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from wsc_tasks.data import sources
 from wsc_tasks.data.problems import Problem
@@ -351,6 +351,9 @@ class Formula:
     own module of ``wsc_tasks.scoring.causal_methods``."""
 
     name: str
+    # the score as the docs' table of methods states it (Markdown; task_configs/README.md is
+    # written from it by tests/regenerate.py readme)
+    text: ClassVar[str] = ""
 
     def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
         raise NotImplementedError
@@ -392,6 +395,11 @@ def _answer(pieces: Pieces, results: Results) -> float:
 class PartialFormula(Formula):
     """log P(text after the blank | text up to and including the answer)."""
 
+    text = (
+        "log P(text after the blank \\| text up to and including the answer), lm-eval's "
+        "`winogrande` requests exactly"
+    )
+
     def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
         found = pieces(problem, option, setup)
         return _splits(found, found.partial)
@@ -408,6 +416,8 @@ class PartialFormula(Formula):
 
 class AllButFirst(Formula):
     """log P(σ2…σn | σ1)."""
+
+    text = "log P(σ2…σn \\| σ1)"
 
     def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
         found = pieces(problem, option, setup)
@@ -427,6 +437,8 @@ class AllButFirst(Formula):
 class Full(Formula):
     """log p1 + log P(σ2…σn | σ1)."""
 
+    text = "log p1 + log P(σ2…σn \\| σ1)"
+
     def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
         found = pieces(problem, option, setup)
         return _splits(found, _full_request(found))
@@ -443,6 +455,8 @@ class Full(Formula):
 
 class FullNorm(Formula):
     """full − log P(answer alone)."""
+
+    text = "full − log P(answer alone) (eq. 3.6–3.7)"
 
     def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
         found = pieces(problem, option, setup)
@@ -466,6 +480,8 @@ FULL = Full("full")
 
 class Smart(Formula):
     """partial, unless at most ``smart_limit`` tokens follow the blank, then full."""
+
+    text = "partial, unless at most `smart_limit` (default 1) tokens follow the blank, then full"
 
     def needed(self, problem: Problem, option: int, setup: Setup) -> list[tuple[Request, Split]]:
         found = pieces(problem, option, setup)
@@ -496,6 +512,7 @@ class Causal(ScoringMethod):
     formula: Formula = FULL
     mean: bool = False
     runs_on: Scope = "method_tasks"
+    text: str = ""  # the docs' line, where not the formula's own (or its mean's)
 
     def requests(self, problem: Problem, setup: Setup) -> list[list[Request]]:
         return [
@@ -557,7 +574,13 @@ METHODS: dict[str, Causal] = {
         Causal("full_norm_mean", formula=FULL_NORM, mean=True, runs_on="every_task"),
         Causal("smart", formula=SMART, runs_on="every_task"),
         Causal("smart_mean", formula=SMART, mean=True, runs_on="every_task"),
-        Causal("loss", formula=ALL_BUT_FIRST, mean=True, runs_on="every_task"),
+        Causal(
+            "loss",
+            formula=ALL_BUT_FIRST,
+            mean=True,
+            runs_on="every_task",
+            text="mean all-but-first (eq. 3.8)",
+        ),
     )
 }
 
