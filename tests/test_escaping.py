@@ -118,7 +118,7 @@ class Parsed(HTMLParser):
 # what the pages' own code writes (html_report, rendering, leaderboard) and matplotlib's SVG
 PAGE_TAGS = {
     "html", "head", "meta", "title", "style", "body", "script", "h1", "h2", "h3", "h4", "p",
-    "ul", "ol", "li", "b", "code", "a", "nav", "span", "div", "table", "thead", "tbody", "tr",
+    "ul", "ol", "li", "b", "em", "code", "a", "nav", "span", "div", "table", "thead", "tbody", "tr",
     "th", "td", "abbr", "input", "details", "summary", "label", "figure", "figcaption",
 }  # fmt: skip
 SVG_TAGS = {
@@ -402,3 +402,13 @@ def test_pages_with_hostile_names_run_no_script_in_chromium(sweep, built, tmp_pa
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_the_packages_own_emphasis_is_html_emphasis_and_a_names_is_not():
+    """The decision rule's *not distinguishable from chance* reads as emphasis on every page (it
+    showed its asterisks in the HTML), while a name's asterisks stay text."""
+    from wsc_tasks.reporting import html_report
+
+    shown = html_report.inline(f"*at chance*, 2*3, `a*b*` and {markup.name('*x*')}")
+    assert shown.startswith("<em>at chance</em>, 2*3, <code>a*b*</code> and ")
+    assert "<em>x</em>" not in shown and "x" in shown

@@ -108,7 +108,9 @@ def test_the_tasks_readme_lists_every_causal_method_from_the_registry(monkeypatc
 
     monkeypatch.setitem(causal.METHODS, "doubled", causal.Causal("doubled", formula=Doubled("d")))
     monkeypatch.setitem(
-        causal.METHODS, "doubled_mean", causal.Causal("doubled_mean", formula=Doubled("d"), mean=True)
+        causal.METHODS,
+        "doubled_mean",
+        causal.Causal("doubled_mean", formula=Doubled("d"), mean=True),
     )
     table = readme.causal_methods()
     assert "| `doubled` | 2 × full |" in table

@@ -154,12 +154,14 @@ def links(escaped: str) -> str:
 
 def _markdown_html(text: str) -> str:
     coded = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text, quote=True))
-    return links(re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", coded))
+    bold = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", coded)
+    return links(re.sub(r"(?<![*\w])\*([^*\s][^*]*?)\*(?![*\w])", r"<em>\1</em>", bold))
 
 
 def inline(text: str) -> str:
-    """This package's Markdown (`code` spans, **bold**, links: the prose's only markup) as HTML;
-    user text in it (``markup.name``, ``markup.code``) escaped, never read as Markdown."""
+    """This package's Markdown (`code` spans, **bold**, *emphasis*, links: the prose's only
+    markup) as HTML; user text in it (``markup.name``, ``markup.code``) escaped, never read as
+    Markdown."""
     return markup.render(text, _markdown_html, esc, lambda shown: f"<code>{esc(shown)}</code>")
 
 
