@@ -618,7 +618,8 @@ def test_ray_a_dead_worker_is_run_again_ctrl_c_leaves_no_process_and_the_resume_
     assert process.returncode == 130, output
     assert took < 10, took
     _wait_for(lambda: not any(_alive(pid) for pid in processes), "the sweep's processes", 5)
-    assert not (out / "tiny1" / "error.txt").exists() and not (out / "tiny2").exists()
+    assert not (out / "tiny1" / "error.txt").exists(), (out / "tiny1" / "error.txt").read_text()
+    assert not (out / "tiny2").exists()
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

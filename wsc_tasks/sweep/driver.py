@@ -156,9 +156,11 @@ def sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
     out.mkdir(parents=True, exist_ok=True)
     hub.allow()
     with FileLock(protocol.sweep_lock(out), f"output folder {out}"):
+        protocol.clear_stopping(out)
         try:
             return _sweep(specs, launcher)
         except BaseException:
+            protocol.mark_stopping(out)  # before the runs die: none is then taken as failed
             launcher.cancel()
             raise
         finally:

@@ -13,6 +13,7 @@ import gzip
 import json
 import platform
 import shutil
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,6 +51,27 @@ def sweep_lock(out: Path) -> Path:
 
 def model_lock(out: Path, name: str) -> Path:
     return bookkeeping(out, "locks", f"{name}.lock")
+
+
+# A sweep being stopped (Ctrl-C, SIGTERM) says so in its folder before it cancels its runs: a run
+# in another process (a Ray worker, a Slurm job) that then sees its run die of a signal counts it
+# interrupted, not failed, so the resume runs the model again rather than trusting an error.txt.
+def mark_stopping(out: Path) -> None:
+    marker = bookkeeping(out, "stopping")
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(f"{time.time()}\n", encoding="utf-8")
+
+
+def clear_stopping(out: Path) -> None:
+    bookkeeping(out, "stopping").unlink(missing_ok=True)
+
+
+def stopping(out: Path, since: float) -> bool:
+    """Whether the sweep of ``out`` was told to stop at or after ``since`` (epoch seconds)."""
+    try:
+        return bookkeeping(out, "stopping").stat().st_mtime >= since - 1
+    except OSError:
+        return False
 
 
 def request(spec: ModelSpec, options: SweepOptions) -> dict[str, object]:

@@ -183,7 +183,7 @@ def _run_locked(
     env = {**(env if env is not None else os.environ), summaries.LATER: "1"}  # after gzip, below
     if options.cache:  # lm-eval's request cache in the sweep's folder, unless one is chosen
         env.setdefault(REQUEST_CACHE_ENV, str(options.out / ".cache" / "requests"))
-    started, clock = time.strftime("%FT%T%z"), time.monotonic()
+    started, clock, since = time.strftime("%FT%T%z"), time.monotonic(), time.time()
     if spec.hub:
         weights.record(options.out, "run-start", spec)
     code = _run_child(command, folder / protocol.LOG, env, lock, stops)
@@ -197,7 +197,7 @@ def _run_locked(
                 if path.is_absolute()}  # fmt: skip
         replace = {str(include_path()): "<wsc_tasks.task_configs>", **local, **here}
         scrub([folder / protocol.LOG, *results], replace)
-    if code in STOPPED or _stops[0] != stops:
+    if code in STOPPED or _stops[0] != stops or (code and protocol.stopping(options.out, since)):
         log.warning(f"wsc_tasks: sweep: {spec.name}: stopped by a signal; run again next time")
         return "interrupted"
     weights.remove(spec, options.out, options.keep_weights)
