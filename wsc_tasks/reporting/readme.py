@@ -41,7 +41,7 @@ def causal_methods() -> str:
     """The table of causal methods, one row per registered method (``causal.METHODS``, a new one
     from its own module included): a method that is its formula's mean shares the ``_mean``
     row."""
-    from wsc_tasks.scoring.causal import METHODS
+    from wsc_tasks.scoring.causal_methods import METHODS  # every module's methods loaded
 
     means = [m for m in METHODS.values() if m.mean and not m.text]
     rows = [(f"`{m.name}`", m.text or m.formula.text) for m in METHODS.values() if not m.mean]
