@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.resources
 import importlib.util
 import json
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -179,3 +180,12 @@ def verdict(folder: Path) -> str:
     first = error_summary(folder)
     return ("refused" if first.startswith(REFUSED) else
             "not fetched" if first.startswith(NOT_FETCHED) else "failed")  # fmt: skip
+
+
+def write_text_aside(path: Path, text: str) -> None:
+    """``text`` into ``path`` written aside and renamed into place, so a process stopped at any
+    moment, or another reading it meanwhile, never sees half the file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    aside.write_text(text, encoding="utf-8")
+    aside.replace(path)

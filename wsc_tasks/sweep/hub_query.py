@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from wsc_tasks.paths import SWEEP_HUB_MODELS
+from wsc_tasks.paths import SWEEP_HUB_MODELS, write_text_aside
 from wsc_tasks.sweep.models import ModelsFileError, ModelSpec
 
 log = logging.getLogger("lm_eval.wsc_tasks.sweep.hub")
@@ -158,8 +158,6 @@ def expand(query: HubQuery, out: Path) -> list[ModelSpec]:
     out.mkdir(parents=True, exist_ok=True)
     entries = [{"name": s.name, "model": s.model, "model_args": s.model_args} for s in specs]
     text = yaml.safe_dump({"hub": query.to_json(), "models": entries}, sort_keys=False)
-    aside = path.with_name(f".{path.name}.tmp")  # a sweep stopped here leaves no half a list
-    aside.write_text(text, encoding="utf-8")
-    aside.replace(path)
+    write_text_aside(path, text)  # a sweep stopped here leaves no half a list
     log.info(f"wsc_tasks: sweep: the Hub query found {_models(len(specs))}, written to {path}")
     return specs

@@ -12,24 +12,23 @@ so that the jobs of a Slurm or Ray sweep each write their own without a lock.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
+
+from wsc_tasks.paths import write_text_aside
+from wsc_tasks.sweep.folder import bookkeeping
 
 FOLDER = "snapshots"  # under <out>/.sweep/
 DOWNLOADING, COMPLETE = "downloading", "complete"
 
 
 def _path(out: Path, commit: str) -> Path:
-    return out / ".sweep" / FOLDER / f"{commit}.json"
+    return bookkeeping(out, FOLDER, f"{commit}.json")
 
 
 def _write(path: Path, record: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    aside.write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
-    aside.replace(path)
+    write_text_aside(path, json.dumps(record, sort_keys=True) + "\n")
 
 
 def read(out: Path, commit: str) -> dict[str, Any] | None:
