@@ -20,7 +20,7 @@ from accelerate import Accelerator
 from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
 
-from wsc_tasks.harness.mlm import MaskedLM
+from wsc_tasks.models.mlm import MaskedLM
 from wsc_tasks.paths import include_path
 
 

@@ -119,7 +119,7 @@ def test_model_parameters_leave_out_an_untied_input_embedding():
 def test_instrument_is_undone_for_the_next_run():
     from lm_eval.models.huggingface import HFLM
 
-    from wsc_tasks.harness.patches import p03_send_distinct_requests as sender
+    from wsc_tasks.lm_eval_fixes import p03_send_distinct_requests as sender
 
     before = HFLM._model_call, sender.distinct  # where the patch that calls it looks it up
     bench.instrument(bench.PhaseTimer())

@@ -181,7 +181,7 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
             assert task == f"{dataset.removesuffix('_schemas')}_contamination"
             assert dataset in canonical.published()
         elif dataset is None:
-            assert config["class"] == "wsc_tasks.harness.winowhy.WinoWhyTask"
+            assert config["class"] == "wsc_tasks.tasks.winowhy.WinoWhyTask"
         elif _is_pair_task(config):
             assert dataset in catalog.PAIR_SPECS
             if "class" not in config:  # ConsistencyTask (not the associativity task)

@@ -195,7 +195,7 @@ def test_mypy_clean():
     ],
 )
 def test_flags_that_would_be_recorded_and_ignored_are_refused(extra, flag):
-    from wsc_tasks.harness.flags import UnsupportedFlag
+    from wsc_tasks.tasks.flags import UnsupportedFlag
 
     with pytest.raises(UnsupportedFlag, match=f"^wsc-tasks: {flag} is not supported: "):
         cli_run.lm_eval_argv(["--model", "wsc-chance", "--model_args", "seed=1", *extra])
@@ -250,7 +250,7 @@ def test_bad_arguments_are_one_line_errors(argv, message, capsys, data_dir, monk
 
 def test_metadata_is_validated_key_by_key():
     from wsc_tasks.data.catalog import SPECS
-    from wsc_tasks.harness.task import check_metadata
+    from wsc_tasks.tasks.schema_tasks import check_metadata
     from wsc_tasks.scoring.methods import ScoringError
 
     good = {"dataset": "wsc266"}

@@ -369,7 +369,7 @@ def test_consistency_tasks_in_two_processes(tiny_gpt2_dir, tmp_path):
 
 @pytest.mark.slow
 def test_masked_lm_consistency_and_method_pair(tiny_roberta_dir, task_manager):
-    from wsc_tasks.harness.mlm import MaskedLM
+    from wsc_tasks.models.mlm import MaskedLM
 
     lm = MaskedLM(pretrained=str(tiny_roberta_dir), device="cpu", batch_size=16)
     scoring = {"scoring": ["statement_mean", "multi_mask_mean"]}

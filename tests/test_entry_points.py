@@ -136,7 +136,7 @@ def test_lm_eval_iterates_the_rows_datasets_gives_once_converted(data_dir, task_
 def test_documents_with_different_keys_are_refused_not_cut_to_the_first_ones():
     """``datasets.Dataset.from_list`` keeps the keys of the first document only: a task whose
     documents differed would lose fields without a word."""
-    from wsc_tasks.harness.base import RequestTask
+    from wsc_tasks.tasks.request_task import RequestTask
 
     class Uneven(RequestTask):
         def documents(self) -> list[dict]:

@@ -12,8 +12,8 @@ from lm_eval.api.registry import get_model
 from transformers import BertConfig, GPT2Config, PretrainedConfig, RobertaConfig, T5Config
 
 from wsc_tasks.data.problems import Problem
-from wsc_tasks.harness import chance, mlm
-from wsc_tasks.harness.task import check_metadata
+from wsc_tasks.models import chance, mlm
+from wsc_tasks.tasks.schema_tasks import check_metadata
 from wsc_tasks.scoring import families, methods
 from wsc_tasks.scoring.tokens import TokenCounter
 

@@ -10,7 +10,7 @@ import pytest
 
 from wsc_tasks.cli import COMMANDS, DATA_ACTIONS
 from wsc_tasks.cli import run as cli_run
-from wsc_tasks.harness.flags import WHY
+from wsc_tasks.tasks.flags import WHY
 
 SCREEN_LINES, SCREEN_COLUMNS = 50, 80  # a terminal's 80 columns (COLUMNS=80)
 HELPS = [

@@ -127,7 +127,7 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
 def test_yaml_class_paths_stay_importable():
     """User YAMLs written against the flat layout name wsc_tasks.task.SchemaTask."""
     task = importlib.import_module("wsc_tasks.task")
-    harness = importlib.import_module("wsc_tasks.harness.task")
+    harness = importlib.import_module("wsc_tasks.tasks.schema_tasks")
     assert task.SchemaTask is harness.SchemaTask
 
 

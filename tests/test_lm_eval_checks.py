@@ -25,7 +25,7 @@ import lm_eval.evaluator as evaluator
 import pytest
 
 from wsc_tasks.cli.run import our_task_names
-from wsc_tasks.harness import chance  # noqa: F401  registers wsc-chance
+from wsc_tasks.models import chance  # noqa: F401  registers wsc-chance
 
 LIMIT = 10  # lm-eval's ``limit`` fixture
 GROUPS = ["wsc_group", "wsc266_suite", "wsc266_perturbations", "winogrande_suite",

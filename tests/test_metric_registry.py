@@ -6,7 +6,7 @@ import numpy as np
 import oracles
 import pytest
 
-from wsc_tasks.harness import stderr
+from wsc_tasks.tasks import stderr
 from wsc_tasks.metrics import accuracy, consistency, ratios, registry
 
 # one task of every task class, with a tokenizer so the token metrics and split counts are on

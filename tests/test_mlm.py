@@ -10,7 +10,7 @@ from conftest import assert_same_metrics, run_dp_eval
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema
-from wsc_tasks.harness import mlm
+from wsc_tasks.models import mlm
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.masked import answer_spans
 from wsc_tasks.scoring.methods import ScoringError, Setup
@@ -146,7 +146,7 @@ def test_registering_hf_mlm_keeps_lm_evals_own_models():
     import sys
 
     code = (
-        "import wsc_tasks.harness.mlm\n"
+        "import wsc_tasks.models.mlm\n"
         "from lm_eval.api.registry import get_model\n"
         "print(get_model('hf').__name__, get_model('hf-mlm').__name__)"
     )

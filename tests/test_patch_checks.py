@@ -1,4 +1,4 @@
-"""Every lm-eval patch of ``wsc_tasks.harness.patches``, through the record in its module: the
+"""Every lm-eval patch of ``wsc_tasks.lm_eval_fixes``, through the record in its module: the
 installed lm-eval is inside the versions it names, and lm-eval, unpatched, still behaves as the
 patch says (``Patch.still_needed``). A patch is added by its module alone; the day one of these
 fails for a patch, lm-eval has fixed or changed what the patch is for."""
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from wsc_tasks.harness import patches
+from wsc_tasks import lm_eval_fixes as patches
 
 EVERY = pytest.mark.parametrize("patch", patches.PATCHES, ids=lambda p: p.name)
 

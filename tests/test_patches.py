@@ -1,4 +1,4 @@
-"""The lm-eval patches of ``wsc_tasks.harness.patches``: what each fixes, end to end where that
+"""The lm-eval patches of ``wsc_tasks.lm_eval_fixes``: what each fixes, end to end where that
 needs a model or this package's tasks. That the installed lm-eval, unpatched, still behaves as
 each patch says is each module's own check (``Patch.still_needed``), run for every patch by
 ``tests/test_patch_checks.py``; the tests here named ``test_lm_eval_still_*`` show what a patch
@@ -16,9 +16,9 @@ import pytest
 from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 
-from wsc_tasks.harness import patches
-from wsc_tasks.harness.patches.p10_warn_unkeyed_request_cache import constant_lm
-from wsc_tasks.harness.patches.p15_explain_chat_template_advice import LONG_PATH
+from wsc_tasks import lm_eval_fixes as patches
+from wsc_tasks.lm_eval_fixes.p10_warn_unkeyed_request_cache import constant_lm
+from wsc_tasks.lm_eval_fixes.p15_explain_chat_template_advice import LONG_PATH
 from wsc_tasks.metrics import ratios
 
 slow = pytest.mark.slow
@@ -97,7 +97,7 @@ def test_texts_the_tasks_encoded_are_not_encoded_again_for_lm_eval(tiny_gpt2_dir
     for the other texts; a counter of another tokenizer is not used; the scores do not change."""
     from transformers import AutoTokenizer
 
-    from wsc_tasks.harness.patches import p04_remember_tokens
+    from wsc_tasks.lm_eval_fixes import p04_remember_tokens
     from wsc_tasks.scoring.tokens import TokenCounter, same_encoding
 
     patches.apply()
@@ -158,7 +158,7 @@ def test_a_version_outside_the_range_names_each_patch():
         lines = patches.version_warnings(version)
         assert len(lines) == len(patches.PATCHES)
         assert all(f"lm-eval {version} is installed" in line for line in lines)
-        assert "slice_cache_hits" in lines[0] and "wsc_tasks/harness/patches/" in lines[0]
+        assert "slice_cache_hits" in lines[0] and "wsc_tasks/lm_eval_fixes/" in lines[0]
 
 
 def test_an_lm_eval_outside_the_ranges_warns(monkeypatch):
@@ -172,7 +172,7 @@ def test_every_patch_of_apply_is_marked_and_applied_once():
     from lm_eval.api import metrics as lm_metrics
     from lm_eval.models.utils import Collator
 
-    from wsc_tasks.harness.patches import p19_freeze_survivors as freeze
+    from wsc_tasks.lm_eval_fixes import p19_freeze_survivors as freeze
 
     patches.apply()
     assert patches.apply() is False
@@ -207,7 +207,7 @@ def test_our_tasks_aggregate_only_what_they_list():
 
     patches.apply()
     compute = evaluator_utils._compute_task_aggregations
-    ours, _ = compute(_task("wsc_tasks.harness.task"), RAW, bootstrap_iters=0)
+    ours, _ = compute(_task("wsc_tasks.tasks.schema_tasks"), RAW, bootstrap_iters=0)
     assert ours == {"acc,none": 0.5, "acc_stderr,none": "N/A"}
     theirs, _ = compute(_task("elsewhere"), RAW, bootstrap_iters=0)
     assert theirs["acc_logged_only,none"] == 1.0
@@ -362,7 +362,7 @@ def test_our_request_types_are_refused_on_lm_evals_lm():
 def test_an_unkeyed_request_cache_of_our_tasks_warns_once(tmp_path, caplog):
     from lm_eval.api.model import CachingLM
 
-    ours, theirs = _task("wsc_tasks.harness.task"), _task("lm_eval.api.task")
+    ours, theirs = _task("wsc_tasks.tasks.schema_tasks"), _task("lm_eval.api.task")
     plain = CachingLM(constant_lm(-1.0), str(tmp_path / "plain_rank0.db"))
     with caplog.at_level(logging.WARNING):
         patches.warn_unkeyed_request_cache(plain, {"other": theirs})
@@ -475,7 +475,7 @@ def test_our_undefined_metric_is_left_out_with_a_note():
     from lm_eval import evaluator_utils
 
     patches.apply()
-    task = _undefined_task("wsc_tasks.harness.task")
+    task = _undefined_task("wsc_tasks.tasks.schema_tasks")
     aggregated, _ = evaluator_utils._compute_task_aggregations(task, {("acc", "none"): [1, 2]}, 0)
     assert aggregated == {}
     assert task.config.metadata["notes"] == [
@@ -784,7 +784,7 @@ def test_the_collector_is_left_alone_when_off_or_when_objects_are_frozen_already
 def test_evaluate_freezes_survivors_only_for_our_tasks():
     import gc
 
-    from wsc_tasks.harness.patches import p19_freeze_survivors as freeze
+    from wsc_tasks.lm_eval_fixes import p19_freeze_survivors as freeze
 
     seen: list[int] = []
 
@@ -794,7 +794,7 @@ def test_evaluate_freezes_survivors_only_for_our_tasks():
         return {}
 
     wrapped = freeze.freezing(evaluate)
-    ours, theirs = _task("wsc_tasks.harness.task"), _task("lm_eval.api.task")
+    ours, theirs = _task("wsc_tasks.tasks.schema_tasks"), _task("lm_eval.api.task")
     wrapped(None, {"group": {"a": theirs, "b": ours}})
     wrapped(None, task_dict={"a": theirs})
     assert seen[0] > 0 and seen[1] == 0

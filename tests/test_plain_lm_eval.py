@@ -16,8 +16,10 @@ import time
 
 import pytest
 
-from wsc_tasks.harness import flags, metadata_keys, patches
-from wsc_tasks.harness.patches.p22_one_line_refusals import OneLineRefusals
+from wsc_tasks import lm_eval_fixes as patches
+
+from wsc_tasks.tasks import flags, metadata_keys
+from wsc_tasks.lm_eval_fixes.p22_one_line_refusals import OneLineRefusals
 from wsc_tasks.paths import include_path
 
 LIMIT_S = 10  # every refusal, from the command line to the error
@@ -115,7 +117,7 @@ def test_a_plain_lm_eval_run_ends_saying_where_its_files_are(
     monkeypatch, tiny_gpt2_dir, data_dir, tmp_path, capsys
 ):
     """Printed when lm-eval's CLI ends (after its table): the folder and ``wsc-tasks report``."""
-    from wsc_tasks.harness.patches import p23_say_where_results_are as section
+    from wsc_tasks.lm_eval_fixes import p23_say_where_results_are as section
 
     monkeypatch.setitem(section._STATE, "off", False)  # as in a plain run: no wsc-tasks run
     monkeypatch.setitem(section._STATE, "registered", True)  # printed here, not at exit

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lm_eval.models.huggingface import HFLM
 
-from wsc_tasks.harness import patches
-from wsc_tasks.harness.patches import p20_share_prefixes as sharing
+from wsc_tasks import lm_eval_fixes as patches
+from wsc_tasks.lm_eval_fixes import p20_share_prefixes as sharing
 from wsc_tasks.scoring import prefix_tree
 
 # fp32 on a CPU: a request's log-likelihood (a sum of up to ~100 token log-probabilities of about

@@ -44,7 +44,7 @@ def test_default_table_lists_each_tasks_headline_metrics_only(
 
 
 def test_an_unknown_metric_choice_names_the_task():
-    from wsc_tasks.harness.base import metric_choice
+    from wsc_tasks.tasks.request_task import metric_choice
 
     with pytest.raises(ValueError, match="task wsc266: metadata.metrics is 'some'"):
         metric_choice("wsc266", {"metrics": "some"})

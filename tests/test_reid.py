@@ -12,7 +12,7 @@ from test_scoring import TOKEN_ERROR, _t5_hand, by_hand, hand_terms
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema, count
-from wsc_tasks.harness import mlm
+from wsc_tasks.models import mlm
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.methods import Setup
 from wsc_tasks.scoring.tokens import TokenCounter

@@ -14,8 +14,10 @@ import pytest
 import tiny_models
 from lm_eval.models.huggingface import HFLM
 
-from wsc_tasks.harness import fingerprint, patches
-from wsc_tasks.harness.base import RequestTask
+from wsc_tasks import lm_eval_fixes as patches
+
+from wsc_tasks import fingerprint
+from wsc_tasks.tasks.request_task import RequestTask
 from wsc_tasks.scoring.tokens import TokenCounter, encoding_identity
 
 

@@ -14,8 +14,8 @@ from lm_eval.loggers import EvaluationTracker
 
 from wsc_tasks import cli
 from wsc_tasks.cli import run as cli_run
-from wsc_tasks.harness import flags
-from wsc_tasks.harness.fingerprint import cache_key
+from wsc_tasks.tasks import flags
+from wsc_tasks.fingerprint import cache_key
 
 slow = pytest.mark.slow
 TASK = "wsc266_associative"
@@ -175,7 +175,7 @@ def test_files_lm_eval_did_not_write_completely_are_an_error(
     line = _last_line(err)
     assert line.startswith("wsc-tasks: error: " + message.format(out=tmp_path / "out/wsc-chance"))
     if keep_lines is not None:
-        assert f"is incomplete: 1 complete lines of the 2 documents of task {TASK}" in line
+        assert f"is incomplete: 1 complete lines of the 2 of task {TASK}" in line
 
 
 @slow

@@ -17,7 +17,9 @@ import lm_eval
 import pytest
 
 from wsc_tasks.cli import main as cli
-from wsc_tasks.harness import chance, metadata_keys, patches
+from wsc_tasks import lm_eval_fixes as patches
+from wsc_tasks.models import chance
+from wsc_tasks.tasks import metadata_keys
 
 
 def _run(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -73,7 +75,7 @@ def test_the_tasks_refuse_a_misspelt_key_from_python_too(data_dir, task_manager)
 def test_misspelt_model_arguments_of_our_models_name_the_closest():
     with pytest.raises(ValueError, match="unknown model argument.* sed; did you mean seed"):
         chance.ChanceLM(sed=1)
-    from wsc_tasks.harness.mlm import MaskedLM
+    from wsc_tasks.models.mlm import MaskedLM
 
     with pytest.raises(ValueError, match="max_batch_token; did you mean max_batch_tokens"):
         MaskedLM(pretrained="unused", max_batch_token=4)  # refused before anything loads

@@ -20,7 +20,7 @@ from lm_eval.models.huggingface import HFLM
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema
-from wsc_tasks.harness.patches import p20_share_prefixes as sharing
+from wsc_tasks.lm_eval_fixes import p20_share_prefixes as sharing
 from wsc_tasks.scoring import causal, families, prefix_tree
 from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter

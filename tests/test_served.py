@@ -1,5 +1,5 @@
 """Served models: lm-eval's API models against OpenAI-compatible servers on localhost, and the
-check (``wsc_tasks.harness.served``) that refuses a server whose echoed prompt log-probabilities
+check (``wsc_tasks.serving.served``) that refuses a server whose echoed prompt log-probabilities
 are not what lm-eval reads them as.
 
 The stdlib server here answers ``/v1/completions`` (echo + logprobs, and plain generation) and
@@ -30,7 +30,7 @@ import torch
 from conftest import needs
 
 from wsc_tasks.cli import main as cli
-from wsc_tasks.harness import served
+from wsc_tasks.serving import served
 from wsc_tasks.paths import DEFAULT_GGUF, default_model_folder
 from wsc_tasks.reporting import runs
 

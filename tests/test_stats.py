@@ -10,8 +10,10 @@ import oracles
 import pytest
 from scipy import stats as scipy_stats
 
-from wsc_tasks.harness import patches, stderr
-from wsc_tasks.harness.chance import ChanceLM, random_score
+from wsc_tasks import lm_eval_fixes as patches
+
+from wsc_tasks.tasks import stderr
+from wsc_tasks.models.chance import ChanceLM, random_score
 from wsc_tasks.metrics import accuracy, consistency, ratios, registry, stats
 
 

@@ -348,7 +348,7 @@ def test_done_json_without_the_fingerprint_is_stale(tmp_path):
 def test_a_task_whose_definition_changed_since_the_run_is_stale(tmp_path):
     """lm-eval records each task's version in its results; a done model whose run recorded
     another version of a task than this package defines now is run again, never reported."""
-    from wsc_tasks.harness import versions
+    from wsc_tasks.tasks import versions
 
     spec = ModelSpec("chance1", "wsc-chance", "seed=1")
     options = SweepOptions(tmp_path, TASK)

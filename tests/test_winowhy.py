@@ -15,7 +15,7 @@ from test_mlm import _hand as _masked_hand
 
 from wsc_tasks.data import catalog, knowledge, parsers, sources, winowhy
 from wsc_tasks.data.problems import Problem, Schema
-from wsc_tasks.harness import mlm
+from wsc_tasks.models import mlm
 from wsc_tasks.metrics.plausibility import (
     accuracy_at,
     best_threshold,
@@ -315,7 +315,7 @@ def test_winowhy_seq2seq_request_and_mean(tiny_t5_dir, data_dir, task_manager):
 
 
 def test_a_model_without_tokenizer_gets_per_byte_with_a_note(data_dir, task_manager):
-    from wsc_tasks.harness.chance import ChanceLM
+    from wsc_tasks.models.chance import ChanceLM
 
     task = task_manager(**ALL).load(["winowhy"])["tasks"]["winowhy"]
     task.meet_model(ChanceLM(seed=1))  # what lm-eval's evaluate does before building requests

@@ -15,7 +15,7 @@ from test_lm_eval import _recompute
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema, count
 from wsc_tasks.data.zeroshot import zero_shot_pair, zero_shot_schemas
-from wsc_tasks.harness import mlm
+from wsc_tasks.models import mlm
 from wsc_tasks.scoring import families, methods
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline

@@ -29,6 +29,7 @@ wall time over the time inside the model's forward calls, and the largest score 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -53,7 +54,7 @@ from wsc_tasks.cli.bench_phases import (  # noqa: F401 - the phase accounting, u
 from wsc_tasks.cli.bench_sweep import REPORT_ENV, bench_models, models_wanted
 from wsc_tasks.cli.run import run_lm_eval
 from wsc_tasks.data import catalog
-from wsc_tasks.harness import mlm, mlm_scoring
+from wsc_tasks.models import mlm, mlm_scoring
 from wsc_tasks.scoring.masked import answer_spans
 
 
@@ -410,7 +411,6 @@ def bench_run(argv: list[str], run: Callable[[list[str]], int] | None = None) ->
     if not compare or ours.code != 0:
         return ours.code
     from wsc_tasks.cli.run import DEFAULT_TASKS, _value
-    from wsc_tasks.harness import patches
 
     tasks = (_value(argv, "--tasks", "-t") or (0, DEFAULT_TASKS))[1]
     with tempfile.TemporaryDirectory() as folder:
@@ -420,10 +420,8 @@ def bench_run(argv: list[str], run: Callable[[list[str]], int] | None = None) ->
             f"wsc-tasks bench: lm-eval's own winogrande on the same model, after {tasks}",
             flush=True,
         )
-        if local:
-            with patches.without_lm_eval_tasks():
-                theirs = timed_run(theirs_argv, run)
-        else:
-            theirs = timed_run(theirs_argv, run)
+        own = local and run is run_lm_eval  # lm-eval's index of its own tasks is not needed
+        ran = functools.partial(run_lm_eval, lm_eval_tasks=False) if own else run
+        theirs = timed_run(theirs_argv, ran)
     print(comparison(ours, theirs, tasks), flush=True)
     return theirs.code

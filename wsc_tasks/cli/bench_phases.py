@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from wsc_tasks.harness import mlm_scoring
+from wsc_tasks.models import mlm_scoring
 
 PHASES = ("task building", "request building", "tokenization", "model forward",
           "result processing", "aggregation", "printing")  # fmt: skip
@@ -110,10 +110,10 @@ def instrument(timer: PhaseTimer) -> None:
     from lm_eval.tasks import TaskManager
 
     from wsc_tasks.data import zeroshot  # noqa: F401
-    from wsc_tasks.harness import categorized, chance, patches, task, winowhy  # noqa: F401
-    from wsc_tasks.harness.patches import p03_send_distinct_requests as sender
-    from wsc_tasks.harness.patches import p20_share_prefixes as sharing
-    from wsc_tasks.scoring import tokens  # noqa: F401
+    from wsc_tasks.models import chance
+    from wsc_tasks.scoring import tokens
+    from wsc_tasks.serving import encoding, route, tries
+    from wsc_tasks.tasks import categorized, contamination, schema_tasks, winowhy  # noqa: F401
 
     timer.wrap(TaskManager, "__init__", "task building")
     timer.wrap(TaskManager, "load", "task building")
@@ -127,16 +127,16 @@ def instrument(timer: PhaseTimer) -> None:
     for name in ("tok_encode", "tok_batch_encode"):
         timer.wrap(HFLM, name, "tokenization")
     timer.wrap(TemplateLM, "_encode_pair", "tokenization")
-    timer.wrap(sender, "_encode_in_one_batch", "tokenization")  # by the name its caller uses
+    timer.wrap(encoding, "prefill", "tokenization")
     timer.wrap(HFLM, "_model_call", "model forward")
-    timer.wrap(sharing, "tree_forward", "model forward")
+    timer.wrap(tries, "tree_forward", "model forward")
     timer.wrap(chance.ChanceLM, "loglikelihood", "model forward")
     timer.wrap(mlm_scoring, "_masked_logits", "model forward")
     timer.wrap(evaluator, "_process_results", "aggregation")
     timer.wrap(lm_utils, "make_table", "printing")
-    _count_requests(timer, sender)
-    _count_tokens(timer, HFLM, mlm_scoring, sharing)
-    _count_trie(timer, HFLM)
+    _count_requests(timer, route)
+    _count_tokens(timer, HFLM, mlm_scoring, tries)
+    _count_trie(timer, tries)
 
 
 def _count_requests(timer: PhaseTimer, fixes: Any) -> None:
@@ -170,21 +170,19 @@ def _count_tokens(timer: PhaseTimer, hflm: Any, mlm_module: Any, sharing: Any) -
     _replace(sharing, "tree_forward", counting(sharing.tree_forward))
 
 
-def _count_trie(timer: PhaseTimer, hflm: Any) -> None:
-    """Count the nodes of the tries of the token sequences each ``_loglikelihood_tokens`` call
-    runs through the model: the fewest positions a causal model needs for them."""
-    from wsc_tasks.harness.patches.p20_share_prefixes import model_inputs
+def _count_trie(timer: PhaseTimer, tries: Any) -> None:
+    """Count the nodes of the tries of the token sequences this package's requests run through
+    a causal model: the fewest positions it needs for them."""
     from wsc_tasks.scoring import prefix_tree
 
-    original = hflm._loglikelihood_tokens
+    original = tries.model_inputs
 
-    def counted(self: Any, requests: Any, *args: Any, **kwargs: Any) -> Any:
-        if getattr(self, "backend", None) == "causal":
-            timer.counts["trie nodes"] += prefix_tree.trie_nodes(model_inputs(requests))
-        return original(self, requests, *args, **kwargs)
+    def counted(requests: Any) -> Any:
+        inputs = original(requests)
+        timer.counts["trie nodes"] += prefix_tree.trie_nodes(inputs)
+        return inputs
 
-    functools.update_wrapper(counted, original)  # keeps the patches' marks
-    _replace(hflm, "_loglikelihood_tokens", counted)
+    _replace(tries, "model_inputs", counted)
 
 
 def peak_memory_gb() -> float:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from wsc_tasks.cli.run_outputs import OutputError as OutputError  # re-exported
 from wsc_tasks.cli.run_outputs import check_output, check_written, discard, ending, outputs
-from wsc_tasks.harness.fingerprint import cache_key
+from wsc_tasks.fingerprint import cache_key
 from wsc_tasks.paths import DEFAULT_GGUF as DEFAULT_GGUF  # its name here before paths.py had it
 from wsc_tasks.paths import (
     KEEP_PATHS,
@@ -100,7 +100,8 @@ def needs_model_args(model: str) -> str:
     the model class's ``ARGUMENTS``, for the models this package registers)."""
     from lm_eval.api.registry import get_model
 
-    from wsc_tasks.harness import chance, mlm, served  # noqa: F401  register wsc-chance and hf-mlm
+    from wsc_tasks.models import chance, mlm  # noqa: F401  register wsc-chance and hf-mlm
+    from wsc_tasks.serving import served
 
     try:
         takes = getattr(get_model(model), "ARGUMENTS", None)
@@ -151,7 +152,7 @@ def check_metadata_keys(argv: list[str]) -> None:
 
     from lm_eval._cli.utils import MergeDictAction
 
-    from wsc_tasks.harness import metadata_keys
+    from wsc_tasks.tasks import metadata_keys
 
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--metadata", nargs="+", action=MergeDictAction, default=None)
@@ -176,7 +177,7 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
     """The ``lm_eval run`` arguments: the user's, plus include path, tasks and default model.
 
     Flags these tasks cannot honour are refused here, before the model loads (``flags``)."""
-    from wsc_tasks.harness import flags
+    from wsc_tasks.tasks import flags
 
     argv = list(passthrough)
     flags.check_argv(argv)
@@ -290,46 +291,37 @@ def _only_our_tasks(argv: list[str]) -> bool:
     return bool(asked) and asked <= our_task_names()
 
 
-def run_lm_eval(passthrough: list[str]) -> int:
-    """``lm_eval run`` with this package's tasks and defaults; lm-eval's files under the model's
-    label, checked, with no path of this machine in them unless ``--keep-paths``."""
+def run_lm_eval(passthrough: list[str], lm_eval_tasks: bool | None = None) -> int:
+    """``lm_eval run`` with this package's tasks and defaults, through lm-eval's API
+    (``lm_eval_run``); lm-eval's files under the model's label, checked, with no path of this
+    machine in them unless ``--keep-paths``. ``lm_eval_tasks``: whether lm-eval's own task
+    folder is indexed too (default: unless every task asked for is this package's)."""
     if "-h" in passthrough or "--help" in passthrough:
         print(HELP, end="")
         return 0
     check_task_names(passthrough)  # in about a second, before lm-eval, models and datasets load
-    from lm_eval.__main__ import cli_evaluate
-
-    from wsc_tasks.harness import (  # noqa: F401  register --model hf-mlm and wsc-chance
-        chance,
-        mlm,
-        notes,
-        patches,
-    )
+    from wsc_tasks.cli import lm_eval_run, run_logging
+    from wsc_tasks.models import chance, mlm  # noqa: F401  register --model hf-mlm and wsc-chance
+    from wsc_tasks.serving import route
+    from wsc_tasks.tasks import notes
 
     keep_paths = KEEP_PATHS in passthrough
     passthrough = [a for a in passthrough if a != KEEP_PATHS]
-    patches.accept_several_include_paths()
-    patches.explain_chat_template_advice()
-    patches.print_counts_as_integers()
-    patches.quiet_git_lookup()
-    patches.said_by_wsc_tasks_run()  # its own ending below, with the checked files
     argv, target = labelled_output(lm_eval_argv(passthrough))
     notes.clear()
     cache = _value(argv, "--use_cache", "--use-cache", "-c")
     if cache is not None:
-        patches.mark_cache_keyed(cache[1])
+        route.mark_cache_keyed(cache[1])
     first = os.environ.get("RANK", "0") == "0"  # only the first process writes files
     given = _value(passthrough, "--output_path", "--output-path", "-o")
     made = check_output(target, given) if target and first else []
     before = outputs(target)
     print("wsc-tasks: lm_eval run " + " ".join(argv), file=sys.stderr)
-    sys.argv = ["lm_eval", "run", *argv]
+    if lm_eval_tasks is None:  # the user's own folder may name lm-eval's tasks
+        lm_eval_tasks = _has(passthrough, "--include_path") or not _only_our_tasks(argv)
     try:
-        if _has(passthrough, "--include_path") or not _only_our_tasks(argv):  # the user's own
-            cli_evaluate()  # folder may name lm-eval's tasks
-        else:
-            with patches.without_lm_eval_tasks():
-                cli_evaluate()
+        with lm_eval_run.logging_filters(*run_logging.filters()):
+            lm_eval_run.evaluate(argv, only_ours=not lm_eval_tasks)
     except KeyboardInterrupt:
         removed = discard(target, before, made) if first else []
         what = f"; removed what it had written: {', '.join(map(str, removed))}" if removed else ""

@@ -38,7 +38,8 @@ def check_output(target: Path, given: tuple[int, str] | None) -> list[Path]:
 
 def check_written(target: Path, new: list[Path], samples: bool) -> None:
     """After lm-eval returns: a complete results file and, with ``--log_samples``, a complete
-    samples file for every task in it (as many JSON lines as lm-eval's ``n-samples``)."""
+    samples file for every task in it (as many JSON lines as lm-eval's ``n-samples`` times the
+    task's filters: lm-eval writes a line per document and filter)."""
     if not new:
         raise OutputError(
             f"wsc-tasks: lm-eval wrote no results file to {target} (its warning above says why); "
@@ -51,9 +52,11 @@ def check_written(target: Path, new: list[Path], samples: bool) -> None:
             raise OutputError(f"wsc-tasks: {error}") from None
         if not samples:
             continue
-        for task in data.get("configs", {}):
+        for task, config in data.get("configs", {}).items():
             file = path.with_name(f"samples_{task}_{stamp_of(path)}.jsonl")
             expected = data.get("n-samples", {}).get(task, {}).get("effective")
+            filters = len(config.get("filter_list") or []) or 1
+            expected = None if expected is None else expected * filters
             lines = _json_lines(file)
             if lines is None:
                 raise OutputError(
@@ -63,7 +66,7 @@ def check_written(target: Path, new: list[Path], samples: bool) -> None:
             if expected is not None and lines != expected:
                 raise OutputError(
                     f"wsc-tasks: samples file {file} is incomplete: {lines} complete lines of "
-                    f"the {expected} documents of task {task}"
+                    f"the {expected} of task {task} (a line per document and filter)"
                 )
 
 

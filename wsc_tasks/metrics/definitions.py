@@ -8,12 +8,14 @@ records and writes and reads the names they are reported under.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wsc_tasks.metrics import accuracy, associativity, consistency, contamination, ratios
 from wsc_tasks.metrics.record import (
     ACC,
+    LOGGED,
+    MORE_METRICS,
     OUTCOME,
     PAIR,
     REASONS,
@@ -250,6 +252,11 @@ def _contamination(name: str, symbol: str, description: str, aggregate: Callable
                   headline=CONTAMINATION)  # fmt: skip
 
 
+def _more(items: Sequence[Mapping[str, Any]]) -> int:
+    """How many further metrics each document logged (every document logs the same ones)."""
+    return len(items[0]) if items else 0
+
+
 SCHEMA = frozenset({TaskKind.SCHEMA})
 WINOWHY = frozenset({TaskKind.WINOWHY})
 CONTAMINATION = frozenset({TaskKind.CONTAMINATION})
@@ -301,9 +308,8 @@ REGISTRY: tuple[Metric, ...] = (
            "the best threshold itself (not a quality: no direction)",
            higher_is_better=None, kind="plausibility"),
     _count("n_reasons", "reasons", "reason", REASONS, "number of reasons", None, ("reasons",),
-           stderr=True, headline=WINOWHY, variants=frozenset({"category"})),
-    _count("n_positive", "positive", "reason", REASONS, "number of positive reasons", None,
-           stderr=True),
+           headline=WINOWHY, variants=frozenset({"category"})),
+    _count("n_positive", "positive", "reason", REASONS, "number of positive reasons", None),
     _count("n_questions", "questions", "question", REASONS, "number of questions", len,
            headline=WINOWHY),
     # the sharded exchangeability test (Oren et al. 2024): ``metrics.contamination``
@@ -322,4 +328,9 @@ REGISTRY: tuple[Metric, ...] = (
     _count("n_positions", "positions", "shard", SHARDS,
            "token positions sent (each shard once per order)", contamination.n_positions,
            headline=CONTAMINATION),
+    # every task: the metrics its documents log but lm-eval leaves out of its table
+    _count(MORE_METRICS, "more", "document", LOGGED,
+           "number of further metrics each document logs, left out of lm-eval's table (the "
+           "samples keep them; wsc-tasks report reads them; --metadata '{\"metrics\": \"all\"}' "
+           "prints them)", _more),
 )  # fmt: skip

@@ -23,7 +23,7 @@ name apart (tests/test_metric_names.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
@@ -36,6 +36,8 @@ from wsc_tasks.metrics.record import (
     BLANK_AT_END,
     CATEGORY_STEMS,
     EQUAL_LEN,
+    LOGGED,
+    MORE_METRICS,
     OUTCOME,
     PAIR,
     REASONS,
@@ -51,12 +53,14 @@ from wsc_tasks.metrics.record import (
 )
 
 __all__ = [
-    "ACC", "BLANK_AT_END", "CATEGORY_STEMS", "CONSISTENCY", "EQUAL_LEN", "FILTER", "METRICS",
-    "OUTCOME", "PAIR", "REASONS", "REGISTRY", "SCHEMA_ACC", "SHARDS", "SPLITS", "STDERR",
+    "ACC", "BLANK_AT_END", "CATEGORY_STEMS", "CONSISTENCY", "EQUAL_LEN", "FILTER", "LOGGED",
+    "METRICS", "MORE_METRICS", "OUTCOME", "PAIR", "REASONS", "REGISTRY", "SCHEMA_ACC",
+    "SHARDS", "SPLITS", "STDERR",
     "SUBSETS", "TAGGED_PAIR", "VARIANTS", "Aggregation", "Key", "Metric", "MetricKind",
     "TaskKind", "aggregation", "aggregations", "bind", "by_name", "column", "form",
-    "headline", "higher_is_better", "in_summary", "method_pairs", "methods",
-    "pair_aggregations", "parse_all", "record_of", "reported", "select", "task_kind",
+    "headline", "higher_is_better", "in_summary", "lm_eval_values", "logged", "method_pairs",
+    "methods", "pair_aggregations", "parse_all", "record_of", "reported", "select",
+    "stderr_name", "task_kind",
 ]  # fmt: skip
 
 
@@ -146,6 +150,8 @@ class Key:
         """
         if name in METRICS:
             return cls(name)
+        if name.endswith(STDERR):  # lm-eval's name of a metric's standard error
+            return None
         best: tuple[tuple[int, bool], dict[str, Any]] | None = None
         for prefix, record, variant, vocabulary in _patterns():
             if not name.startswith(prefix) or len(name) == len(prefix):
@@ -196,6 +202,39 @@ STDERR = "_stderr"
 def column(name: str) -> str:
     """The column of an lm-eval results row that holds metric ``name``."""
     return f"{name},{FILTER}"
+
+
+def stderr_name(name: str) -> str:
+    """The name lm-eval reports metric ``name``'s standard error under (``acc_stderr``)."""
+    return f"{name}{STDERR}"
+
+
+def lm_eval_values(
+    values: Mapping[str, Any], shown: Collection[str], with_stderr: Collection[str]
+) -> dict[str, Any]:
+    """A document's metric values as a task hands them to lm-eval: those of ``shown`` under
+    their names, the rest in one mapping under ``MORE_METRICS`` (lm-eval aggregates and prints
+    every key it gets; ``--log_samples`` keeps them all), then, for each of ``with_stderr``, the
+    same value under its ``stderr_name``, whose aggregation is the metric's schema-bootstrap
+    error (after every metric: lm-eval writes it where it wrote ``N/A`` for the metric)."""
+    out = {name: value for name, value in values.items() if name in shown}
+    more = {name: value for name, value in values.items() if name not in shown}
+    if more:
+        out[MORE_METRICS] = more
+    out.update((stderr_name(name), values[name]) for name in with_stderr)
+    return out
+
+
+def logged(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Every metric value of a logged sample (a row of lm-eval's samples file), by name: its
+    own keys (``row["metrics"]``) and those under ``MORE_METRICS``; standard errors left out."""
+    out: dict[str, Any] = {}
+    for name in row.get("metrics", ()):
+        if name == MORE_METRICS and isinstance(row.get(name), Mapping):
+            out.update(row[name])
+        elif not name.endswith(STDERR) and name in row:
+            out[name] = row[name]
+    return out
 
 
 def reported(row: Mapping[str, Any]) -> dict[Key, Any]:

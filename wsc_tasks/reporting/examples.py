@@ -113,7 +113,7 @@ def _choice(label: int, correct: int) -> int:
 
 def methods(row: dict[str, Any]) -> list[str]:
     """Scoring methods with per-problem outcomes in a logged document, headline first."""
-    return registry.methods(registry.parse_all(row.get("metrics", [])).values())
+    return registry.methods(registry.parse_all(registry.logged(row)).values())
 
 
 Scores = dict[tuple[str, str], float]

@@ -52,8 +52,8 @@ __all__ = [
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 TOLERANCE = 1e-9
-# lm-eval results entry where a served model's log-probability check is recorded
-# (``wsc_tasks.harness.served.RESULTS_KEY``; reporting reads results files, it imports no harness)
+# where a served model's log-probability check is recorded: a key of each task's config metadata
+# (``wsc_tasks.serving.served.RESULTS_KEY``), a top-level entry of older results files
 LOGPROB_CHECK = "logprob_check"
 
 
@@ -260,7 +260,8 @@ def read_task(
     else:
         rows = read_samples(samples)
         run.docs, run.lines = [r["doc"] for r in rows], [r[LINE] for r in rows]
-        values = {name: [r[name] for r in rows] for name in (rows[0]["metrics"] if rows else [])}
+        logged = [registry.logged(r) for r in rows]
+        values = {name: [v[name] for v in logged] for name in (logged[0] if logged else [])}
     if expected is not None and len(run.docs) != expected:
         raise IncompleteSamples(
             f"samples file {samples.name} has {len(run.docs)} of the {expected} documents "
@@ -333,6 +334,9 @@ def _load_run(folder: Path, label: str | None, keep_paths: bool) -> Run:
         info = ModelInfo.of(data, path)  # the newest file's, in the end
         models.setdefault(_model_of(data, keep_paths), path)
         checks += [data[LOGPROB_CHECK]] if isinstance(data.get(LOGPROB_CHECK), dict) else []
+        configs = data.get("configs", {}).values()
+        found = [(c.get("metadata") or {}).get(LOGPROB_CHECK) for c in configs]
+        checks += [c for c in found if isinstance(c, dict)][:1]  # one check a run
         if data.get("config", {}).get("limit") is not None:
             limits.append(float(data["config"]["limit"]))
         # a group without an aggregate of its own (wsc_group) is in "results" but not "groups"

@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 
 from wsc_tasks.collector import paused
+from wsc_tasks.metrics import registry
 from wsc_tasks.reporting.output_files import LINE
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -110,13 +111,14 @@ class Summary:
             columns = dict(cached["columns"])
             return columns.pop(DOCS), columns.pop(LINES), columns
         rows = reader(samples)
-        names = [DOCS, LINES, *(rows[0]["metrics"] if rows else [])]
-        fields = {DOCS: "doc", LINES: LINE}
+        logged = [{DOCS: r["doc"], LINES: r[LINE], **registry.logged(r)} for r in rows]
+        names = list(logged[0]) if logged else [DOCS, LINES]
         # each column as its texts, then as the values a summary read gives back (equal values
         # one object), so that a metric is computed once per distinct value, not per document
         with paused():  # texts and decoded JSON: no cycle for a collection to find
-            texts = {c: encode([r[fields.get(c, c)] for r in rows]) for c in names}
             del rows  # the samples' prompts and responses, not kept
+            texts = {c: encode([r[c] for r in logged]) for c in names}
+            del logged
             columns = {c: decode(column) for c, column in texts.items()}
         self.tasks[task] = {"key": key, "columns": columns, "computed": {}, "texts": texts}
         self.changed = True

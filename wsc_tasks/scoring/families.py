@@ -11,7 +11,7 @@ Which model *serves* the requests is checked where lm-eval hands them to it, not
 built: lm-eval may build the tasks before the model or after it, but it always calls the model's
 method named by the request type. A family whose request type is no method of lm-eval's ``LM``
 (masked: ``mlm_score``) gets a refusing default on ``LM`` (section 9 of
-``wsc_tasks.harness.patches``), so a masked LM given to ``--model hf`` (or ``wsc-chance``) stops
+``wsc_tasks.lm_eval_fixes``), so a masked LM given to ``--model hf`` (or ``wsc-chance``) stops
 with the command to use instead, before any forward pass, while ``hf-mlm`` overrides it.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -176,18 +176,6 @@ def detect(metadata: Mapping[str, object]) -> Family:
 
 
 @dataclass(frozen=True)
-class ModelFacts:
-    """What a task learned from the model object lm-eval evaluates (``wsc_tasks.harness``'s
-    ``model_facts``), used instead of the metadata when the metadata names no tokenizer."""
-
-    tokens: TokenCounter | None  # None: the model has no tokenizer (then ``why`` says so)
-    family: Family | None = None  # None: the default family
-    why: str = ""  # why there is no tokenizer, for the run's notes
-    # the tokenizer as metadata would name it (``tokenizer=``…), recorded in the task's config
-    named: dict[str, object] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class Plan:
     """What a task sends, settled before any model work."""
 
@@ -238,28 +226,18 @@ def _method_names(task: str, meta: Mapping[str, Any], family: Family, counted: b
     return [headline, *(n for n in names if n != headline)]
 
 
-def plan(
-    task: str,
-    meta: Mapping[str, Any],
-    *,
-    continuation: bool = False,
-    model: ModelFacts | None = None,
-) -> Plan:
-    """The family, tokens and methods of a task, from its metadata or, when given, from what it
-    learned of the ``model`` itself; errors name the task.
+def plan(task: str, meta: Mapping[str, Any], *, continuation: bool = False) -> Plan:
+    """The family, tokens and methods of a task, from its metadata; errors name the task.
 
     Schema tasks get the methods of ``metadata.scoring`` (``all``: every method of the family;
     default: those that run on the task's dataset by default) with the headline first; a
     ``continuation`` task (WinoWhy) scores with the family's continuation and loads no
     tokenizer when the model counts tokens itself.
     """
-    if model is None:
-        family = detect(meta)
-    else:
-        family = model.family or family_of_config(None)
+    family = detect(meta)
 
     def tokens_of() -> TokenCounter | None:
-        return load_tokens(task, meta, family) if model is None else model.tokens
+        return load_tokens(task, meta, family)
 
     if continuation:
         tokens = None if family.model_counts_tokens else tokens_of()

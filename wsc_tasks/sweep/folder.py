@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from wsc_tasks.harness import versions as task_versions
 from wsc_tasks.paths import (  # the error file's protocol, which the leaderboard reads too
     NOT_FETCHED,
     REFUSED,
@@ -34,6 +33,7 @@ from wsc_tasks.paths import (
 )
 from wsc_tasks.sweep.models import ModelSpec
 from wsc_tasks.sweep.options import SweepOptions
+from wsc_tasks.tasks import versions as task_versions
 
 SPEC, LOG = "spec.json", "log.txt"
 BOOKKEEPING = ".sweep"  # under --out: not a model (model names start with a letter or digit)

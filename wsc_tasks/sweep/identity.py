@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wsc_tasks.harness.fingerprint import cache_key
+from wsc_tasks.fingerprint import cache_key
 from wsc_tasks.sweep.hub import run_args
 from wsc_tasks.sweep.models import ModelSpec, resolved_args
 

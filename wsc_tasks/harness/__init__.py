@@ -1,1 +1,0 @@
-"""What lm-eval runs: the task classes, the models this package adds, and its lm-eval patches."""

@@ -1,0 +1,56 @@
+"""What the reader of a run's figures must know beside them, said once per task.
+
+A task records each note in its own results config (``metadata.notes``: lm-eval writes every task's
+config into the results file) and in this process's list, which ``wsc-tasks run`` prints after
+lm-eval's tables (``footer``); each note is logged as a warning as well. Examples: a headline that
+had to use the token-free method (a chance model without a tokenizer), a metric left out because it
+is undefined on the documents evaluated.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from wsc_tasks.lm_eval_types import ConfiguredTask
+
+log = logging.getLogger(f"lm_eval.{__name__}")
+
+_RECORDED: dict[str, list[str]] = {}  # note -> the tasks that recorded it, first-seen order
+LISTED = 6  # task names a footer line lists before "and N more"
+
+
+def add(task: ConfiguredTask, text: str) -> None:
+    """Record ``text`` for ``task`` (an lm-eval task of this package); once per task and text."""
+    name = str(task.config.task)
+    meta = dict(task.config.metadata or {})
+    found = meta.get("notes")
+    notes = [str(note) for note in found] if isinstance(found, list | tuple) else []
+    if text not in notes:
+        task.config.metadata = {**meta, "notes": [*notes, text]}
+        log.warning(f"wsc_tasks: {name}: {text}")
+    tasks = _RECORDED.setdefault(text, [])
+    if name not in tasks:
+        tasks.append(name)
+
+
+def recorded() -> dict[str, list[str]]:
+    """Every note of this process with the tasks that recorded it."""
+    return {text: list(tasks) for text, tasks in _RECORDED.items()}
+
+
+def clear() -> None:
+    _RECORDED.clear()
+
+
+def footer(found: dict[str, list[str]] | None = None) -> str:
+    """The notes as lines to print after lm-eval's tables; empty when there are none."""
+    found = recorded() if found is None else found
+    if not found:
+        return ""
+    lines = ["Notes:"]
+    for text, tasks in found.items():
+        shown = ", ".join(tasks[:LISTED])
+        if len(tasks) > LISTED:
+            shown += f" and {len(tasks) - LISTED} more"
+        lines.append(f"- {shown}: {text}")
+    return "\n".join(lines)
