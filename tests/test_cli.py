@@ -250,8 +250,8 @@ def test_bad_arguments_are_one_line_errors(argv, message, capsys, data_dir, monk
 
 def test_metadata_is_validated_key_by_key():
     from wsc_tasks.data.catalog import SPECS
-    from wsc_tasks.tasks.schema_tasks import check_metadata
     from wsc_tasks.scoring.methods import ScoringError
+    from wsc_tasks.tasks.schema_tasks import check_metadata
 
     good = {"dataset": "wsc266"}
     check_metadata("t", {**good, "smart_limit": 2, "headline": {"causal": "partial"}}, SPECS)

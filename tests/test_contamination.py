@@ -19,11 +19,11 @@ import torch
 from wsc_tasks.cli import main as cli
 from wsc_tasks.cli import report
 from wsc_tasks.data import canonical, catalog
-from wsc_tasks.tasks.contamination import ContaminationTask
 from wsc_tasks.metrics import contamination, multiple, registry
 from wsc_tasks.metrics.registry import Key, TaskKind
 from wsc_tasks.reporting import findings, leaderboard, markup, runs
 from wsc_tasks.reporting.sections import contamination as contamination_section
+from wsc_tasks.tasks.contamination import ContaminationTask
 
 
 def said_md(said):

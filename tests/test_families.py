@@ -22,10 +22,10 @@ from lm_eval.models.huggingface import HFLM
 
 from wsc_tasks.data import catalog
 from wsc_tasks.models import mlm
-from wsc_tasks.tasks.winowhy import WinoWhyTask
 from wsc_tasks.scoring import causal, families, seq2seq
 from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter, check_request
+from wsc_tasks.tasks.winowhy import WinoWhyTask
 
 pytestmark = pytest.mark.slow
 

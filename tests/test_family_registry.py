@@ -13,9 +13,9 @@ from transformers import BertConfig, GPT2Config, PretrainedConfig, RobertaConfig
 
 from wsc_tasks.data.problems import Problem
 from wsc_tasks.models import chance, mlm
-from wsc_tasks.tasks.schema_tasks import check_metadata
 from wsc_tasks.scoring import families, methods
 from wsc_tasks.scoring.tokens import TokenCounter
+from wsc_tasks.tasks.schema_tasks import check_metadata
 
 PROBLEM = Problem(
     uid="p",
@@ -94,10 +94,11 @@ def test_each_method_runs_where_it_says_unless_the_metadata_chooses(monkeypatch)
     extra = causal.Causal("extra", formula=causal.FULL)
     assert extra.runs_on == "method_tasks"  # a new method's default
     monkeypatch.setitem(families.FAMILIES["causal"].methods, "extra", extra)
-    facts = families.ModelFacts(TokenCounter(tiny_models.gpt2_tokenizer()))
+    counter = TokenCounter(tiny_models.gpt2_tokenizer())
+    monkeypatch.setattr(families, "load_tokens", lambda task, meta, family: counter)
 
     def names(**meta):
-        return [m.name for m in families.plan("t", meta, model=facts).methods]
+        return [m.name for m in families.plan("t", meta).methods]
 
     everywhere = [n for n, m in causal.METHODS.items() if m.runs_on == "every_task"]
     for dataset in methods.METHOD_DATASETS:

@@ -64,7 +64,9 @@ def their_folder(tmp_path_factory, data_dir) -> Path:
     configs = {
         "guest_winogrande": {
             "include": str(LM_EVAL_TASKS / "winogrande" / "default.yaml"),
-            "dataset_kwargs": {"data_files": {"validation": str(data_dir / catalog.WINOGRANDE_DEV)}},
+            "dataset_kwargs": {
+                "data_files": {"validation": str(data_dir / catalog.WINOGRANDE_DEV)}
+            },
         },
         "guest_arc_easy": {
             "include": str(LM_EVAL_TASKS / "arc" / "arc_easy.yaml"),

@@ -14,18 +14,22 @@ import wsc_tasks
 
 ROOT = Path(wsc_tasks.__file__).parent
 
-# What each stage may import besides itself and the shared top-level modules (paths, collector):
-# the pipeline data → scoring → metrics → harness → reporting → sweep → cli, left to right.
+# What each stage may import besides itself and the shared top-level modules: the pipeline
+# data → scoring (requests) → metrics → serving (answers) → lm_eval_fixes → models → tasks →
+# reporting → sweep → cli, left to right.
 MAY_IMPORT = {
     "data": set(),
     "scoring": {"data"},
     "metrics": {"data", "scoring"},
-    "harness": {"data", "scoring", "metrics"},
+    "serving": {"data", "scoring"},
+    "lm_eval_fixes": {"data", "scoring", "metrics", "serving"},
+    "models": {"data", "scoring", "serving"},
+    "tasks": {"data", "scoring", "metrics", "serving", "lm_eval_fixes"},
     "reporting": {"data", "scoring", "metrics"},
-    "sweep": {"data", "scoring", "metrics", "harness", "reporting"},
-    "cli": {"data", "scoring", "metrics", "harness", "reporting", "sweep"},
+    "sweep": {"data", "scoring", "metrics", "tasks", "reporting"},
+    "cli": {"data", "scoring", "metrics", "serving", "models", "tasks", "reporting", "sweep"},
 }
-SHARED = {"paths", "collector"}
+SHARED = {"paths", "collector", "fingerprint", "lm_eval_types"}
 
 
 def _modules() -> dict[str, Path]:

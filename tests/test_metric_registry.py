@@ -6,8 +6,8 @@ import numpy as np
 import oracles
 import pytest
 
-from wsc_tasks.tasks import stderr
 from wsc_tasks.metrics import accuracy, consistency, ratios, registry
+from wsc_tasks.tasks import stderr
 
 # one task of every task class, with a tokenizer so the token metrics and split counts are on
 TASKS = [
@@ -23,8 +23,25 @@ TASKS = [
 
 @pytest.fixture(scope="module")
 def task_aggregations(tiny_gpt2_dir, data_dir, task_manager) -> dict[str, dict]:
+    """Every metric each task gives a per-document value for."""
     tasks = task_manager(tokenizer=str(tiny_gpt2_dir), metrics="all").load(TASKS)["tasks"]
-    return {name: tasks[name].aggregation() for name in TASKS}
+    return {name: tasks[name].all_aggregations() for name in TASKS}
+
+
+def test_what_lm_eval_aggregates_is_the_shown_metrics_their_errors_and_the_count_of_the_rest(
+    tiny_gpt2_dir, data_dir, task_manager
+):
+    task = task_manager(tokenizer=str(tiny_gpt2_dir)).load(["wsc266"])["tasks"]["wsc266"]
+    given = task.aggregation()
+    shown = task.shown()
+    assert set(shown) == registry.headline(registry.TaskKind.SCHEMA) - {"share"}
+    errors = {registry.stderr_name(n) for n, f in shown.items() if stderr.has_stderr(f)}
+    assert errors == {"acc_stderr", "schema_acc_stderr"}  # the headline's accuracies, no count
+    assert set(given) == set(shown) | errors | {registry.MORE_METRICS}
+    assert registry.stderr_name("n_problems") not in given  # a count: no standard error
+    directions = task.higher_is_better()
+    assert directions[registry.MORE_METRICS] is None
+    assert all(directions[name] is None for name in errors)
 
 
 def test_every_registered_metric_has_exactly_one_record(task_aggregations):
@@ -42,7 +59,7 @@ def test_every_registered_metric_has_exactly_one_record(task_aggregations):
 
 def test_every_record_is_used_by_some_task(task_aggregations):
     used = {f.metric.name for functions in task_aggregations.values() for f in functions.values()}
-    assert used == set(registry.METRICS)
+    assert used | {registry.MORE_METRICS} == set(registry.METRICS)  # the carrier: any task
 
 
 def test_schema_transformations_get_only_schema_matched_metrics(task_aggregations):
@@ -56,8 +73,10 @@ def test_schema_transformations_get_only_schema_matched_metrics(task_aggregation
 def test_record_names_are_unique_and_fields_valid():
     assert len(registry.METRICS) == len(registry.REGISTRY)
     for m in registry.REGISTRY:
-        assert m.level in {"problem", "schema", "pair", "reason", "question", "shard"}, m.name
+        assert m.level in {"problem", "schema", "pair", "reason", "question", "shard",
+                           "document"}, m.name  # fmt: skip
         assert m.value in {
+            registry.LOGGED,
             registry.OUTCOME,
             registry.PAIR,
             registry.TAGGED_PAIR,
@@ -78,12 +97,11 @@ def test_pure_aggregates_are_known_by_identity():
 
 
 def test_stderr_classification_reads_the_records():
-    assert stderr.is_ours(registry.bind("consistency"))
-    assert not stderr.is_count(registry.bind("consistency"))
-    assert stderr.is_count(registry.bind("n_schemas"))
-    assert stderr.is_count(registry.bind("n_questions"))
-    assert not stderr.is_count(registry.bind("n_reasons", lambda items: len(items)))
-    assert not stderr.is_ours(np.mean)
+    assert stderr.has_stderr(registry.bind("consistency"))
+    for count in ("n_schemas", "n_questions", registry.MORE_METRICS):
+        assert not stderr.has_stderr(registry.bind(count)), count
+    assert not stderr.has_stderr(registry.bind("n_reasons", lambda items: len(items)))  # a count
+    assert not stderr.has_stderr(np.mean)
 
 
 def test_a_consistency_record_is_its_oracle_and_its_form():

@@ -1,8 +1,8 @@
-"""Prefix-shared scoring (``scoring/prefix_tree.py``, patches section 20): the tries, their masks
-and rows on hand-computed cases; then, with tiny random models of every causal architecture the
-tests build, each request's log-likelihood and greedy flag against lm-eval's own loop, on the
-requests of every task of ``wsc_group`` and of lm-eval's ``winogrande``; and the fallback to
-section 18 where a model cannot take the route."""
+"""Prefix-shared scoring (``scoring/prefix_tree.py``, ``serving/tries.py``): the tries, their
+masks and rows on hand-computed cases; then, with tiny random models of every causal
+architecture the tests build, each request's log-likelihood and greedy flag against lm-eval's own
+loop, on the requests of every task of ``wsc_group`` and of lm-eval's ``winogrande``; and the
+fallback to lm-eval's own loop where a model cannot take the route."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ import tiny_models
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 
-from wsc_tasks import lm_eval_fixes as patches
-from wsc_tasks.lm_eval_fixes import p20_share_prefixes as sharing
 from wsc_tasks.scoring import prefix_tree
+from wsc_tasks.serving import route
+from wsc_tasks.serving import tries as sharing
+from wsc_tasks.serving.requests import REQUEST_TYPE
 
 # fp32 on a CPU: a request's log-likelihood (a sum of up to ~100 token log-probabilities of about
 # -11 each with these random models) moves by the rounding of other matrix shapes, not more
@@ -116,10 +118,10 @@ DOCUMENTS = 2  # per task
 
 @pytest.fixture(scope="module")
 def requests_of(tmp_path_factory, data_dir):
-    """``requests_of(folder, tokenizer)``: the loglikelihood instances of the first documents of
-    every task of ``wsc_group`` (built for the model in ``folder``: the tasks learn its tokenizer;
+    """``requests_of(folder, tokenizer)``: the log-likelihood requests of the first documents of
+    every task of ``wsc_group`` (built for the model in ``folder``, named in their metadata;
     causal models with one tokenizer send the same requests, built once) and of lm-eval's own
-    ``winogrande`` (its dev file in ``WSC_TASKS_DATA``)."""
+    ``winogrande`` (its dev file in ``WSC_TASKS_DATA``), each as a plain lm-eval request."""
     from lm_eval.tasks import TaskManager
 
     from wsc_tasks.cli.bench import WINOGRANDE_TASK, local_winogrande
@@ -146,29 +148,28 @@ def requests_of(tmp_path_factory, data_dir):
         instances = []
         for task in tasks:
             task.build_all_requests(limit=DOCUMENTS, rank=0, world_size=1)
-            instances += [i for i in task.instances if i.request_type == "loglikelihood"]
+            instances += [
+                Instance("loglikelihood", {}, tuple(i.args), 0)
+                for i in task.instances
+                if i.request_type in ("loglikelihood", REQUEST_TYPE)
+            ]
         built[tokenizer] = len(tasks), instances
         return built[tokenizer]
 
     return get
 
 
-def _both(monkeypatch, lm, instances):
-    """Each request's answer through the patched ``_loglikelihood_tokens`` and lm-eval's own."""
-    shared = HFLM._loglikelihood_tokens
-    unpatched = patches.original(HFLM, "_loglikelihood_tokens")
-    pairs: list[tuple[list, list]] = []
-
-    def both(self, requests, *args, **kwargs):
-        ours = shared(self, requests, *args, **kwargs)
-        pairs.append((ours, unpatched(self, requests, *args, **kwargs)))
-        return ours
-
-    monkeypatch.setattr(HFLM, "_loglikelihood_tokens", both)
-    lm.loglikelihood(instances, disable_tqdm=True)
-    monkeypatch.setattr(HFLM, "_loglikelihood_tokens", shared)
-    ours = [a for o, _ in pairs for a in o]
-    theirs = [a for _, t in pairs for a in t]
+def _both(lm, instances):
+    """Each request's answer through ``serving.route`` and through lm-eval's own loop (its logits
+    cache off: lm-eval's cache gathers a shorter continuation's log-likelihood from a longer
+    one's positions, ``lm_eval_fixes.cache_hits``)."""
+    ours = route.hf_causal_answers(lm, instances, [], disable_tqdm=True)
+    cached = lm.logits_cache
+    lm.logits_cache = False
+    try:
+        theirs = lm.loglikelihood(instances, disable_tqdm=True)
+    finally:
+        lm.logits_cache = cached
     return ours, theirs
 
 
@@ -180,7 +181,6 @@ def test_shared_prefixes_give_lm_evals_answers(
     """fp32 on a CPU, every task of ``wsc_group`` and lm-eval's ``winogrande``: the same greedy
     flags, log-likelihoods within ``ABS_TOLERANCE``, and fewer token positions through the model
     than lm-eval's padded batches (counted at the forward)."""
-    patches.apply()
     folder = tiny_models.family_model(tmp_path, arch, tokenizers(tok_name))
     n_tasks, instances = requests_of(folder, tok_name)
     assert n_tasks >= 45 and len(instances) > 500
@@ -198,8 +198,8 @@ def test_shared_prefixes_give_lm_evals_answers(
 
     monkeypatch.setattr(sharing, "tree_forward", count_tree)
     monkeypatch.setattr(HFLM, "_model_call", count_plain)
-    ours, theirs = _both(monkeypatch, lm, instances)
-    assert vars(lm)[sharing.VERDICT] is None  # the route was taken
+    ours, theirs = _both(lm, instances)
+    assert sharing._VERDICTS[lm] is None  # the route was taken
     assert [g for _, g in ours] == [g for _, g in theirs]
     assert [ll for ll, _ in ours] == pytest.approx([ll for ll, _ in theirs], abs=ABS_TOLERANCE)
     assert 0 < counted["tree"] < counted["plain"] / 2
@@ -221,12 +221,11 @@ def _off_reasons(caplog):
         ("llama", "off", f"{sharing.SHARING_ENV}=0"),
     ],
 )
-def test_a_model_that_cannot_take_the_route_gets_section_18(
+def test_a_model_that_cannot_take_the_route_gets_lm_evals_own_loop(
     arch, setup, reason, tokenizers, tmp_path, monkeypatch, caplog
 ):
-    """Refused, said once in the log, and the answers are section 18's: lm-eval's own, exactly
-    (to 1e-6), the same requests twice."""
-    patches.apply()
+    """Refused, said once in the log, and the answers are lm-eval's own loop's, exactly, the
+    same requests twice."""
     sharing._SAID.clear()
     folder = tiny_models.family_model(tmp_path, arch, tokenizers("gpt2"))
     lm = HFLM(pretrained=str(folder), device="cpu", batch_size=4)
@@ -243,16 +242,12 @@ def test_a_model_that_cannot_take_the_route_gets_section_18(
                 input_ids=input_ids, **kw
             ),
         )
-    from lm_eval.api.instance import Instance
-
     texts = [("The trophy did not fit in the suitcase because", f" {w} was too {a}.")
              for w in ("it", "the trophy", "the suitcase") for a in ("big", "small")]  # fmt: skip
     instances = [Instance("loglikelihood", {}, t, k) for k, t in enumerate(texts)]
     with caplog.at_level(logging.INFO, logger="lm_eval.wsc_tasks"):
-        ours, theirs = _both(monkeypatch, lm, instances)
-        again, _ = _both(monkeypatch, lm, instances)
-    assert ours == again
-    assert [g for _, g in ours] == [g for _, g in theirs]
-    assert [ll for ll, _ in ours] == pytest.approx([ll for ll, _ in theirs], abs=1e-6)
+        ours, theirs = _both(lm, instances)
+        again, _ = _both(lm, instances)
+    assert ours == again == theirs
     said = _off_reasons(caplog)
     assert len(said) == 1 and reason in said[0], said

@@ -1,8 +1,10 @@
 """The work around the forward once per tokenizer: lm-eval's request cache (``--cache_requests``)
-named by what the requests follow (patches section 11: the metadata, the tokenizer's encodings,
-the model's family, the package's source; not the weights or the paths), and the encodings kept
-beside it (patches section 4). Never trusted when any of these changes; the models of a sweep
-that share a tokenizer build and encode the requests once, and score as without the cache."""
+named by what the requests follow (``tasks.request_cache``: the metadata, the tokenizer's
+encodings, the model's family, the package's source, the documents chosen; not the weights or
+the paths), and the encodings kept beside it (``serving.encoding``). Never trusted when any of
+these changes, and read back only for the documents it was built from: every order of full,
+``--limit`` and ``--samples`` runs scores as without the cache; the models of a sweep that share a
+tokenizer build and encode the requests once."""
 
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ import pytest
 import tiny_models
 from lm_eval.models.huggingface import HFLM
 
-from wsc_tasks import lm_eval_fixes as patches
-
 from wsc_tasks import fingerprint
-from wsc_tasks.tasks.request_task import RequestTask
 from wsc_tasks.scoring.tokens import TokenCounter, encoding_identity
+from wsc_tasks.serving import encoding
+from wsc_tasks.tasks import request_cache
+from wsc_tasks.tasks.request_task import RequestTask
 
 
 @pytest.fixture(scope="module")
@@ -36,25 +38,37 @@ def _counter(folder, **kwargs) -> TokenCounter:
 def test_the_tag_follows_the_tokenizer_not_the_weights_or_the_path(gpt2_pair, monkeypatch):
     a, b = gpt2_pair
     meta = {"headline": "partial"}
-    tag = patches.request_cache_tag({**meta, "pretrained": str(a)}, _counter(a), "causal")
-    assert tag == patches.request_cache_tag({**meta, "pretrained": str(b)}, _counter(b), "causal")
+
+    def tag(meta, counter, family, samples=None):
+        return request_cache.tag(meta, counter.identity, family, samples)
+
+    tag_a = tag({**meta, "pretrained": str(a)}, _counter(a), "causal")
+    assert tag_a == tag({**meta, "pretrained": str(b)}, _counter(b), "causal")
     changed = {
-        "metadata": patches.request_cache_tag({"pretrained": str(b)}, _counter(b), "causal"),
-        "family": patches.request_cache_tag({**meta, "pretrained": str(b)}, _counter(b), "masked"),
-        "special tokens": patches.request_cache_tag(
+        "metadata": tag({"pretrained": str(b)}, _counter(b), "causal"),
+        "family": tag({**meta, "pretrained": str(b)}, _counter(b), "masked"),
+        "special tokens": tag(
             {**meta, "pretrained": str(b)}, _counter(b, add_special_tokens=True), "causal"
         ),
+        "documents chosen": tag({**meta, "pretrained": str(b)}, _counter(b), "causal", [3, 1]),
     }
     grown = _counter(b)
     grown.tokenizer.add_tokens(["<new-token>"])  # one more token: other encodings
-    changed["tokenizer"] = patches.request_cache_tag(
-        {**meta, "pretrained": str(b)}, grown, "causal"
-    )
+    changed["tokenizer"] = tag({**meta, "pretrained": str(b)}, grown, "causal")
     monkeypatch.setattr(fingerprint, "package_fingerprint", lambda: "another source")
-    changed["package"] = patches.request_cache_tag(
-        {**meta, "pretrained": str(a)}, _counter(a), "causal"
-    )
-    assert all(value != tag for value in changed.values()), changed
+    changed["package"] = tag({**meta, "pretrained": str(a)}, _counter(a), "causal")
+    assert all(value != tag_a for value in changed.values()), changed
+
+
+def test_the_tag_without_a_tokenizer_follows_the_files_the_metadata_names(tmp_path):
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_text("{}")
+    tag = request_cache.tag({"tokenizer": str(folder)})
+    assert tag == request_cache.tag({"tokenizer": str(folder)})
+    assert tag != request_cache.tag({"tokenizer": str(folder), "headline": "partial"})
+    (folder / "tokenizer.json").write_text('{"changed": 1}')
+    assert tag != request_cache.tag({"tokenizer": str(folder)})
 
 
 def test_the_encoding_identity_is_the_content():
@@ -144,10 +158,56 @@ def test_a_sweeps_models_with_one_tokenizer_build_and_encode_once(
         self, texts, *a))  # fmt: skip
     second, n_second, lm = run(gpt2_pair[1], cache=True)
     assert n_second == 0 and not batches and not encoded, (n_second, len(encoded))
-    assert patches._memo(lm)  # the model's encodings came from the cache too
+    assert encoding.memo_of(lm)  # the model's encodings came from the cache too
     plain, n_plain, _ = run(gpt2_pair[1], cache=False)
     assert n_plain > 0 and second == plain
     llama = tiny_models.family_model(tmp_path / "llama", "llama", tiny_models.tokenizer("smollm2"))
     _, n_third, _ = run(llama, cache=True)  # another tokenizer
     assert n_third > 0
     assert first.keys() == second.keys()
+
+
+# -- the documents a cached request set was built from ---------------------------------------------
+SELECTIONS = {
+    "full": {},
+    "limit": {"limit": 4},
+    "samples": {"samples": {"wsc266": [51, 95, 105, 114]}},
+    "first four": {"samples": {"wsc266": [0, 1, 2, 3]}},
+}
+ORDERS = [
+    ("samples", "first four", "limit", "full"),  # the order that paired documents wrongly
+    ("samples", "full", "limit"),
+    ("full", "samples", "first four"),
+    ("limit", "samples", "full", "first four"),
+]
+
+
+def _outcomes(out: dict) -> list:
+    """Each document's arguments, answers and metric values, in the order lm-eval gives them."""
+    return [
+        (s["doc_id"], s["arguments"], s["resps"], s["acc"], s["schema_acc"])
+        for s in out["samples"]["wsc266"]
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", ORDERS, ids=["-".join(o) for o in ORDERS])
+def test_every_order_of_full_limit_and_samples_runs_scores_as_without_the_cache(
+    order, gpt2_pair, task_manager, tmp_path, monkeypatch
+):
+    """Through lm-eval's API, one cache folder for the whole order: each run's documents, their
+    requests and answers, and its metrics equal a run without the cache, exactly."""
+    import lm_eval.caching.cache as lm_cache
+
+    monkeypatch.setattr(lm_cache, "PATH", str(tmp_path / "requests"))
+    lm = HFLM(pretrained=str(gpt2_pair[0]), device="cpu", batch_size=16)
+
+    def run(name: str, cache: bool) -> list:
+        out = lm_eval.simple_evaluate(
+            model=lm, tasks=["wsc266"], task_manager=task_manager(pretrained=str(gpt2_pair[0])),
+            cache_requests=cache, bootstrap_iters=0, log_samples=True, **SELECTIONS[name],
+        )  # fmt: skip
+        return _outcomes(out)
+
+    for name in order:
+        assert run(name, cache=True) == run(name, cache=False), name

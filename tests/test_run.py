@@ -14,8 +14,8 @@ from lm_eval.loggers import EvaluationTracker
 
 from wsc_tasks import cli
 from wsc_tasks.cli import run as cli_run
-from wsc_tasks.tasks import flags
 from wsc_tasks.fingerprint import cache_key
+from wsc_tasks.tasks import flags
 
 slow = pytest.mark.slow
 TASK = "wsc266_associative"
@@ -124,12 +124,12 @@ def test_an_output_path_that_cannot_be_written_stops_before_the_model_loads(
 ):
     """Before, lm-eval ran the whole evaluation, logged two warnings and exited 0, saving
     nothing."""
-    import lm_eval.__main__
+    from wsc_tasks.cli import lm_eval_run
 
-    def model_work() -> None:
+    def model_work(argv, only_ours) -> None:
         raise AssertionError("lm-eval started")
 
-    monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", model_work)
+    monkeypatch.setattr(lm_eval_run, "evaluate", model_work)
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     argv = [*_chance(tmp_path)[:-3], "--output_path", str(blocker / "out")]
@@ -205,12 +205,12 @@ def test_ctrl_c_while_lm_eval_writes_leaves_no_half_written_run(
 
 
 def test_ctrl_c_before_anything_is_written_is_one_line(tmp_path, capsys, monkeypatch):
-    import lm_eval.__main__
+    from wsc_tasks.cli import lm_eval_run
 
-    def interrupted() -> None:
+    def interrupted(argv, only_ours) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", interrupted)
+    monkeypatch.setattr(lm_eval_run, "evaluate", interrupted)
     (tmp_path / "out").mkdir()
     code, err = _run(_chance(tmp_path), capsys, monkeypatch)
     assert (code, err.strip().splitlines()[-1]) == (130, "wsc-tasks: interrupted")

@@ -20,10 +20,10 @@ from lm_eval.models.huggingface import HFLM
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Schema
-from wsc_tasks.lm_eval_fixes import p20_share_prefixes as sharing
 from wsc_tasks.scoring import causal, families, prefix_tree
 from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter
+from wsc_tasks.serving import tries as sharing
 
 ALL = {"metrics": "all", "scoring": "all"}  # every method, every per-method metric aggregated
 
@@ -165,7 +165,7 @@ def test_every_causal_method_by_hand(
     sequence (fp32; to 1e-5 per token the score sums or a relative 1e-6, the rounding of other
     matrix shapes), and the
     fewest token sequences (lm-eval's padded batches) or token positions (shared prefixes,
-    patches section 20) through the model."""
+    ``serving.tries``) through the model."""
     folder = tiny_gpt2_dir if arch == "gpt2" else tiny_llama_dir
     positions: list[int] = []
     if shared:  # one forward call: every tree in one row, its nodes counted

@@ -30,9 +30,9 @@ import torch
 from conftest import needs
 
 from wsc_tasks.cli import main as cli
-from wsc_tasks.serving import served
 from wsc_tasks.paths import DEFAULT_GGUF, default_model_folder
 from wsc_tasks.reporting import runs
+from wsc_tasks.serving import served
 
 LIMIT = 6
 WRONG = {  # echo semantics → what the check must say

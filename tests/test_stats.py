@@ -11,10 +11,9 @@ import pytest
 from scipy import stats as scipy_stats
 
 from wsc_tasks import lm_eval_fixes as patches
-
-from wsc_tasks.tasks import stderr
-from wsc_tasks.models.chance import ChanceLM, random_score
 from wsc_tasks.metrics import accuracy, consistency, ratios, registry, stats
+from wsc_tasks.models.chance import ChanceLM, random_score
+from wsc_tasks.tasks import stderr
 
 
 def _outcomes(rng: np.random.Generator, n: int, p: float = 0.5) -> list[accuracy.SchemaOutcome]:
@@ -204,21 +203,18 @@ def test_schema_stderr_is_independent_of_how_ranks_split_documents():
     assert one == pytest.approx(math.sqrt(0.25 * 0.75 / 133), rel=0.3)
 
 
-def test_stderr_patch_answers_for_our_aggregations_only():
-    from lm_eval import evaluator_utils
-    from lm_eval.api.metrics import mean
-
-    patches.apply()
-    patches.apply()  # idempotent
-    lookup = evaluator_utils.stderr_for_metric
-    assert lookup(ratios.PROBLEM_ACCURACY, 100000) is not None
-    assert lookup(ratios.PROBLEM_ACCURACY, 0) is None
-    assert lookup(accuracy.n_problems, 100000) is None
-    assert lookup(len, 100000) is None
-    assert lookup(mean, 100) is not None  # lm-eval's own still answered
+def test_the_stderr_metric_is_the_schema_bootstrap_of_its_metric():
+    """``<metric>_stderr``'s aggregation (``stderr.stderr_of``): the schema bootstrap of the
+    metric over the same per-document values; N/A (lm-eval's word) for fewer than two documents
+    or when no replicate has a value."""
     items = _pair_items(np.random.default_rng(8), 20)
-    value = lookup(registry.aggregation("consistency"), 100)(items)
+    consistency = registry.aggregation("consistency")
+    value = stderr.stderr_of(consistency)(items)
+    assert value == stderr.schema_stderr(consistency, items, stderr.MAX_ITERS)
     assert 0 < value < 0.2
+    assert stderr.stderr_of(consistency)(items[:1]) == "N/A"
+    undefined = registry.bind("best_threshold", lambda items: float("nan"))
+    assert stderr.stderr_of(undefined)([{"x": 1}, {"x": 2}, {"x": 3}]) == "N/A"
 
 
 # -- the chance model ------------------------------------------------------------------------------

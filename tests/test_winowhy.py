@@ -15,7 +15,6 @@ from test_mlm import _hand as _masked_hand
 
 from wsc_tasks.data import catalog, knowledge, parsers, sources, winowhy
 from wsc_tasks.data.problems import Problem, Schema
-from wsc_tasks.models import mlm
 from wsc_tasks.metrics.plausibility import (
     accuracy_at,
     best_threshold,
@@ -23,6 +22,7 @@ from wsc_tasks.metrics.plausibility import (
     majority_baseline,
     roc_auc,
 )
+from wsc_tasks.models import mlm
 from wsc_tasks.scoring.methods import ScoringError
 
 ALL = {"metrics": "all"}  # every per-method metric aggregated, not only the headline
@@ -318,11 +318,10 @@ def test_a_model_without_tokenizer_gets_per_byte_with_a_note(data_dir, task_mana
     from wsc_tasks.models.chance import ChanceLM
 
     task = task_manager(**ALL).load(["winowhy"])["tasks"]["winowhy"]
-    task.meet_model(ChanceLM(seed=1))  # what lm-eval's evaluate does before building requests
     assert task.headline == "per_byte" and "roc_auc_mean" not in task.aggregation()
+    task.meet_model(ChanceLM(seed=1))  # what serving does before the model gets a request
     [note] = task.config.metadata["notes"]
     assert note.startswith("headline score per_byte")
     assert "wsc-chance was given no tokenizer" in note
-    task = task_manager(**ALL, reason_score="mean").load(["winowhy"])["tasks"]["winowhy"]
     with pytest.raises(ScoringError, match="per-token mean needs the model's tokenizer"):
-        task.meet_model(ChanceLM(seed=1))
+        task_manager(**ALL, reason_score="mean").load(["winowhy"])

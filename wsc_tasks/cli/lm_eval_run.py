@@ -70,7 +70,9 @@ def evaluate(argv: Sequence[str], only_ours: bool) -> dict[str, Any] | None:
     from lm_eval import simple_evaluate
     from lm_eval.config.evaluate_config import EvaluatorConfig
     from lm_eval.loggers import EvaluationTracker
+    from lm_eval.utils import setup_logging
 
+    setup_logging()  # as lm-eval's command line: its log on stderr
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # as lm-eval's run command
     config = EvaluatorConfig.from_cli(parse(argv))
     if config.output_path:

@@ -5,23 +5,23 @@ report, the lm-eval releases checked, and its check ``still_needed`` (lm-eval's 
 small case, True while lm-eval still behaves so; ``tests/test_lm_eval_fixes.py`` runs every one).
 ``FIXES`` lists them, found here as the package is imported (a new entry is a new module).
 
-Only one entry changes lm-eval's code (``kind == "patch"``): ``request_types``, which gives
-lm-eval's ``LM`` a method for each request type of this package, applied by ``apply()`` when the
-tasks load. It adds names lm-eval does not define and replaces nothing, so every other task runs
-as without this package. The others are ``avoided``: this package's own code keeps them away
-from its requests and results, and lm-eval is left as it is.
+Two entries change lm-eval's code (``kind == "patch"``), applied by ``apply()`` when the tasks
+load: ``request_types`` gives lm-eval's ``LM`` a method for each request type of this package (it
+adds names lm-eval does not define and replaces nothing); ``class_task_metadata``, on lm-eval
+0.4.10 and 0.4.11 only, offers a ``TaskManager``'s metadata to this package's task classes while
+it loads them (a context variable no other task reads). Every other task runs as without this
+package. The other entries are ``avoided``: this package's own code keeps them away from its
+requests and results, and lm-eval is left as it is.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
 import warnings
-from collections.abc import Sequence
-from importlib import metadata
 
-from wsc_tasks.lm_eval_fixes.base import AVOIDED, PATCH, Fix
+from wsc_tasks.lm_eval_fixes.base import AVOIDED, PATCH, SUPPORTED, Fix, installed_lm_eval, within
+from wsc_tasks.lm_eval_fixes.class_task_metadata import offer_metadata
 from wsc_tasks.lm_eval_fixes.request_types import serve_request_types
 
 FIXES: tuple[Fix, ...] = tuple(
@@ -30,37 +30,32 @@ FIXES: tuple[Fix, ...] = tuple(
     if m.name != "base"
 )
 
-__all__ = ["AVOIDED", "FIXES", "PATCH", "Fix", "apply", "installed_lm_eval", "version_warnings"]
+__all__ = ["AVOIDED", "FIXES", "PATCH", "SUPPORTED", "Fix", "applies", "apply",
+           "installed_lm_eval", "version_warnings", "within"]  # fmt: skip
 
 
-def _version(text: str) -> tuple[int, ...]:
-    """``0.4.9.2`` → (0, 4, 9, 2); a pre-release or local suffix is ignored."""
-    return tuple(int(part) for part in re.findall(r"\d+", text.split("+")[0])[:4])
+def version_warnings(installed: str) -> list[str]:
+    """The warning for an lm-eval release outside those this package supports, if it is."""
+    if within(installed, SUPPORTED):
+        return []
+    low, below = SUPPORTED
+    return [
+        f"wsc_tasks: lm-eval {installed} is outside the releases >={low},<{below} this package "
+        "supports and checked every lm-eval behaviour it relies on against; run "
+        "tests/test_lm_eval_fixes.py to see which still hold (wsc_tasks/lm_eval_fixes/)"
+    ]
 
 
-def installed_lm_eval() -> str:
-    return metadata.version("lm_eval")
-
-
-def version_warnings(installed: str, among: Sequence[Fix] = FIXES) -> list[str]:
-    """One line per entry (of ``among``) whose checked lm-eval releases do not hold
-    ``installed``."""
-    found = _version(installed)
-    lines = []
-    for fix in among:
-        low, below = fix.lm_eval
-        if not _version(low) <= found < _version(below):
-            lines.append(
-                f"wsc_tasks: lm-eval {installed} is outside the releases >={low},<{below} that "
-                f"{fix.name} (wsc_tasks/lm_eval_fixes/{fix.name}.py) was checked on; run "
-                "tests/test_lm_eval_fixes.py to see whether it still holds"
-            )
-    return lines
+def applies(fix: Fix) -> bool:
+    """Whether the installed lm-eval is among the releases ``fix`` is for."""
+    return within(installed_lm_eval(), fix.lm_eval)
 
 
 def apply() -> bool:
-    """The one patch (``request_types``), once per process; True if applied now."""
-    return serve_request_types()
+    """The patches (``request_types``; ``class_task_metadata`` on the releases that need it),
+    once per process; True if any was applied now."""
+    added = serve_request_types()
+    return offer_metadata() or added
 
 
 for _line in version_warnings(installed_lm_eval()):

@@ -603,4 +603,7 @@ class CausalContinuation(Continuation):
     def total(
         self, request: Request, result: Any, tokens: TokenCounter | None
     ) -> tuple[float, int]:
-        return float(result[0]), tokens.n_continuation(*request[1]) if tokens is not None else 0
+        return float(result[0]), self.count(request, tokens)
+
+    def count(self, request: Request, tokens: TokenCounter | None) -> int:
+        return tokens.n_continuation(*request[1]) if tokens is not None else 0

@@ -105,3 +105,8 @@ class Continuation:
         self, request: Request, result: Any, tokens: TokenCounter | None
     ) -> tuple[float, int]:
         raise NotImplementedError
+
+    def count(self, request: Request, tokens: TokenCounter | None) -> int:
+        """The tokens ``total`` counts for ``request`` before any result, where the tokenizer
+        alone says (0: not counted, or counted by the model); encoded once, then remembered."""
+        return 0

@@ -168,5 +168,7 @@ class T5Continuation(Continuation):
     def total(
         self, request: Request, result: Any, tokens: TokenCounter | None
     ) -> tuple[float, int]:
-        n = len(tokens.encode(request[1][1], False)) if tokens is not None else 0
-        return float(result[0]), n
+        return float(result[0]), self.count(request, tokens)
+
+    def count(self, request: Request, tokens: TokenCounter | None) -> int:
+        return len(tokens.encode(request[1][1], False)) if tokens is not None else 0

@@ -161,7 +161,12 @@ def model_answers(
     from lm_eval.models.huggingface import HFLM
 
     if not (isinstance(lm, HFLM) and getattr(lm, "backend", None) == "causal"):
-        return list(lm.loglikelihood(requests, disable_tqdm=disable_tqdm))
+        found = list(lm.loglikelihood(requests, disable_tqdm=disable_tqdm))
+        hook: Any = getattr(lm, "cache_hook", None)
+        if hook is not None and getattr(hook, "dbdict", None) is not None:  # as CachingLM does
+            for request, answer in zip(requests, found, strict=True):
+                hook.add_partial(LM_EVAL_TYPE, request.args, answer)
+        return found
     if keep:
         read = encoding.load(lm, counters)
         log.info(f"wsc_tasks: {read} token encodings read from lm-eval's request cache")

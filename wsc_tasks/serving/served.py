@@ -203,24 +203,23 @@ class Server:
         return dict(tops[0]) if tops[0] else None
 
 
-def server_of(lm: object) -> Server | None:
+def server_of(lm: Any) -> Server | None:
     """The server behind an lm-eval model that scores log-likelihoods from a served model's echo;
     None for any other model (a local one, a chat API that cannot score log-likelihoods)."""
     lm = getattr(lm, "lm", lm)  # lm-eval's CachingLM (--use_cache) wraps the model
-    try:
-        from lm_eval.models.api_models import TemplateAPI
-        from lm_eval.models.gguf import GGUFLM
-        from lm_eval.models.openai_completions import LocalChatCompletion
-        from lm_eval.models.sglang_generate_API import SGLANGGENERATEAPI
-    except ImportError:  # lm-eval without its API models' dependencies: nothing is served
-        return None
-    if isinstance(lm, GGUFLM):
+    # lm-eval's classes by name (module, class), so that no model module is imported here: an
+    # API model's module was imported when lm-eval built it (and some releases fail to import a
+    # model module twice)
+    classes = {(c.__module__, c.__name__) for c in type(lm).__mro__}
+    if ("lm_eval.models.gguf", "GGUFLM") in classes:
         return Server(lm, f"{lm.base_url}/v1/completions", "completions", True, None)
-    if not isinstance(lm, TemplateAPI) or isinstance(lm, LocalChatCompletion):
+    api = ("lm_eval.models.api_models", "TemplateAPI") in classes
+    if not api or ("lm_eval.models.openai_completions", "LocalChatCompletion") in classes:
         return None
     if lm.tokenizer is None:
         return None  # lm-eval refuses log-likelihood requests without a tokenizer itself
-    protocol = "sglang" if isinstance(lm, SGLANGGENERATEAPI) else "completions"
+    sglang = ("lm_eval.models.sglang_generate_API", "SGLANGGENERATEAPI") in classes
+    protocol = "sglang" if sglang else "completions"
     ids = list(lm.tok_encode(PROBE))
     return Server(lm, str(lm.base_url), protocol, not lm.tokenized_requests, ids)
 

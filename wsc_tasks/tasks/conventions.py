@@ -23,6 +23,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from wsc_tasks.lm_eval_fixes.base import installed_lm_eval
 from wsc_tasks.metrics import ratios, registry
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.methods import ScoringError
@@ -41,6 +42,11 @@ PART_SAMPLES = (
     "them with a full run"
 )
 PREDICT_ONLY = "--predict_only: no metric computed; the samples files hold every request's score"
+WITHHELD = (
+    "lm-eval {release} gives a task with a class of its own none of the run's metadata "
+    "(--metadata, --model_args: the tokenizer), so the task ran with its defaults; for every "
+    "scoring method run it with `wsc-tasks run`, or lm-eval 0.4.12 or later"
+)
 
 if TYPE_CHECKING:
 
@@ -117,8 +123,12 @@ class TaskConventions(LmEvalTask):
         side = side_of(lm)
         self._check_family(side)
         counter = self.token_counter()
-        note = self.token_free_note(side.why)
-        if counter is None and note is not None:
+        withheld = getattr(self, "metadata_withheld", False)  # lm-eval 0.4.10, 0.4.11
+        why = WITHHELD.format(release=installed_lm_eval()) if withheld else side.why
+        note = self.token_free_note(why)
+        if counter is None and note is not None and withheld:
+            notes.add(self, note)
+        elif counter is None and note is not None:
             if side.tokenizer is not None:
                 raise ScoringError(
                     f"task {self._name}: its requests were planned without a tokenizer (its "

@@ -21,6 +21,7 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 
 from wsc_tasks import lm_eval_fixes
+from wsc_tasks.lm_eval_fixes import class_task_metadata
 from wsc_tasks.metrics import registry
 from wsc_tasks.metrics.registry import Aggregation
 from wsc_tasks.scoring.methods import Request
@@ -87,6 +88,10 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         config = request_task_config(config)
+        offered = class_task_metadata.offered()  # the TaskManager's, where lm-eval gives none
+        if offered:
+            config["metadata"] = {**(config.get("metadata") or {}), **offered}
+        self.metadata_withheld = class_task_metadata.withheld()
         self.validate_metadata(config.get("task"), config.get("metadata") or {})
         super().__init__(config=config, **kwargs)
         self._requested = dict(self._meta)  # as given, before a plan writes to it

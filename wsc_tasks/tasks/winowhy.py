@@ -129,6 +129,14 @@ class WinoWhyTask(RequestTask):
     def doc_requests(self, doc: dict) -> list[Request]:
         return [reason_request(self.family, doc["context"], r, self.tokens) for r in doc["reasons"]]
 
+    def construct_requests(self, doc: dict, ctx: str, **kwargs: object) -> list[Any]:
+        """The requests, their per-token counts encoded now (kept with lm-eval's request cache
+        beside them, so that a run reading the requests back encodes nothing either)."""
+        continuation = families.get(self.family).continuation
+        for request in self.doc_requests(doc):
+            continuation.count(request, self.tokens)
+        return super().construct_requests(doc, ctx, **kwargs)
+
     def document_values(self, doc: dict, results: list[Any]) -> dict[str, ReasonOutcome]:
         requests = self.doc_requests(doc)
         if len(results) != len(requests):

@@ -1,0 +1,107 @@
+"""Every entry of ``wsc_tasks.lm_eval_fixes``, through the record in its module: the installed
+lm-eval is among the releases it was checked on, and lm-eval, unchanged, still behaves as the
+entry says (``Fix.still_needed``). The one patch adds methods and replaces nothing; what the
+package relies on in lm-eval beyond the entries is tested here too (``test_lm_eval_still_*``)."""
+
+from __future__ import annotations
+
+import sys
+
+import lm_eval
+import pytest
+from lm_eval.api.model import LM
+
+from wsc_tasks import lm_eval_fixes
+from wsc_tasks.lm_eval_fixes import request_types
+from wsc_tasks.metrics import registry
+from wsc_tasks.scoring import families
+from wsc_tasks.scoring.methods import ScoringError
+from wsc_tasks.serving.requests import REQUEST_TYPE
+
+EVERY = pytest.mark.parametrize("fix", lm_eval_fixes.FIXES, ids=lambda f: f.name)
+
+
+def _module(fix: lm_eval_fixes.Fix) -> str:
+    return sys.modules[fix.still_needed.__module__].__file__ or fix.still_needed.__module__
+
+
+def test_every_module_has_its_record_and_one_is_a_patch():
+    names = [f.name for f in lm_eval_fixes.FIXES]
+    assert names and len(names) == len(set(names))
+    assert [f.still_needed.__module__.rsplit(".", 1)[1] for f in lm_eval_fixes.FIXES] == names
+    assert [f.name for f in lm_eval_fixes.FIXES if f.kind == lm_eval_fixes.PATCH] == [
+        "request_types"
+    ]
+    assert all(f.kind in (lm_eval_fixes.PATCH, lm_eval_fixes.AVOIDED) for f in lm_eval_fixes.FIXES)
+
+
+@EVERY
+def test_the_installed_lm_eval_is_among_the_releases_checked(fix):
+    installed = lm_eval_fixes.installed_lm_eval()
+    low, below = fix.lm_eval
+    assert lm_eval_fixes.version_warnings(installed, [fix]) == [], (
+        f"lm-eval {installed} is outside >={low},<{below}, the releases {fix.name} "
+        f"({_module(fix)}) was checked on: run this test file, and widen the range there if its "
+        "check passes"
+    )
+
+
+@EVERY
+def test_lm_eval_still_behaves_as_the_entry_says(fix):
+    assert fix.still_needed() is True, (
+        f"lm-eval {lm_eval_fixes.installed_lm_eval()} no longer behaves as {fix.name} says "
+        f"({fix.behaviour}), as {fix.still_needed.__name__} in {_module(fix)} shows: lm-eval "
+        "has fixed or changed it; drop the entry and what it does, or rewrite it"
+    )
+
+
+def test_a_release_outside_the_range_names_each_entry():
+    assert lm_eval_fixes.version_warnings("0.4.13") == []
+    for version in ("0.4.9", "0.5.0", "1.0"):
+        lines = lm_eval_fixes.version_warnings(version)
+        assert len(lines) == len(lm_eval_fixes.FIXES)
+        assert all(f"lm-eval {version} is outside" in line for line in lines)
+
+
+def test_the_patch_adds_methods_to_lm_and_replaces_none():
+    lm_eval_fixes.apply()
+    assert lm_eval_fixes.apply() is False  # once
+    added = request_types.methods()
+    assert set(added) == {REQUEST_TYPE} | {
+        f.request_type for f in families.FAMILIES.values() if f.request_type != "loglikelihood"
+    }
+    for name in added:
+        assert getattr(getattr(LM, name), request_types.MARK)
+    for name in ("loglikelihood", "loglikelihood_rolling", "generate_until"):
+        assert not hasattr(getattr(LM, name), request_types.MARK)
+
+
+def test_a_masked_request_is_refused_on_a_model_that_cannot_serve_it():
+    lm_eval_fixes.apply()
+
+    class Causal(LM):
+        loglikelihood = loglikelihood_rolling = generate_until = None
+
+    request = type("R", (), {"task_name": "wsc266", "args": ("a", "b")})()
+    with pytest.raises(ScoringError, match=r"task wsc266: the model is a masked .* --model hf-mlm"):
+        Causal().mlm_score([request])
+
+
+def test_lm_eval_still_writes_the_stderr_metric_where_it_writes_a_stderr(
+    tiny_gpt2_dir, task_manager
+):
+    """What ``stderr_keys`` relies on: lm-eval aggregates ``<metric>_stderr`` after the metric
+    and keeps its value in the metric's stderr column, so its table prints it."""
+    out = lm_eval.simple_evaluate(
+        model="hf", model_args=f"pretrained={tiny_gpt2_dir},dtype=float32", tasks=["wsc266"],
+        task_manager=task_manager(pretrained=str(tiny_gpt2_dir)), limit=20, device="cpu",
+        batch_size=16,
+    )  # fmt: skip
+    row = out["results"]["wsc266"]
+    stderr = row[registry.column(registry.stderr_name(registry.SCHEMA_ACC))]
+    assert isinstance(stderr, float)  # lm-eval alone writes N/A there
+    assert row[registry.column(registry.stderr_name("n_problems"))] == "N/A"  # a count
+    from lm_eval.utils import make_table
+
+    [line] = [x for x in make_table(out).splitlines() if "|schema_acc " in x]
+    assert "N/A" not in line
