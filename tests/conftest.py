@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from types import SimpleNamespace
 import subprocess
 import sys
 from pathlib import Path
@@ -137,11 +138,34 @@ def task_manager():
 
         from wsc_tasks.paths import include_path
 
-        return TaskManager(
+        manager = TaskManager(
             include_path=str(include_path()), include_defaults=False, metadata=metadata or None
         )
+        if not hasattr(manager, "load"):  # lm-eval before 0.4.12 (tests/test_lm_eval_releases)
+            manager.load = lambda names: loaded(manager, names)
+        return manager
 
     return build
+
+
+def loaded(manager, names: list[str]) -> dict:
+    """``TaskManager.load(names)`` of lm-eval 0.4.12 and later (``{"tasks": {name: task},
+    "groups": {name: group}}``) from the older releases' ``get_task_dict``."""
+    from lm_eval.tasks import get_task_dict
+
+    tasks: dict = {}
+    groups: dict = {}
+
+    def walk(tree: dict) -> None:
+        for key, value in tree.items():
+            if isinstance(value, dict):
+                groups[key.group_name] = SimpleNamespace(name=key.group_name, group=key)
+                walk(value)
+            else:
+                tasks[key] = value
+
+    walk(get_task_dict(names, manager))
+    return {"tasks": tasks, "groups": groups}
 
 
 @pytest.fixture(scope="session", autouse=True)

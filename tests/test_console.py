@@ -10,9 +10,7 @@ import subprocess
 import sys
 
 
-def test_a_run_of_an_instruct_model_prints_no_contradiction(
-    tmp_path, tiny_gpt2_dir, data_dir
-):
+def test_a_run_of_an_instruct_model_prints_no_contradiction(tmp_path, tiny_gpt2_dir, data_dir):
     tokenizer = tmp_path / "tiny-Instruct"  # lm-eval advises a chat template for such names
     shutil.copytree(tiny_gpt2_dir, tokenizer)
     work = tmp_path / "not-a-checkout"

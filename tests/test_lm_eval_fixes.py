@@ -30,37 +30,37 @@ def test_every_module_has_its_record_and_one_is_a_patch():
     assert names and len(names) == len(set(names))
     assert [f.still_needed.__module__.rsplit(".", 1)[1] for f in lm_eval_fixes.FIXES] == names
     assert [f.name for f in lm_eval_fixes.FIXES if f.kind == lm_eval_fixes.PATCH] == [
-        "request_types"
+        "class_task_metadata",
+        "request_types",
     ]
     assert all(f.kind in (lm_eval_fixes.PATCH, lm_eval_fixes.AVOIDED) for f in lm_eval_fixes.FIXES)
 
 
-@EVERY
-def test_the_installed_lm_eval_is_among_the_releases_checked(fix):
+def test_the_installed_lm_eval_is_a_supported_release():
     installed = lm_eval_fixes.installed_lm_eval()
-    low, below = fix.lm_eval
-    assert lm_eval_fixes.version_warnings(installed, [fix]) == [], (
-        f"lm-eval {installed} is outside >={low},<{below}, the releases {fix.name} "
-        f"({_module(fix)}) was checked on: run this test file, and widen the range there if its "
-        "check passes"
-    )
+    assert lm_eval_fixes.version_warnings(installed) == []
+    assert lm_eval_fixes.within(installed, lm_eval_fixes.SUPPORTED)
+    for fix in lm_eval_fixes.FIXES:  # each entry's releases among the supported ones
+        assert lm_eval_fixes.within(fix.lm_eval[0], lm_eval_fixes.SUPPORTED), fix.name
 
 
 @EVERY
 def test_lm_eval_still_behaves_as_the_entry_says(fix):
-    assert fix.still_needed() is True, (
-        f"lm-eval {lm_eval_fixes.installed_lm_eval()} no longer behaves as {fix.name} says "
-        f"({fix.behaviour}), as {fix.still_needed.__name__} in {_module(fix)} shows: lm-eval "
-        "has fixed or changed it; drop the entry and what it does, or rewrite it"
+    installed = lm_eval_fixes.installed_lm_eval()
+    expected = lm_eval_fixes.applies(fix)  # True on the releases the entry is for
+    assert fix.still_needed() is expected, (
+        f"lm-eval {installed} {'no longer behaves' if expected else 'behaves'} as {fix.name} "
+        f"says ({fix.behaviour}) on releases {fix.lm_eval}, as {fix.still_needed.__name__} in "
+        f"{_module(fix)} shows: lm-eval has changed it; drop the entry and what it does, or "
+        "change its releases"
     )
 
 
-def test_a_release_outside_the_range_names_each_entry():
+def test_a_release_outside_the_supported_ones_is_warned_of():
     assert lm_eval_fixes.version_warnings("0.4.13") == []
     for version in ("0.4.9", "0.5.0", "1.0"):
-        lines = lm_eval_fixes.version_warnings(version)
-        assert len(lines) == len(lm_eval_fixes.FIXES)
-        assert all(f"lm-eval {version} is outside" in line for line in lines)
+        [line] = lm_eval_fixes.version_warnings(version)
+        assert f"lm-eval {version} is outside the releases >=0.4.10,<0.5" in line
 
 
 def test_the_patch_adds_methods_to_lm_and_replaces_none():

@@ -184,6 +184,11 @@ def readable(results: dict[str, Any]) -> dict[str, Any]:
 
 def _readable_row(row: dict[str, Any]) -> dict[str, Any]:
     out = dict(row)
+    for text, value in row.items():  # this package's metrics without a value: its notes say why
+        key = registry.Key.parse(text.partition(",")[0])
+        if key is not None and value == registry.NOT_AVAILABLE:
+            out.pop(text)
+            out.pop(registry.column(registry.stderr_name(key.name)), None)
     for key, value in registry.reported(row).items():
         name = registry.column(key.name)
         error = registry.column(registry.stderr_name(key.name))

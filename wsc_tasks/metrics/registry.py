@@ -237,11 +237,17 @@ def logged(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+NOT_AVAILABLE = "N/A"  # lm-eval's value of a figure it does not have (a task's undefined metric)
+
+
 def reported(row: Mapping[str, Any]) -> dict[Key, Any]:
-    """The metrics of ours in an lm-eval results row (stderr columns left out), in row order."""
+    """The metrics of ours in an lm-eval results row (stderr columns, and metrics without a
+    value, ``N/A``, left out), in row order."""
     out = {}
     for text, value in row.items():
         name, comma, filtered = text.partition(",")
+        if value == NOT_AVAILABLE:
+            continue
         if comma and filtered == FILTER and not name.endswith(STDERR):
             key = Key.parse(name)
             if key is not None:

@@ -177,6 +177,24 @@ def model_answers(
     return found
 
 
+def check_length(lm: Any, token_requests: Sequence[tries.TokenRequest]) -> None:
+    """Every request must fit the model's context whole: lm-eval would cut a longer one's
+    context from the left (a score of another sentence) or stop on an assertion."""
+    from wsc_tasks.scoring.methods import ScoringError
+
+    longest = max(token_requests, key=lambda r: len(r[1]) + len(r[2]), default=None)
+    if longest is None:
+        return
+    length = len(longest[1]) + len(longest[2]) - 1  # the model's input: all but the last token
+    if length > lm.max_length:
+        (context, continuation), *_ = longest
+        raise ScoringError(
+            f"the model's context (max_length={lm.max_length}) is shorter than the longest "
+            f"request, {length} tokens ({(context + continuation)[:60]!r}…); give max_length="
+            f"{length} or more in --model_args, or leave it out (the model's own)"
+        )
+
+
 def hf_causal_answers(
     lm: Any,
     requests: list[TaskRequest],
@@ -197,6 +215,7 @@ def hf_causal_answers(
         override_bs: int | None = None,
     ) -> list[Answer]:
         inputs = tries.model_inputs(token_requests)
+        check_length(lm, token_requests)
         reason = tries.refusal(lm, inputs)
         if reason is None:
             return tries.answers(lm, token_requests, inputs, disable_tqdm, override_bs)

@@ -19,13 +19,23 @@ _RECORDED: dict[str, list[str]] = {}  # note -> the tasks that recorded it, firs
 LISTED = 6  # task names a footer line lists before "and N more"
 
 
-def add(task: ConfiguredTask, text: str) -> None:
-    """Record ``text`` for ``task`` (an lm-eval task of this package); once per task and text."""
+def add(task: ConfiguredTask, text: str, replaces: str | None = None) -> None:
+    """Record ``text`` for ``task`` (an lm-eval task of this package); once per task and text.
+    ``replaces``: an earlier note of the task that ``text`` says more completely (in its place)."""
     name = str(task.config.task)
     meta = dict(task.config.metadata or {})
     found = meta.get("notes")
     notes = [str(note) for note in found] if isinstance(found, list | tuple) else []
-    if text not in notes:
+    if replaces in notes:
+        notes[notes.index(replaces)] = text
+        task.config.metadata = {**meta, "notes": list(dict.fromkeys(notes))}
+        log.warning(f"wsc_tasks: {name}: {text}")
+        earlier = _RECORDED.get(replaces, [])
+        if name in earlier:
+            earlier.remove(name)
+            if not earlier:
+                del _RECORDED[replaces]
+    elif text not in notes:
         task.config.metadata = {**meta, "notes": [*notes, text]}
         log.warning(f"wsc_tasks: {name}: {text}")
     tasks = _RECORDED.setdefault(text, [])

@@ -14,6 +14,7 @@ printed metric's schema-bootstrap error comes as ``<metric>_stderr`` (``stderr``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping
 from typing import Any, TypeVar
 
@@ -26,13 +27,18 @@ from wsc_tasks.metrics import registry
 from wsc_tasks.metrics.registry import Aggregation
 from wsc_tasks.scoring.methods import Request
 from wsc_tasks.serving.requests import LM_EVAL_TYPE, REQUEST_TYPE, TaskRequest
-from wsc_tasks.tasks import flags, metadata_keys, stderr
+from wsc_tasks.tasks import flags, metadata_keys, notes, stderr
 from wsc_tasks.tasks.conventions import TaskConventions
 
 lm_eval_fixes.apply()  # lm-eval's LM serves this package's request types (the one patch)
 
 METRIC_CHOICES = ("headline", "all")
 F = TypeVar("F")  # an aggregation, or whatever a task keeps per metric name
+
+
+def undefined_note(metrics: list[str], reason: str) -> str:
+    """The note of metrics without a value, all for one ``reason``."""
+    return f"{', '.join(metrics)} not reported (N/A): {reason}"
 
 
 def request_task_config(config: dict[str, Any] | None) -> dict[str, Any]:
@@ -195,15 +201,36 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
         return registry.lm_eval_values(values, self.shown(), self._with_stderr())
 
     def aggregation(self) -> dict[str, Any]:
-        """What lm-eval aggregates: the shown metrics, the count of the others, and each shown
+        """What lm-eval aggregates: the shown metrics (``N/A`` where one has no value on the
+        documents evaluated, with a note saying why), the count of the others, and each shown
         metric's schema-bootstrap standard error (``stderr``)."""
         shown = self.shown()
-        found: dict[str, Any] = dict(shown)
+        found: dict[str, Any] = {name: self._noting(name, f) for name, f in shown.items()}
         if len(shown) < len(self.all_aggregations()):
             found[registry.MORE_METRICS] = registry.aggregation(registry.MORE_METRICS)
         for name in self._with_stderr():
             found[registry.stderr_name(name)] = stderr.stderr_of(shown[name])
         return found
+
+    def _noting(self, name: str, function: Any) -> Any:
+        """``function`` (metric ``name``'s aggregation), ``N/A`` where it has no value: lm-eval's
+        word for a missing figure, printed as it is, equal to itself (a NaN would print as
+        ``nan`` and make two runs' equal results compare unequal)."""
+
+        def aggregate(items: Any) -> Any:
+            value = function(items)
+            if not (isinstance(value, float) and math.isnan(value)):
+                return value
+            reason = f"{self.why_undefined(name, items)} in {self.documents_evaluated(len(items))}"
+            said = self.__dict__.setdefault("_undefined", {})
+            earlier = said.get(reason, [])
+            said[reason] = [*earlier, name]
+            replaced = undefined_note(earlier, reason) if earlier else None
+            notes.add(self, undefined_note(said[reason], reason), replaced)
+            return registry.NOT_AVAILABLE
+
+        aggregate.__name__ = name
+        return aggregate
 
     def higher_is_better(self) -> dict[str, bool | None]:
         shown = dict(self.shown())
