@@ -2,10 +2,11 @@
 
 A simulated model answers the real datasets (their documents, problems and schema groups, from
 the data catalog) at random, or with a known schema accuracy; its estimates are the report's
-bootstrap (``stats.resample_indexes`` with the report's seed, the same ratios, the same p-values,
-computed for thousands of models at once); its claims are made by the findings' own functions
-(``findings.headline_tests``, ``controls_above``, ``perturbation_tests``) on those estimates. No
-lm-eval run, no model: estimates in, claims out, counted.
+(schema accuracy and its paired changes by ``stats``' exact tests and intervals, problem accuracy
+by the bootstrap: ``stats.resample_indexes`` with the report's seed, the same ratios, the same
+p-values, computed for thousands of models at once); its claims are made by the findings' own
+functions (``findings.headline_tests``, ``controls_above``, ``perturbation_tests``) on those
+estimates. No lm-eval run, no model: estimates in, claims out, counted.
 
 For each kind of claim the findings make, the false-claim rate of models with no effect (the share
 of simulated models with at least one false claim of that kind) under the findings' rule
@@ -363,9 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="wsc-tasks bench-findings",
         description="How often the findings' decision rule claims what is not there: simulated "
         "models answer the real datasets at random (or with a known schema accuracy, for the "
-        "power), the report's bootstrap estimates them and the findings' own functions make "
-        "their claims. Prints, per kind of claim, the false-claim rate under the rule and under "
-        "the rule used before, and the power. No lm-eval run, no model.",
+        "power), the report's estimates (exact for schema accuracy, else its bootstrap) are "
+        "computed and the findings' own functions make their claims. Prints, per kind of "
+        "claim, the false-claim rate under the rule and under the rule used before, and the "
+        "power. No lm-eval run, no model.",
     )
     parser.add_argument(
         "--sims", type=int, default=SIMS, help="simulated models per claim (default %(default)s)"
