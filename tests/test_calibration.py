@@ -67,7 +67,9 @@ def test_the_uncorrected_rule_fails_it(rows):
     # six controls, each one-sided at 0.05: 1 − 0.95⁶ ≈ 26% (less for discrete small controls)
     assert rows["any control baseline above chance"].before > 0.2
     assert rows["leaderboard"].before > 0.2  # ten models: 1 − 0.965¹⁰
-    assert rows["any perturbation"].before > NOMINAL + TOLERANCE
+    # four perturbations, each exact McNemar alone: above 5%, if less than four times it (the
+    # tests share the original schemas, and an exact test at 0.05 rejects less than 5%)
+    assert rows["any perturbation"].before > NOMINAL
 
 
 def test_power_against_a_true_schema_accuracy_of_040(rows):

@@ -158,11 +158,11 @@ def test_the_findings_quote_the_tables_estimates_and_come_first(smollm2, chance)
         "No model is shown above chance in schema accuracy A on `wsc266` (two-sided p < 0.05): "
         "smollm2-135m (rules out A > 0.",
         "Chance models, the calibration check: chance.",
-        "Power: the smallest A on `wsc266` a model alone would be found above chance at with "
-        "80% power",
+        "Power, on `wsc266`: per model, the smallest true A at which it would be found above "
+        "chance with 80% power (the exact test of its schemas",
         "- Schema accuracy on `wsc266` (the ranking task): A = 0.293 [",
         "- Control baselines (Holm over the 6 controls): without the candidates, ",
-        "`wsc266_associative_nocands` (a = 0.771 [",  # with R = 30, p ≥ 1/31: Holm's .2
+        "`wsc266_associative_nocands` (a = 0.771 [",  # 24 schemas: the sign test, not R = 30
         "- Under the 4 perturbations of `wsc266` run: A (paired, perturbed − original schemas) ",
         "- Reid250, adversarial schemas (`reid250`): a = 0.508 [",
         "- Winogrande (`winogrande_dev`): a = 0.504 [",

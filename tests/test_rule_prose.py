@@ -34,7 +34,11 @@ def test_the_readme_blocks_are_written_from_the_rule():
 def test_a_changed_rule_changes_the_readme_and_the_fixed_text(monkeypatch, change):
     def said() -> tuple[str, ...]:
         rule = decision.RULE.format(
-            ranking="r", sides=wording.sides(), alpha=f"{claims.RULE.alpha:g}"
+            ranking="r",
+            sides=wording.sides(),
+            alpha=f"{claims.RULE.alpha:g}",
+            how_p=wording.how_p(),
+            power=wording.power_line(),
         )
         return readme.fill(README), rendering.intro(100, 1), wording.claim_rule(), rule
 

@@ -75,10 +75,16 @@ def test_one_sided_p_counts_one_side_of_the_shifted_replicates():
 def test_an_estimate_carries_both_one_sided_p():
     far_above = [accuracy.outcome([True, True], [[0, 1]])] * 30 + [
         accuracy.outcome([False, True], [[0, 1]])
-    ] * 10  # A = 0.75
-    found = stats.bootstrap(far_above, ratios.SCHEMA_ACCURACY, null=0.25, iters=2000, seed=1)
+    ] * 10  # A = 0.75, a = 0.875
+    found = stats.bootstrap(far_above, ratios.PROBLEM_ACCURACY, null=0.5, iters=2000, seed=1)
     assert found.p_above == pytest.approx(1 / 2001) and found.p_below == 1.0
     assert found.p == pytest.approx(1 / 2001)
+    # A's are the exact test's: P(Bin(40, 1/4) ≥ 30), P(≤ 30) and twice the smaller
+    found = stats.bootstrap(far_above, ratios.SCHEMA_ACCURACY, null=0.25, iters=2000, seed=1)
+    above = scipy_stats.binom.sf(29, 40, 0.25)
+    assert found.p_above == pytest.approx(above)
+    assert found.p_below == pytest.approx(scipy_stats.binom.cdf(30, 40, 0.25))
+    assert found.p == pytest.approx(2 * above)
     plain = stats.bootstrap(far_above, ratios.SCHEMA_ACCURACY, iters=50)
     assert plain.p is plain.p_above is plain.p_below is None
 
@@ -153,7 +159,10 @@ def test_percentile_interval_covers_the_mean_at_the_nominal_rate():
 def test_identical_conditions_give_p_one():
     docs = _outcomes(np.random.default_rng(1), 133)
     e = stats.paired_difference(docs, docs, ratios.SCHEMA_ACCURACY, iters=999)
-    assert e.value == 0 and e.p == 1.0 and e.low == e.high == 0
+    # exact McNemar with no discordant schema; its interval still says what 133 schemas rule out
+    assert e.value == 0 and e.p == 1.0 and e.low == -e.high and 0 < e.high < 0.03
+    e = stats.paired_difference(docs, docs, ratios.PROBLEM_ACCURACY, iters=999)
+    assert e.value == 0 and e.p == 1.0 and e.method == stats.SIGN_TEST  # replicates all 0
 
 
 def test_two_chance_models_differ_significantly_about_5_percent_of_the_time():

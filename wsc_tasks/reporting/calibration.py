@@ -2,10 +2,11 @@
 
 A simulated model answers the real datasets (their documents, problems and schema groups, from
 the data catalog) at random, or with a known schema accuracy; its estimates are the report's
-bootstrap (``stats.resample_indexes`` with the report's seed, the same ratios, the same p-values,
-computed for thousands of models at once); its claims are made by the findings' own functions
-(``findings.headline_tests``, ``controls_above``, ``perturbation_tests``) on those estimates. No
-lm-eval run, no model: estimates in, claims out, counted.
+(schema accuracy and its paired changes by ``stats``' exact tests and intervals, problem accuracy
+by the bootstrap: ``stats.resample_indexes`` with the report's seed, the same ratios, the same
+p-values, computed for thousands of models at once); its claims are made by the findings' own
+functions (``findings.headline_tests``, ``controls_above``, ``perturbation_tests``) on those
+estimates. No lm-eval run, no model: estimates in, claims out, counted.
 
 For each kind of claim the findings make, the false-claim rate of models with no effect (the share
 of simulated models with at least one false claim of that kind) under the findings' rule
@@ -26,7 +27,9 @@ from functools import cache
 import numpy as np
 
 from wsc_tasks.data import catalog
-from wsc_tasks.metrics import stats
+from wsc_tasks.metrics import exact, stats
+from wsc_tasks.metrics.accuracy import SchemaOutcome
+from wsc_tasks.metrics.accuracy import outcome as accuracy_outcome
 from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC
 from wsc_tasks.metrics.stats import Estimate
 from wsc_tasks.reporting import findings
@@ -128,33 +131,55 @@ def parts(shape: Structure, right: np.ndarray, metric: str) -> tuple[np.ndarray,
 
 def estimates(
     num: np.ndarray, den: np.ndarray, null: float | None, seed: int = stats.DEFAULT_SEED,
-    iters: int = ITERS,
+    iters: int = ITERS, pmf: np.ndarray | None = None,
 ) -> list[Estimate]:  # fmt: skip
     """``stats.bootstrap`` of a ratio (Σ num / Σ den over documents) for every row of ``num`` at
-    once: the same resampled indexes and ``stats.summarise``. ``den`` is one row for all
-    models."""
+    once: the same resampled indexes, what replaces their p and interval (schema accuracy's exact
+    test, ``stats.counts_exact``, given the null distribution ``pmf`` of its total; else the
+    sign test where the bootstrap is thin, ``stats.thin_checked``) and ``stats.summarise``.
+    ``den`` is one row for all models."""
     documents = num.shape[1]
     counts = stats.resample_counts(stats.resample_indexes(documents, iters, seed), documents)
     counts = counts.astype(float)
     totals = counts @ den
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = (num @ counts.T) / totals
+        each = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
     values = num.sum(axis=1) / den.sum()
-    rows = zip(values, reps, strict=True)
-    found = [stats.Replicated(float(v), row, null, documents) for v, row in rows]
+    found = []
+    for v, row, own, solved in zip(values, reps, each, num, strict=True):
+        if pmf is not None:
+            swap = stats.counts_exact(solved, den, pmf)
+        else:
+            swap = stats.thin_checked(int(np.count_nonzero(den > 0)), row, own, null, float(v))
+        found.append(stats.Replicated(float(v), row, null, documents, swap))
     return stats.summarise(found)
+
+
+def chance_pmf(shape: Structure) -> np.ndarray | None:
+    """The distribution of the number of schema groups solved answering ``shape`` at random
+    (``exact.chance_distribution`` of its documents)."""
+    outcomes: list[SchemaOutcome] = []
+    starts = np.flatnonzero(np.r_[True, shape.doc[1:] != shape.doc[:-1]])
+    sizes = np.bincount(shape.doc, minlength=shape.documents)
+    groups: list[list[list[int]]] = [[] for _ in range(shape.documents)]
+    for members, docs in zip(shape.groups, shape.group_doc, strict=True):
+        for group, doc in zip(members, docs, strict=True):
+            groups[doc].append([int(i - starts[doc]) for i in group])
+    for doc in range(shape.documents):
+        outcomes.append(accuracy_outcome([False] * int(sizes[doc]), groups[doc]))
+    return exact.chance_distribution(outcomes)
 
 
 def accuracy(shape: Structure, right: np.ndarray, metric: str, iters: int) -> list[Estimate]:
     """a or A of every simulated model on ``shape``, against its chance level."""
     num, den = parts(shape, right, metric)
     if metric == ACC:
-        chance = 0.5
-    else:
-        sizes = [members.shape[1] for members in shape.groups]
-        counts = [len(members) for members in shape.groups]
-        chance = float(sum(n * 0.5**k for n, k in zip(counts, sizes, strict=True)) / sum(counts))
-    return estimates(num, den, chance, iters=iters)
+        return estimates(num, den, 0.5, iters=iters)
+    sizes = [members.shape[1] for members in shape.groups]
+    counts = [len(members) for members in shape.groups]
+    chance = float(sum(n * 0.5**k for n, k in zip(counts, sizes, strict=True)) / sum(counts))
+    return estimates(num, den, chance, iters=iters, pmf=chance_pmf(shape))
 
 
 def change(before: Structure, after: Structure, sims: int, rng: np.random.Generator,
@@ -168,8 +193,12 @@ def change(before: Structure, after: Structure, sims: int, rng: np.random.Genera
     counts = counts.astype(float)
     reps = (a_num @ counts.T) / (counts @ a_den) - (b_num @ counts.T) / (counts @ b_den)
     values = a_num.sum(axis=1) / a_den.sum() - b_num.sum(axis=1) / b_den.sum()
-    rows = zip(values, reps, strict=True)
-    found = [stats.Replicated(float(v), row, 0.0, documents) for v, row in rows]
+    if not np.array_equal(a_den, b_den) or a_den.max() > 1:
+        raise ValueError(f"{after.name}: perturbed schemas must hold one group each, as before")
+    found = [
+        stats.Replicated(float(v), row, 0.0, documents, stats.paired_counts_exact(x, y, a_den))
+        for v, row, x, y in zip(values, reps, a_num, b_num, strict=True)
+    ]  # exact McNemar, as ``stats.paired_difference`` of schema accuracy
     return stats.summarise(found)
 
 
@@ -335,9 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="wsc-tasks bench-findings",
         description="How often the findings' decision rule claims what is not there: simulated "
         "models answer the real datasets at random (or with a known schema accuracy, for the "
-        "power), the report's bootstrap estimates them and the findings' own functions make "
-        "their claims. Prints, per kind of claim, the false-claim rate under the rule and under "
-        "the rule used before, and the power. No lm-eval run, no model.",
+        "power), the report's estimates (exact for schema accuracy, else its bootstrap) are "
+        "computed and the findings' own functions make their claims. Prints, per kind of "
+        "claim, the false-claim rate under the rule and under the rule used before, and the "
+        "power. No lm-eval run, no model.",
     )
     parser.add_argument(
         "--sims", type=int, default=SIMS, help="simulated models per claim (default %(default)s)"

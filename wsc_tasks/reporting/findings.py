@@ -10,8 +10,11 @@ every model label and task name enters a sentence through ``name`` and ``code``.
 **The decision rule** (``RULE``; written once, here, and checked by simulation in
 ``reporting.calibration``):
 
-- **A test against chance** is the two-sided bootstrap p of the estimate against its null (chance
-  for an accuracy, 0 for a change), the same p the tables print beside the same figure. A claim
+- **A test against chance** is the two-sided p of the estimate against its null (chance for an
+  accuracy, 0 for a change), the same p the tables print beside the same figure: exact for
+  schema accuracy A (the binomial test of the schemas solved) and for a paired difference in A
+  (exact McNemar), else the bootstrap's, or the exact sign test where too few schemas carry a
+  bootstrap (``metrics.stats``, its module docstring; ``wording.how_p``). A claim
   (*above chance*, *below chance*, *lower*, *higher*) needs that p, adjusted for its family, below
   α = 0.05, **and** the 95% interval printed beside it to lie on the claimed side of the null:
   the verdict never contradicts its interval. The direction is the side the value lies on (a
@@ -29,8 +32,8 @@ every model label and task name enters a sentence through ``name`` and ``code``.
   time (1 − 0.95⁶); the simulation measures both rates.
 - **Not significant** is worded *not distinguishable from chance*, with what the interval rules
   out (``rules out A > 0.376``: its upper end), never *at chance*: with 133 schemas that is all
-  the data show. The power line gives the smallest effect a test could have detected (80% power,
-  2.80 × the bootstrap standard error, ``metrics.multiple.detectable``).
+  the data show. The power line gives, per model, the smallest true A at which the exact test
+  of its schemas would find it above chance with 80% power (``metrics.exact.detectable``).
 - **Headline.** Schema accuracy A on the ranking task (``wsc266``) against chance.
 - **Problem accuracy and the schema score.** Problem accuracy a *survives the schema score* when a
   and A are both above chance, and does not when a is above chance and A is not. The share of
@@ -70,7 +73,8 @@ every model label and task name enters a sentence through ``name`` and ``code``.
   explain part of the score, by the rules above; where the contamination check ran, the files it
   flags, or *no evidence of contamination*.
 - **Over all models.** Which models (chance models aside) are above chance on A of the ranking
-  task, Holm over them, and the smallest A each could have been found above chance at.
+  task, Holm over them, and, per model, the smallest true A at which it would be found above
+  chance with 80% power.
 - **Ranks** (``metrics.ranks``: Mogstad, Romano, Shaikh & Wilhelm 2024, from the joint bootstrap
   replicates). *The best model is one of these k*: the τ-best confidence set (τ = 1; 3 from 11
   ranked models, 10 from 31), a model left out only when at least τ models are shown above it by
@@ -84,7 +88,7 @@ from __future__ import annotations
 
 import math
 
-from wsc_tasks.metrics import multiple
+from wsc_tasks.metrics import multiple, stats
 from wsc_tasks.metrics.stats import Estimate, format_p
 from wsc_tasks.reporting import wording
 from wsc_tasks.reporting.claims import (
@@ -249,7 +253,13 @@ def _consistency(model: Model) -> str | None:
             f"schema consistency measured under one perturbation only: {cell(lowest, first)}, "
             f"{1 - lowest.value:.0%} of the schemas changing how many of their problems are right"
         )
-    ps = [multiple.difference_p(lowest.value, lowest.stderr, c.value, c.stderr) for c, _ in others]
+    # a normal test on bootstrap standard errors: none where a bootstrap was too thin to use
+    ps = [
+        multiple.difference_p(lowest.value, lowest.stderr, c.value, c.stderr)
+        if lowest.method == c.method == stats.BOOTSTRAP
+        else math.nan
+        for c, _ in others
+    ]
     adjusted = multiple.holm(ps)
     close = [(c, p) for (c, p), q in zip(others, adjusted, strict=True) if not q < ALPHA]
     if not close:

@@ -1,6 +1,6 @@
 """The findings over all models of a report or leaderboard: which are above chance on the
-ranking task (Holm over them), the smallest A each could have been found above chance at, and
-which models may be the best (the τ-best confidence sets of ``metrics.ranks``).
+ranking task (Holm over them), the smallest true A at which each would be found above chance
+with 80% power, and which models may be the best (the τ-best confidence sets of ``metrics.ranks``).
 
 A board of hundreds of models keeps these lines short: each list names its first ``NAMED``
 models (in the order given: the ranking's) and counts the rest, whose figures are in the tables
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from wsc_tasks.metrics import multiple, ranks
+from wsc_tasks.metrics import exact, multiple, ranks
 from wsc_tasks.reporting import wording
 from wsc_tasks.reporting.claims import ABOVE, ALPHA, Model, Test, _headline, headline_tests
 from wsc_tasks.reporting.wording import _join, _models, interval, number
@@ -36,25 +36,28 @@ def _named(cells: Sequence[str], values: Sequence[float] = (), unit: str = "") -
 
 
 def detectable(models: Sequence[Model]) -> str | None:
-    """The smallest A on the ranking task each model could have been found above chance at (80%
-    power, a two-sided test at 0.05, the model alone), from its bootstrap standard error."""
+    """Per model, the smallest true A on the ranking task at which it would be found above
+    chance with 80% power: the exact test of its n schemas, two-sided at α, the model alone
+    (``exact.detectable``, Binomial(n, A) against chance). A property of the design (n and
+    chance), not of the model's answers."""
     cells, smallest = [], []
     for m in models:
         e = _headline(m)
-        if m.chance_model or e is None or e.null is None or math.isnan(e.stderr):
+        if m.chance_model or e is None or e.null is None or math.isnan(e.null):
             continue
-        effect = multiple.detectable(e.stderr, ALPHA)
-        cells.append(
-            f"{wording.name(m.label)} {number(e.null + effect)} (+{effect:.3f}, n = {e.n})"
-        )
-        smallest.append(e.null + effect)
+        found = exact.detectable(e.n, e.null, ALPHA, multiple.POWER)
+        if math.isnan(found):
+            cells.append(f"{wording.name(m.label)} none (n = {e.n}: too few schemas)")
+            smallest.append(math.nan)
+            continue
+        cells.append(f"{wording.name(m.label)} {number(found)} (+{found - e.null:.3f}, n = {e.n})")
+        smallest.append(found)
     if not cells:
         return None
     task = next(m.ranking.task for m in models if m.ranking is not None)
     return (
-        f"Power: the smallest A on {wording.code(task)} a model alone would be found above chance "
-        f"at with 80% power (two-sided 0.05; 2.80 × its bootstrap standard error): "
-        f"{_named(cells, smallest, 'smallest A')}."
+        f"Power, on {wording.code(task)}: per model, {wording.power_line()}: "
+        f"{_named(cells, smallest if not any(map(math.isnan, smallest)) else (), 'smallest A')}."
     )
 
 

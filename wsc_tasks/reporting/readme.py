@@ -17,8 +17,8 @@ from wsc_tasks.reporting import findings, wording
 
 def _opening() -> str:
     return (
-        "p: two-sided bootstrap p against chance, in every table of the reports; "
-        f"{wording.findings_p()}. {wording.claim_rule()}."
+        f"p: {wording.sides()}, against chance, in every table of the reports, "
+        f"{wording.how_p()}; {wording.findings_p()}. {wording.claim_rule()}."
     )
 
 
@@ -33,7 +33,7 @@ def _findings() -> str:
         "to the estimates below (the rules: "
         "[`wsc_tasks/reporting/findings.py`](wsc_tasks/reporting/findings.py)), in this order: "
         f"{said}. A line over all models says which are shown above chance on the ranking task "
-        "(Holm over them) and the smallest A each could have been found above chance at."
+        f"(Holm over them) and, per model, {wording.power_line()}."
     )
 
 

@@ -24,10 +24,10 @@ TITLE = "Winograd-schema evaluation report"
 
 def intro(iters: int, seed: int) -> str:
     return (
-        "Made by `wsc-tasks report` from lm-eval `--log_samples` outputs. Intervals: 95% "
-        f"percentile intervals of a bootstrap over schemas (lm-eval documents), R = "
-        f"{iters}, seed {seed}; p: {wording.which_p()} Differences between conditions on the "
-        "same schemas are paired. Every symbol is defined in the glossary at the end."
+        "Made by `wsc-tasks report` from lm-eval `--log_samples` outputs. Intervals: 95%, "
+        f"{wording.how_intervals()}; bootstrap: R = {iters}, seed {seed}; p: "
+        f"{wording.which_p()} Differences between conditions on the same schemas are paired. "
+        "Every symbol is defined in the glossary at the end."
     )
 
 

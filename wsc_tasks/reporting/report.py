@@ -1,9 +1,10 @@
 """``wsc-tasks report``: the thesis's tables and figures for whatever tasks and models were run.
 
 Input: lm-eval output folders run with ``--log_samples`` (one per model). Output under ``--out``:
-``tables/*.md|csv|tex``, ``figures/*.png|svg`` and ``report.md`` embedding them. Every interval is
-a 95% percentile interval of a bootstrap over documents (schemas), every p a Monte Carlo p of
-(k + 1)/(R + 1) (thesis §3.8), with one seed, so a rerun on the same folders writes the same bytes.
+``tables/*.md|csv|tex``, ``figures/*.png|svg`` and ``report.md`` embedding them. Every interval
+and p follows ``metrics.stats``' rule (exact for schema accuracy and its paired differences, a
+bootstrap over documents, schemas, otherwise), the bootstrap with one seed, so a rerun on the same
+folders writes the same bytes.
 A section whose tasks are missing is skipped with a note saying which task it needs. The sections
 are the modules of ``sections``; ``estimates`` runs their bootstraps, ``rendering`` writes them.
 """

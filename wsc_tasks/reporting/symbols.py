@@ -10,28 +10,29 @@ from __future__ import annotations
 import re
 
 from wsc_tasks.metrics import registry
+from wsc_tasks.reporting import wording
 
 # the report's own symbols and words (the metrics' are the registry's)
 OWN = {
-    "[low, high]": "95% percentile interval of a bootstrap over schemas (lm-eval documents)",
-    "p": "p-value, Monte Carlo (k + 1)/(R + 1) over R bootstrap replicates (thesis §3.8). In a "
-    "table: two-sided, against chance for an accuracy (with the side of chance the value lies "
-    "on: above or below) and against 0 for a difference (its side is its sign). The findings "
-    "quote the same two-sided p, and, in a family of claims, its Holm-adjusted p",
+    "[low, high]": f"95% interval: {wording.how_intervals()}",
+    "p": f"p-value: {wording.how_p()}. In a table: two-sided, against chance for an accuracy "
+    "(with the side of chance the value lies on: above or below) and against 0 for a difference "
+    "(its side is its sign). The findings quote the same two-sided p, and, in a family of "
+    "claims, its Holm-adjusted p",
     "Holm-adjusted p": "a p-value adjusted over a family of m tests by Holm's step-down method "
     "(the i-th smallest times m − i + 1, kept increasing): claims with an adjusted p below 0.05 "
     "have a familywise error rate of at most 0.05 under any dependence",
     "not distinguishable from chance": "the test against chance is not significant (or its "
     "interval includes chance): the data do not show the model above or below chance, and the "
     "interval says what they rule out; not the same as at chance",
-    "detectable effect": "the smallest distance from chance a two-sided test at 0.05 finds with "
-    "80% power: about 2.80 bootstrap standard errors",
+    "detectable effect": "the power line: per model, " + wording.power_line(),
     "Δ": "a difference between two conditions, paired when both are on the same schemas",
     "chance level": "the accuracy of answering at random: 0.5 for a; for A the mean of 2^−size "
     "over schemas (0.25 for schemas of two problems)",
     "chance model": "wsc-chance, an lm-eval model with random log-likelihoods: the calibration "
     "check of the intervals and p-values, not a model to rank",
-    "documents": "lm-eval documents: schemas (or twin pairs, dyads), the unit of the bootstrap",
+    "documents": "lm-eval documents: schemas (or twin pairs, dyads), the unit of the tests and "
+    "of the bootstrap",
 }
 EQUAL = ("equal length", "equal")  # a column restricted to equal-length answers (thesis §3.7.4)
 

@@ -4,7 +4,7 @@ Markdown and LaTeX are rendered here, not by a table library, so that the commit
 same bytes whatever version of pandas or tabulate a reader has installed.
 
 A table is a list of rows; a cell is text, a number, or a ``stats.Estimate``. An estimate is shown
-as ``0.617 [0.556, 0.677]`` (value and 95% percentile interval) or, as a difference, ``+0.011``,
+as ``0.617 [0.556, 0.677]`` (value and 95% interval) or, as a difference, ``+0.011``,
 with its p-value (one significant digit, thesis style) in the next column. The p of an accuracy
 against chance is two-sided and says on which side of chance the value lies (``.007 (below)``),
 so a model far below chance never reads like one far above it; a difference's side is its sign.

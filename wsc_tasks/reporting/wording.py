@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from wsc_tasks.metrics import stats
 from wsc_tasks.metrics.stats import Estimate, format_p
 from wsc_tasks.reporting import claims, markup
 from wsc_tasks.reporting.claims import UNCLEAR, Rule, Test, test
@@ -92,15 +93,38 @@ FAMILIES = (
 )
 
 
+def how_p() -> str:
+    """How every p is computed (``metrics.stats``' rule, its module docstring), in words."""
+    return (
+        "exact where a schema's outcome is binary (schema accuracy A against chance: the exact "
+        "binomial test of the number of schemas solved, Poisson-binomial where schema sizes "
+        "differ; a paired difference in A: exact McNemar on the schemas where the two differ); "
+        "otherwise Monte Carlo (k + 1)/(R + 1) of a bootstrap over schemas (thesis §3.8), or, "
+        f"on fewer than {stats.MIN_DOCUMENTS} schemas or where its replicates do not vary, the "
+        "exact sign test of the schemas' own values (an unpaired difference then has none)"
+    )
+
+
+def how_intervals() -> str:
+    """How every 95% interval is computed (``metrics.stats``' rule), in words."""
+    return (
+        "for A, Clopper–Pearson over the schemas, and for a paired difference in A, ψ(2π − 1) "
+        "over the Clopper–Pearson intervals of the share ψ of schemas where the two differ and "
+        "the share π of them the first wins (both at least 95% at any number of schemas); "
+        "otherwise the percentile interval of a bootstrap over schemas (lm-eval documents), or "
+        f"Clopper–Pearson over the schemas on fewer than {stats.MIN_DOCUMENTS} of them or where "
+        "its replicates do not vary"
+    )
+
+
 def which_p(rule: Rule | None = None) -> str:
     """The p of every table (``stats.Estimate.p``, always two-sided) and of the findings (by
     ``rule``), in one sentence (after ``p:``)."""
     rule = rule or claims.RULE
     text = (
-        "Monte Carlo (k + 1)/(R + 1) (thesis §3.8), one significant digit; two-sided, "
-        "against chance for an accuracy, written with the side of chance the value lies on "
-        "(`.007 (below)`: far below chance, not a good model), and against 0 for a difference, "
-        "whose sign is its side"
+        f"{how_p()}; one significant digit; two-sided, against chance for an accuracy, written "
+        "with the side of chance the value lies on (`.007 (below)`: far below chance, not a "
+        "good model), and against 0 for a difference, whose sign is its side"
     )
     return f"{text}; {findings_p(rule)}."
 
@@ -125,6 +149,14 @@ def claim_rule(rule: Rule | None = None) -> str:
         f"A claim (above or below chance, lower or higher) needs {' and '.join(parts)}; "
         "otherwise the result is *not distinguishable from chance*, never *at chance*, and the "
         "interval says what it rules out"
+    )
+
+
+def power_line() -> str:
+    """What the power line states, per model (``overview.detectable``)."""
+    return (
+        "the smallest true A at which it would be found above chance with 80% power (the exact "
+        f"test of its schemas, two-sided at {claims.RULE.alpha:g}, the model alone)"
     )
 
 

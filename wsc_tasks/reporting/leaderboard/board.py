@@ -19,9 +19,10 @@ from wsc_tasks.reporting.tables import Table
 
 HOW_TO_READ = (
     "A: schema accuracy (every problem of a schema right), a: problem accuracy, each with a 95% "
-    "percentile interval of a bootstrap over schemas (R = {iters}, seed {seed}); p against chance "
-    f"(0.5 for a, 0.25 for A on pairs), {wording.sides()}, with the side of chance the value "
-    "lies on; `A − next`: paired difference with the next model down (its sign is its side). "
+    f"interval ({wording.how_intervals()}; bootstrap: R = {{iters}}, seed {{seed}}); p against "
+    f"chance (0.5 for a, 0.25 for A on pairs), {wording.sides()}, {wording.how_p()}, with the "
+    "side of chance the value lies on; `A − next`: paired difference with the next model down "
+    "(its sign is its side). "
     f"The findings quote the same p. {wording.claim_rule()}; `controls above chance` counts by "
     "that rule (the rules: `wsc_tasks/reporting/findings.py`). `rank (point estimate)`: 1 + the "
     "models with a higher A; `rank, 95% simultaneous`: a confidence set for each model's rank "

@@ -29,7 +29,7 @@ from wsc_tasks.reporting.tables import Interval
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
-FORMAT = 4  # bumped when what a cache file holds changes
+FORMAT = 5  # bumped when what a cache file holds changes
 RANKED = (registry.SCHEMA_ACC, registry.ACC)  # the ranking task's metrics kept per schema
 
 

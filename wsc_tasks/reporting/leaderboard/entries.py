@@ -116,14 +116,12 @@ class Board:
             return None
         form = ratios.SCHEMA_ACCURACY
         if a.keys() == b.keys():
-            (keys, value_a, reps_a), (_, value_b, reps_b) = (
+            (x, value_a, reps_a), (y, value_b, reps_b) = (
                 self._replicates(first, a),
                 self._replicates(second, b),
             )
-            found = stats._estimate(
-                value_a - value_b, reps_a - reps_b, 0.0, len(keys), stats.CONFIDENCE
-            )
-            return Delta(found)
+            found = stats.paired_replicated(x, y, form, form, value_a - value_b, reps_a - reps_b)
+            return Delta(stats.summarise([found])[0])
         x, y = stats.align(a, b)
         if not x:
             return None
