@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import math
 import os
-from types import SimpleNamespace
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import tiny_models

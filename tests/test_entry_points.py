@@ -1,10 +1,10 @@
 """One model, the same methods, headline and figures from every lm-eval entry point.
 
-lm-eval's CLI merges ``--model_args`` into the task metadata, where the tasks used to find the
-tokenizer; ``simple_evaluate(..., task_manager=TaskManager(include_path=...))`` and
-``evaluate(lm, task_dict)`` do not, and the tasks fell back to partial scoring alone. The tasks
-now learn the tokenizer and family from the model lm-eval hands them, and stop with one line
-when they cannot.
+lm-eval's CLI merges ``--model_args`` into the task metadata, where the tasks find the model's
+tokenizer, as lm-eval's own tokenizer-dependent tasks do; from Python the ``TaskManager``'s
+metadata names it (``TaskManager(include_path=..., metadata={"pretrained": ...})``). Before any
+request reaches the model, each task checks that it is the model its requests were built for,
+and stops with one line saying what to pass when it is not.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 
 import lm_eval
 import pytest
+import tiny_models
 from lm_eval.api.model import LM
 from lm_eval.models.huggingface import HFLM
 
@@ -54,8 +55,8 @@ def test_simple_evaluate_with_a_task_manager_equals_the_cli(
 ):
     python = lm_eval.simple_evaluate(
         model="hf", model_args=f"pretrained={tiny_gpt2_dir},dtype=float32", tasks=TASKS,
-        task_manager=task_manager(**ALL), limit=LIMIT, device="cpu", batch_size=32,
-        log_samples=False,
+        task_manager=task_manager(pretrained=str(tiny_gpt2_dir), **ALL), limit=LIMIT,
+        device="cpu", batch_size=32, log_samples=False,
     )  # fmt: skip
     for results in (python, through_the_cli):
         assert results["configs"]["wsc266"]["metadata"]["headline"] == "smart"
@@ -67,10 +68,36 @@ def test_simple_evaluate_with_a_task_manager_equals_the_cli(
 
 def test_evaluate_with_a_model_object_equals_the_cli(through_the_cli, tiny_gpt2_dir, task_manager):
     lm = HFLM(pretrained=str(tiny_gpt2_dir), dtype="float32", device="cpu", batch_size=32)
-    found = lm_eval.evaluator.evaluate(
-        lm=lm, task_dict=task_manager(**ALL).load(TASKS), limit=LIMIT
-    )
+    tasks = task_manager(pretrained=str(tiny_gpt2_dir), **ALL).load(TASKS)
+    found = lm_eval.evaluator.evaluate(lm=lm, task_dict=tasks, limit=LIMIT)
     assert _rows(found) == _rows(through_the_cli)
+
+
+def test_a_task_manager_without_the_models_tokenizer_stops_the_run_saying_what_to_pass(
+    tiny_gpt2_dir, data_dir, task_manager
+):
+    with pytest.raises(ScoringError) as raised:
+        lm_eval.simple_evaluate(
+            model="hf", model_args=f"pretrained={tiny_gpt2_dir}", tasks=["wsc266"],
+            task_manager=task_manager(), limit=1, device="cpu",
+        )  # fmt: skip
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("task wsc266: its requests were planned without a tokenizer")
+    assert 'metadata={"pretrained": "<name or path>"}' in message
+
+
+def test_a_tokenizer_other_than_the_models_stops_the_run(tiny_gpt2_dir, data_dir, task_manager):
+    """The task counted tokens with one tokenizer (named in its metadata); the model encodes with
+    another: every split and count would be another's."""
+    llama = tiny_models.family_model(
+        tiny_gpt2_dir.parent / "entry-llama", "llama", tiny_models.tokenizer("smollm2")
+    )
+    with pytest.raises(ScoringError, match="task wsc266: its requests were counted in the tokens"):
+        lm_eval.simple_evaluate(
+            model="hf", model_args=f"pretrained={llama}", tasks=["wsc266"], limit=1,
+            task_manager=task_manager(pretrained=str(tiny_gpt2_dir)), device="cpu",
+        )  # fmt: skip
 
 
 class NoTokenizer(LM):
@@ -93,7 +120,7 @@ def test_a_model_without_tokenizer_stops_the_run_saying_what_to_pass(data_dir, t
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith("task wsc266: the model (NoTokenizer) has no Hugging Face tokenizer")
-    assert 'metadata={"tokenizer": "<name or path>"}' in message
+    assert '{"tokenizer": ...}' in message
 
 
 def test_the_tokenizer_named_in_the_task_manager_serves_such_a_model(
@@ -104,20 +131,6 @@ def test_the_tokenizer_named_in_the_task_manager_serves_such_a_model(
         task_manager=task_manager(tokenizer=str(tiny_gpt2_dir)),
     )  # fmt: skip
     assert out["configs"]["wsc266"]["metadata"]["headline"] == "smart"
-
-
-def test_requests_built_without_a_model_or_tokenizer_are_refused(data_dir, task_manager):
-    task = task_manager().load(["wsc266"])["tasks"]["wsc266"]
-    with pytest.raises(ScoringError, match="no tokenizer to count tokens with: the task metadata"):
-        task.build_all_requests(rank=0, limit=1, world_size=1)
-
-
-def test_metadata_given_to_simple_evaluate_beside_a_task_manager_is_refused(data_dir, task_manager):
-    with pytest.raises(ScoringError, match=r"simple_evaluate\(metadata=...\) is not used"):
-        lm_eval.simple_evaluate(
-            model=NoTokenizer(), tasks=["wsc266"], limit=1, task_manager=task_manager(),
-            metadata={"scoring": "partial"},
-        )  # fmt: skip
 
 
 def test_lm_eval_iterates_the_rows_datasets_gives_once_converted(data_dir, task_manager):

@@ -25,6 +25,7 @@ from wsc_tasks.models import mlm
 from wsc_tasks.scoring import causal, families, seq2seq
 from wsc_tasks.scoring.methods import ScoringError, Setup
 from wsc_tasks.scoring.tokens import TokenCounter, check_request
+from wsc_tasks.serving.requests import REQUEST_TYPE
 from wsc_tasks.tasks.winowhy import WinoWhyTask
 
 pytestmark = pytest.mark.slow
@@ -127,7 +128,7 @@ def _check_task(task, tokens: TokenCounter, limit: int | None = None) -> int:
         if isinstance(task, WinoWhyTask):
             intended = {}
             for instance, reason in zip(instances, doc["reasons"], strict=True):
-                request = (instance.request_type, instance.arguments)
+                request = ("loglikelihood", instance.arguments)
                 if task.family == "causal":
                     intended[request] = _reason_intended(tokens, request)
                 elif task.family == "seq2seq":
@@ -136,7 +137,10 @@ def _check_task(task, tokens: TokenCounter, limit: int | None = None) -> int:
         else:
             intended = _intended(task, doc)
         for instance in instances:
-            request = (instance.request_type, instance.arguments)
+            kind = (
+                "loglikelihood" if instance.request_type == REQUEST_TYPE else instance.request_type
+            )
+            request = (kind, instance.arguments)
             if instance.request_type == "mlm_score":
                 text, spans, mode = instance.arguments
                 mlm.plan_jobs(tokens.tokenizer, text, spans, mode)  # answer tokens found
@@ -168,19 +172,38 @@ def test_every_wsc_group_request_means_its_tokens(
 
 
 class Recording(HFLM):
-    """lm-eval's HF model, recording the token ids it feeds for every request."""
+    """lm-eval's HF model, recording the token ids it feeds for every request (lm-eval's own
+    loop: a seq2seq model; a causal model's requests, tokenized by lm-eval, reach
+    ``serving.tries.model_inputs``, recorded by ``_record_causal``)."""
 
     seen: dict = {}
 
     def _loglikelihood_tokens(self, requests, *args, **kwargs):
-        for (context, continuation), context_enc, continuation_enc in requests:
-            Recording.seen[(context, continuation)] = (tuple(context_enc), tuple(continuation_enc))
+        _record(requests)
         return super()._loglikelihood_tokens(requests, *args, **kwargs)
+
+
+def _record(requests) -> None:
+    for (context, continuation), context_enc, continuation_enc in requests:
+        Recording.seen[(context, continuation)] = (tuple(context_enc), tuple(continuation_enc))
+
+
+@pytest.fixture
+def _record_causal(monkeypatch):
+    from wsc_tasks.serving import tries
+
+    model_inputs = tries.model_inputs
+
+    def recording(requests):
+        _record(requests)
+        return model_inputs(requests)
+
+    monkeypatch.setattr(tries, "model_inputs", recording)
 
 
 @pytest.mark.parametrize("arch, tok_name, family", MATRIX, ids=IDS)
 def test_wsc266_and_winogrande_dev_end_to_end(
-    arch, tok_name, family, model_dir, data_dir, task_manager
+    arch, tok_name, family, model_dir, data_dir, task_manager, _record_causal
 ):
     folder = model_dir(arch, tok_name)
     manager = task_manager(pretrained=str(folder))

@@ -53,7 +53,12 @@ def run(tiny_gpt2_dir, builtin_dir):
     # own winogrande (from builtin_dir) runs beside ours.
     manager = TaskManager(
         include_path=[str(include_path()), str(builtin_dir)],
-        metadata={"scoring": "partial", "headline": "partial", **ALL},
+        metadata={
+            "pretrained": str(tiny_gpt2_dir),
+            "scoring": "partial",
+            "headline": "partial",
+            **ALL,
+        },  # fmt: skip
     )
     return lm_eval.simple_evaluate(
         model="hf",

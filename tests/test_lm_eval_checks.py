@@ -121,15 +121,19 @@ def test_evaluator_checks_of_lm_evals_test_evaluator(
     tiny_gpt2_dir, data_dir, limit, iters, task_manager
 ):
     model_args = f"seed=1,tokenizer={tiny_gpt2_dir}"  # every causal method
+    named = {"tokenizer": str(tiny_gpt2_dir)}  # as lm-eval's CLI merges the model arguments in
     first = evaluator.simple_evaluate(
         model="wsc-chance", model_args=model_args, tasks=["wsc_group"], limit=limit,
-        bootstrap_iters=iters, task_manager=task_manager(), log_samples=False,
+        bootstrap_iters=iters, task_manager=task_manager(**named), log_samples=False,
     )  # fmt: skip
     lm = lm_eval_api.registry.get_model("wsc-chance").create_from_arg_string(
         model_args, {"batch_size": None, "max_batch_size": None, "device": None}
     )
     second = evaluator.evaluate(
-        lm=lm, task_dict=task_manager().load(["wsc_group"]), limit=limit, bootstrap_iters=iters
+        lm=lm,
+        task_dict=task_manager(**named).load(["wsc_group"]),
+        limit=limit,
+        bootstrap_iters=iters,
     )
     assert first is not None and second is not None
     assert set(first["results"]) == set(ALL_TASKS + GROUPS)

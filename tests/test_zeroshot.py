@@ -179,7 +179,9 @@ def test_causal_suite_through_lm_eval(tiny_gpt2_dir, data_dir, task_manager):
         model="hf",
         model_args=f"pretrained={tiny_gpt2_dir}",
         tasks=["zeroshot_suite"],
-        task_manager=task_manager(**ALL, scoring="partial", headline="partial"),
+        task_manager=task_manager(
+            **ALL, pretrained=str(tiny_gpt2_dir), scoring="partial", headline="partial"
+        ),
         samples={task: list(range(0, 100, 4)) for task in SIZES},  # 25 pairs of each
         device="cpu",
         batch_size=16,

@@ -41,6 +41,12 @@ class ModelSide:
     family: families.Family | None = None
     token_free: bool = False
     why: str = ""  # why it has no tokenizer, for the run's notes
+    named: str | None = None  # the tokenizer its arguments name (``wsc-chance``), not loaded
+
+    @property
+    def counts_tokens(self) -> bool:
+        """It has a tokenizer, or its arguments name one."""
+        return self.tokenizer is not None or self.named is not None
 
 
 def unwrapped(lm: object) -> object:
@@ -70,7 +76,7 @@ def side_of(lm: object) -> ModelSide:
                 "arguments for every scoring method)"
             )
             return ModelSide(label, token_free=True, why=why)
-        return ModelSide(label)
+        return ModelSide(label, named=named_tokenizer(described))
     tokenizer = getattr(model, "tokenizer", None)
     if not _is_hf_tokenizer(tokenizer):
         return ModelSide(label)

@@ -129,7 +129,7 @@ class TaskConventions(LmEvalTask):
         if counter is None and note is not None and withheld:
             notes.add(self, note)
         elif counter is None and note is not None:
-            if side.tokenizer is not None:
+            if side.counts_tokens:
                 raise ScoringError(
                     f"task {self._name}: its requests were planned without a tokenizer (its "
                     f"metadata names none), but the model ({side.label}) has one; "
