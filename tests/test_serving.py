@@ -276,17 +276,29 @@ def test_batch_answers_are_the_per_request_answers(dtype):
     assert [g for _, g in got] == [True, False, False, True, greedy[2, 8].item() == 7, False]
 
 
-def test_an_auto_batch_is_sized_by_the_real_rows():
-    """``--batch_size auto``: lm-eval's batch size detected for the longest real request, times
-    the mean request length (as a fixed batch size is), not rows of the model's whole context."""
-    asked = []
+def test_an_auto_batch_is_sized_by_the_real_rows(monkeypatch):
+    """``--batch_size auto``: lm-eval's ``max_batch_size`` requests' worth of tokens (the mean
+    request length times it, as a fixed batch size), halved on a GPU until the fullest forward
+    call of the real packed rows fits; never lm-eval's own detection, whose logits of
+    ``max_batch_size`` rows of the longest request cost several times the real calls."""
+    inputs = [[1] * 30, [2] * 50, [3] * 40]  # no shared prefix: 120 trie nodes
+    cpu = SimpleNamespace(batch_size="auto", max_batch_size=64, device=torch.device("cpu"))
+    fixed = SimpleNamespace(batch_size=64)
+    assert tries.token_budget(cpu, inputs, None) == tries.token_budget(fixed, inputs, None) == 2560
+    tried: list[int] = []
 
-    def detect(requests, pos):
-        asked.append(len(requests[pos][1]))
-        return 64
+    def forward(lm, ids, positions, ends):
+        tried.append(int(ids.numel()))
+        if ids.numel() > 100:
+            raise torch.cuda.OutOfMemoryError("out of memory")
+        return torch.zeros(*ids.shape, 4)
 
-    inputs = [[1] * 30, [1] * 50, [1] * 40]
-    auto = SimpleNamespace(batch_size="auto", _detect_batch_size=detect, max_length=2048)
-    fixed = SimpleNamespace(batch_size=64, max_length=2048)
-    assert tries.token_budget(auto, inputs, None) == tries.token_budget(fixed, inputs, None) == 2560
-    assert asked == [50]
+    monkeypatch.setattr(tries, "tree_forward", forward)
+    monkeypatch.setattr(tries, "_tensors", lambda lm, rows: tries.prefix_tree.tree_inputs(rows))
+    monkeypatch.setattr(tries.prefix_tree, "tree_inputs", lambda rows: [torch.zeros(
+        len(rows), max(len(r.tokens) for r in rows))] * 3)  # fmt: skip
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    gpu = SimpleNamespace(batch_size="auto", max_batch_size=8, softmax_dtype=torch.float32,
+                          device=SimpleNamespace(type="cuda"))  # fmt: skip
+    assert tries.token_budget(gpu, inputs, None) == 80  # 8 → 4 → 2 requests' worth of 40
+    assert tried[-1] <= 100 < tried[0]

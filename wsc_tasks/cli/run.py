@@ -180,7 +180,7 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
     from wsc_tasks.tasks import flags
 
     argv = list(passthrough)
-    flags.check_argv(argv)
+    flags.check_argv(argv, others=_has(argv, "--tasks") and not _only_our_tasks(argv))
     given = _value(argv, "--model_args", "--model-args", "-a")
     if given is not None:  # default,seed=1: the embedded model's files, as in a models file
         index, text = given

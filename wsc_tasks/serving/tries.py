@@ -190,15 +190,43 @@ def say_once(reason: str) -> None:
 
 def token_budget(lm: Any, inputs: Sequence[Sequence[int]], override_bs: int | None) -> int:
     """Token positions per forward call: as many as lm-eval's batches of ``batch_size`` requests
-    hold on average (``batch_size`` × the mean input length). With ``auto``, lm-eval's batch size
-    detected for the longest of these requests (as lm-eval's own loop detects it), times their
-    mean length: the budget follows the real rows, not rows of the model's whole context."""
+    hold on average (``batch_size`` × the mean input length). With ``auto``, ``auto_budget``."""
     size = lm.batch_size if lm.batch_size != "auto" else override_bs
-    mean = sum(map(len, inputs)) / max(len(inputs), 1)
     if not size:
-        longest = max(inputs, key=len, default=[0])
-        size = lm._detect_batch_size([(("", ""), list(longest), [0])], 0)
+        return auto_budget(lm, inputs)
+    mean = sum(map(len, inputs)) / max(len(inputs), 1)
     return max(1, round(int(size) * mean))
+
+
+def auto_budget(lm: Any, inputs: Sequence[Sequence[int]]) -> int:
+    """``--batch_size auto`` for these requests' own rows: lm-eval's ``max_batch_size`` requests'
+    worth of tokens (64 unless given), halved until the fullest forward call of the real packed
+    rows fits the device. lm-eval's own detection runs ``max_batch_size`` rows of the longest
+    request through the model and keeps their logits whole, [rows, length, vocabulary]: several
+    times the memory of the real calls. A CPU has no out-of-memory signal to probe (lm-eval's
+    detection keeps its first size there too)."""
+    import torch
+    import torch.nn.functional as F
+
+    mean = sum(map(len, inputs)) / max(len(inputs), 1)
+    longest = max(map(len, inputs), default=1)
+    size = int(getattr(lm, "max_batch_size", None) or 64)
+    while True:
+        budget = max(1, round(size * mean))
+        if lm.device.type != "cuda":
+            return budget
+        try:
+            packing = prefix_tree.pack(inputs, min(ROW_TOKENS, max(budget, longest)))
+            fullest = prefix_tree.batches(packing.rows, budget)[0]  # longest rows first
+            rows = [packing.rows[r] for r in fullest]
+            F.log_softmax(tree_forward(lm, *_tensors(lm, rows)), dim=-1, dtype=lm.softmax_dtype)
+            return budget
+        except torch.cuda.OutOfMemoryError:
+            if size == 1:
+                raise
+            size //= 2
+        finally:
+            torch.cuda.empty_cache()
 
 
 def model_inputs(requests: Sequence[TokenRequest]) -> list[list[int]]:

@@ -98,9 +98,10 @@ def _true(value: object) -> bool:
     return value is True or str(value).lower() in ("true", "1", "yes")
 
 
-def check_argv(argv: list[str]) -> None:
+def check_argv(argv: list[str], others: bool = False) -> None:
     """Raise for ``lm_eval run`` arguments (and a ``--config`` YAML file) asking for a refused
-    flag; ``--num_fewshot 0`` and ``--fewshot_as_multiturn false`` change nothing and pass."""
+    flag; ``--num_fewshot 0`` and ``--fewshot_as_multiturn false`` change nothing and pass.
+    ``others``: other packages' tasks run too, whose generation ``--gen_kwargs`` may be for."""
     known, _ = _parser().parse_known_args(argv)
     settings: dict[str, object] = {}
     if known.config and Path(known.config).is_file():
@@ -109,7 +110,8 @@ def check_argv(argv: list[str]) -> None:
         loaded = yaml.safe_load(Path(known.config).read_text(encoding="utf-8"))
         settings.update(loaded if isinstance(loaded, dict) else {})
     settings.update({k: v for k, v in vars(known).items() if v is not None and k != "config"})
-    for name in ("apply_chat_template", "system_instruction", "gen_kwargs"):
+    refused = ("apply_chat_template", "system_instruction", *(() if others else ("gen_kwargs",)))
+    for name in refused:
         if settings.get(name) not in (None, False, "", [], {}):
             raise UnsupportedFlag(message(f"--{name}"))
     if settings.get("fewshot_as_multiturn") is not None and _true(settings["fewshot_as_multiturn"]):
