@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from wsc_tasks.collector import survivors_frozen
 from wsc_tasks.lm_eval_types import Answer
 from wsc_tasks.scoring.tokens import TokenCounter
 from wsc_tasks.serving import encoding, tries
@@ -83,11 +84,17 @@ def meet(lm: Any, requests: Sequence[TaskRequest]) -> list[Requester]:
 
 
 def serve(lm: Any, requests: list[TaskRequest], disable_tqdm: bool = False) -> list[Answer]:
-    """lm-eval's answer to each of ``requests``; see the module docstring."""
-    from wsc_tasks.serving import served
-
+    """lm-eval's answer to each of ``requests``; see the module docstring. Python's collector
+    walks once what the serving builds (``collector.survivors_frozen``)."""
     if not requests:
         return []
+    with survivors_frozen():
+        return _serve(lm, requests, disable_tqdm)
+
+
+def _serve(lm: Any, requests: list[TaskRequest], disable_tqdm: bool) -> list[Answer]:
+    from wsc_tasks.serving import served
+
     tasks = meet(lm, requests)
     outcome = served.preflight(lm, [(task.name, task.metadata) for task in tasks])
     if outcome is not None:
