@@ -4,7 +4,9 @@ The README's opening table and sentences against the committed report's tables (
 which scoring method, which p, which verdict by the findings' rule); ``results/README.md``'s
 account of the figures against the committed report's findings (it is a copy of them); and the
 committed findings and leaderboard against the rules' promises (no chance model with a control
-above chance, an artifact only on a score above chance, never "at chance").
+above chance, an artifact only on a score above chance, never "at chance"); and the READMEs'
+hand-written numbers (requests, the GPU batch's token positions, the leaderboard's ranked models
+and lowest C, versions, the contamination check's cost) against the committed runs.
 """
 
 from __future__ import annotations
