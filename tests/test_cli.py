@@ -327,3 +327,31 @@ def test_a_run_ends_saying_where_its_files_are_and_what_comes_next(
         "--log_samples --output_path runs/ and then run: wsc-tasks report "
         "runs/wsc-chance__SmolLM2-135M-Instruct"
     )
+
+
+def test_a_predict_only_run_ends_saying_the_report_needs_scored_runs(
+    tmp_path, capsys, data_dir, monkeypatch
+):
+    """Before, its last line said "Next: wsc-tasks report …", and that report exited 2 saying
+    that its sections needed samples files (lm-eval's --log_samples), which the run had written."""
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    out = tmp_path / "runs"
+    command = ["run", "--model", "wsc-chance", "--model_args", "seed=1", "--tasks"]
+    command += ["wsc266_associative", "--limit", "2", "--predict_only", "--output_path", str(out)]
+    assert cli.main(command) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    folder = out / "wsc-chance"
+    [results] = folder.glob("results_*.json")
+    assert last == (
+        f"wsc-tasks: predictions in {folder}/ ({results.name} and 1 samples files: every "
+        "request's score, no metric); wsc-tasks report needs scored runs: run again without "
+        "--predict_only to report on them"
+    )
+    report = tmp_path / "report"
+    assert cli.main(["report", str(folder), "--quiet", "--out", str(report)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"wsc-tasks: error: {folder}: a --predict_only run (every request's score, no metric): "
+        "the report needs scored runs; run the model again without --predict_only, with "
+        "--log_samples (--verbose for the traceback)"
+    ]
+    assert not report.exists()

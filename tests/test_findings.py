@@ -109,12 +109,19 @@ def test_headline_and_a_problem_accuracy_that_does_not_survive_the_schema_score(
     )
     assert math.isclose(0.6165, 0.293 + 0.647 / 2)
     assert findings.survival(exact) == (
-        "Problem accuracy a = 0.617 [0.570, 0.660], above chance (0.500; p < .001), but it does "
-        "not survive the schema score: A is not distinguishable from chance. Half-solved schemas "
-        "(some but not all problems right): A′ = 0.647 [0.560, 0.730]; of a = 0.617, 0.293 comes "
-        "from solved schemas and 0.324 from half-solved ones (a = A + A′/2)."
+        "Problem accuracy a = 0.617 [0.570, 0.660], above chance (0.500; p < .001), but the "
+        "schema score A is not distinguishable from chance. Half-solved schemas (some but not all "
+        "problems right): A′ = 0.647 [0.560, 0.730]; of a = 0.617, 0.293 comes from solved "
+        "schemas and 0.324 from half-solved ones (a = A + A′/2)."
     )
     assert "comes from" not in findings.survival(model)
+    # the leaderboard's sentence says the same, no stronger than its numbers (before: "but it
+    # does not survive the schema score", as if A were shown no better than chance)
+    said = findings.brief(exact)
+    assert said.endswith(
+        "; a = 0.617 [0.570, 0.660], above chance (0.500; p < .001), but the schema score A is "
+        "not distinguishable from chance."
+    )
 
 
 def test_survival_when_both_are_above_and_when_a_is_not():

@@ -183,7 +183,11 @@ def test_incomplete_samples_and_limit_are_noted(folders, tmp_path):
     copy = _copy(folders[0], tmp_path / "copy", edit)
     run = runs.load_run(copy, "cut")
     assert "wsc266" not in run.tasks and "wsc266_switched" in run.tasks
-    assert "has 4 of the 133 documents" in run.incomplete["wsc266"]
+    assert run.incomplete["wsc266"] == (
+        f"samples file {next(copy.rglob('samples_wsc266_2*')).name} is incomplete: 4 complete "
+        "lines of the 133 documents lm-eval scored (n-samples); left out of every table (run the "
+        "model again, or delete the incomplete folder)"
+    )
     assert report.main([str(copy), "--iters", "50", "--out", str(tmp_path / "r")]) == 0
     for name in ("report.md", "report.html"):
         text = (tmp_path / "r" / name).read_text()
@@ -220,9 +224,11 @@ def test_a_truncated_gzip_samples_file_is_named_and_set_aside(folders, tmp_path)
     samples.unlink()
     run = runs.load_run(copy, "cut")
     assert "wsc266" not in run.tasks and "wsc266_switched" in run.tasks
-    assert run.incomplete["wsc266"] == (
-        f"samples file {packed.name} cannot be read to its end (Compressed file ended before the "
-        "end-of-stream marker was reached): truncated or corrupt, left out of every table"
+    assert run.incomplete["wsc266"].startswith(f"samples file {packed.name} is incomplete: ")
+    assert run.incomplete["wsc266"].endswith(
+        " complete lines of the 133 documents lm-eval scored (n-samples), then cannot be read "
+        "(Compressed file ended before the end-of-stream marker was reached): truncated or "
+        "corrupt; left out of every table (run the model again, or delete the incomplete folder)"
     )
 
 
@@ -273,7 +279,8 @@ def test_a_samples_file_cut_mid_line_is_set_aside_with_a_note(folders, tmp_path)
     copy = _copy(folders[0], tmp_path / "copy", edit)
     run = runs.load_run(copy, "cut")
     assert "wsc266_switched" not in run.tasks and "wsc266" in run.tasks
-    assert "ends in an incomplete line" in run.incomplete["wsc266_switched"]
+    why = run.incomplete["wsc266_switched"]
+    assert "of the 70 documents lm-eval scored (n-samples), then a cut line " in why
     assert report.main([str(copy), "--iters", "50", "--out", str(tmp_path / "r")]) == 0
     for name in ("report.md", "report.html"):
         assert (

@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from wsc_tasks.cli import main as cli
 from wsc_tasks.reporting.report import nothing_to_show
@@ -37,6 +41,48 @@ def test_a_report_without_figures_exits_2_naming_why(tmp_path, capsys, caplog):
     assert err[0] == (
         "wsc-tasks report: error: none of the 47 tasks read has a samples file (run with "
         f"--log_samples); nothing written to {out} (--allow-empty writes it anyway)"
+    )
+    assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def cut_run(tmp_path_factory, data_dir) -> Path:
+    """A run of the chance model on 10 documents, with its samples (its summary removed, so the
+    samples file is read again)."""
+    out = tmp_path_factory.mktemp("cut")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "argv", list(sys.argv))
+        argv = ["run", "--model", "wsc-chance", "--model_args", "seed=1", "--tasks", "wsc266"]
+        assert cli([*argv, "--limit", "10", "--log_samples", "--output_path", str(out)]) == 0
+    for path in (out / "wsc-chance").glob("wsc_summary_*"):
+        path.unlink()
+    return out / "wsc-chance"
+
+
+@pytest.mark.parametrize(
+    "keep,ending",
+    [(6, ""), (6.5, ", then a cut line 7 (a run stopped while writing it?)")],
+    ids=["at a line's end", "mid-line"],
+)
+def test_a_report_of_a_cut_samples_file_names_it_and_the_fix(
+    keep, ending, cut_run, tmp_path, capsys
+):
+    """Before: "none of the 0 tasks read has a samples file (run with --log_samples)", of a run
+    made with --log_samples whose samples file was cut short."""
+    folder = tmp_path / "wsc-chance"
+    shutil.copytree(cut_run, folder)
+    [samples] = folder.glob("samples_wsc266_*.jsonl")
+    lines = samples.read_text().splitlines(keepends=True)
+    whole = int(keep)
+    samples.write_text("".join(lines[:whole]) + lines[whole][: 50 if keep != whole else 0])
+    out = tmp_path / "report"
+    assert cli(["report", str(folder), "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (
+        f"wsc-tasks report: error: {folder}: samples file {samples.name} is incomplete: 6 "
+        f"complete lines of the 10 documents lm-eval scored (n-samples){ending}; left out of "
+        f"every table (run the model again, or delete the incomplete folder); nothing written "
+        f"to {out}"
     )
     assert not out.exists()
 

@@ -4,7 +4,9 @@ The README's opening table and sentences against the committed report's tables (
 which scoring method, which p, which verdict by the findings' rule); ``results/README.md``'s
 account of the figures against the committed report's findings (it is a copy of them); and the
 committed findings and leaderboard against the rules' promises (no chance model with a control
-above chance, an artifact only on a score above chance, never "at chance").
+above chance, an artifact only on a score above chance, never "at chance"); and the READMEs'
+hand-written numbers (requests, the GPU batch's token positions, the leaderboard's ranked models
+and lowest C, versions, the contamination check's cost) against the committed runs.
 """
 
 from __future__ import annotations
@@ -92,15 +94,20 @@ def test_the_readme_sentences_are_the_committed_figures(overview):
         f"with a = {a.value:.3f} [{a.low:.3f}, {a.high:.3f}] (above chance, p {format_p(a.p)}; "
         f"both problems of a schema with A = {big_a.value:.3f}; `wsc266_associative_nocands`)"
     ) in text
-    # what the opening says the control shows is what the committed findings say of the model
+    # what the opening says of a and A, and what the control shows, is what the committed
+    # findings say of the model: A not distinguishable from chance, no stronger
     assert (
-        "does not survive the schema score, and a control baseline shows that an artifact can "
-        "explain part of it" in text
+        "is above chance while the schema score A is not distinguishable from chance, and a "
+        "control baseline shows that an artifact can explain part of it" in text
     )
+    for model in ("smollm2-135m", "smollm2-135m-partial"):
+        assert findings.verdict(estimate(overview, model, "wsc266", "a")) == findings.ABOVE
+        assert findings.verdict(estimate(overview, model, "wsc266", "A")) == findings.UNCLEAR
     report = section.block((RESULTS / "report" / "report.md").read_text(encoding="utf-8"))
     own = re.search(r"\*\*smollm2-135m\*\*.*?\n\n(.*?)\n\n", report, re.S)
     assert own is not None
-    assert "it does not survive the schema score" in own[1]
+    assert "but the schema score A is not distinguishable from chance" in own[1]
+    assert "survive" not in own[1]
     assert "an artifact can explain part of its score on `wsc266`" in own[1]
     partial = estimate(overview, "smollm2-135m-partial", "wsc266", "a").value
     smart = estimate(overview, "smollm2-135m", "wsc266", "a").value
@@ -145,3 +152,205 @@ def test_the_committed_findings_keep_the_rules_promises(overview):
         for sentence in named:
             for task in re.findall(r"`([^`]+)`", sentence):
                 assert findings.verdict(estimate(overview, model, task, "a")) == findings.ABOVE
+
+
+# -- the hand-written numbers of the READMEs, against the committed runs ---------------------------
+SMOLLM2 = ("smollm2-135m", "smollm2-135m-partial", "smollm2-135m-smart2")
+WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def prose(path: Path) -> str:
+    """A Markdown file's text with its lines joined (a sentence may break anywhere)."""
+    return " ".join(path.read_text(encoding="utf-8").split())
+
+
+def count(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+@pytest.fixture(scope="module")
+def requests() -> tuple[int, set[tuple[str, str]]]:
+    """The main job's log-likelihood requests as its samples files log them: how many, and the
+    distinct (context, continuation) pairs the model was sent."""
+    import gzip
+
+    import orjson
+
+    total, distinct = 0, set()
+    for path in sorted((RESULTS / SMOLLM2[0] / "lm_eval").glob("samples_*.jsonl.gz")):
+        with gzip.open(path, "rb") as handle:
+            for line in handle:
+                for argument in orjson.loads(line)["arguments"].values():
+                    total += 1
+                    distinct.add((argument["arg_0"], argument["arg_1"]))
+    return total, distinct
+
+
+def test_the_request_counts_are_the_committed_runs(requests):
+    """Before, results/README.md said 43,904 distinct requests where every log says 43,745."""
+    total, distinct = requests
+    for name in SMOLLM2:
+        log = (RESULTS / name / "log.txt").read_text(encoding="utf-8")
+        sent = re.findall(r"wsc_tasks: (\d+) loglikelihood requests, (\d+) distinct sent", log)
+        assert sent == [(str(total), str(len(distinct)))], name
+        assert f"Cached requests: {len(distinct)}, Requests remaining: 0" in log, name
+    results = prose(RESULTS / "README.md")
+    said = re.findall(r"sends ([\d,]+) log-likelihood requests \(([\d,]+) distinct", results)
+    assert [(count(a), count(b)) for a, b in said] == [(total, len(distinct))]
+    said = re.findall(r"same lm-eval; ([\d,]+) distinct requests", results)
+    assert [count(n) for n in said] == [len(distinct)]
+    assert f"`Cached requests: {len(distinct)}, Requests remaining: 0` in each SmolLM2" in results
+    readme = prose(ROOT / "README.md")
+    said = re.findall(r"([\d,]+) requests, ([\d,]+) of them distinct", readme)
+    assert [(count(a), count(b)) for a, b in said] == [(total, len(distinct))]
+    assert f"`wsc_group`'s {total:,} requests" in readme
+
+
+def test_the_gpu_batch_figure_is_the_mean_request_of_the_committed_run(requests):
+    """README: ``--batch_size 512`` carries 512 × the mean request length with SmolLM2's
+    tokenizer (before: "about 8,300"; it is 9,187), from the main job's requests encoded as
+    lm-eval encodes them for a causal model: context and continuation as one text, an empty
+    context as the prefix token, the last token not fed."""
+    from transformers import AutoTokenizer
+
+    from wsc_tasks.paths import DEFAULT_GGUF, default_model_folder
+
+    _, distinct = requests
+    tokenizer = AutoTokenizer.from_pretrained(default_model_folder(), gguf_file=DEFAULT_GGUF)
+    texts = [context + continuation for context, continuation in distinct]
+    encoded = tokenizer(texts)["input_ids"]  # lm-eval's tok_encode: the tokenizer's defaults
+    empty = sum(1 for context, _ in distinct if not context)
+    tokens = sum(map(len, encoded)) + empty - len(distinct)
+    said = re.search(
+        r"On a GPU\*\*, pass `--batch_size (\d+)`.*?with SmolLM2's tokenizer `wsc_group`'s "
+        r"([\d,]+) distinct requests feed the model ([\d,]+) tokens, ([\d.]+) each, so ([\d,]+) "
+        r"positions",
+        prose(ROOT / "README.md"),
+    )
+    assert said is not None
+    batch, mean = int(said[1]), tokens / len(distinct)
+    assert (count(said[2]), count(said[3])) == (len(distinct), tokens)
+    assert said[4] == f"{mean:.2f}"
+    assert count(said[5]) == round(batch * mean)
+
+
+def test_the_leaderboard_and_runs_as_results_readme_counts_them(overview):
+    """Before, results/README.md said the leaderboard ranks "the five runs": it ranks 3, the
+    chance models apart."""
+    import yaml
+
+    text = prose(RESULTS / "README.md")
+    listed = re.search(r"\[`models.yaml`\]\(models.yaml\) lists the (\w+) runs", text)
+    assert listed is not None
+    assert WORDS[listed[1]] == len(yaml.safe_load((RESULTS / "models.yaml").read_text()))
+    said = re.search(
+        r"rank the (\w+) models \(the (\w+) chance models are listed apart, not ranked; the \w+ "
+        r"models' ranks with their 95% confidence sets, all \[(\d+), (\d+)\]: on (\d+) schemas "
+        r"their A differ by at most ([\d.]+);",
+        text,
+    )
+    assert said is not None
+    board = pd.read_csv(RESULTS / "leaderboard.csv", keep_default_na=False)
+    ranked = board[board["rank (point estimate)"] != ""]
+    assert len(ranked) == WORDS[said[1]]
+    assert sorted(board[board["rank (point estimate)"] == ""].model) == sorted(CHANCE_MODELS)
+    assert WORDS[said[2]] == len(CHANCE_MODELS)
+    for kind in ("simultaneous", "marginal"):
+        sets = ranked[[f"rank, 95% {kind} low", f"rank, 95% {kind} high"]]
+        assert {tuple(map(int, row)) for row in sets.to_numpy()} == {(int(said[3]), int(said[4]))}
+    assert {int(estimate(overview, m, "wsc266", "A").n) for m in ranked.model} == {int(said[5])}
+    assert f"{ranked.A.max() - ranked.A.min():.3f}" == said[6]
+
+
+def test_the_versions_and_refreshed_figures_are_the_committed_runs():
+    """results/README.md's versions (each run's done.json), the refreshed winogrande_dev figure
+    (smart before, partial now) and the peer run's acc on the same dev problems."""
+    import json
+
+    from wsc_tasks.reporting import runs
+
+    text = prose(RESULTS / "README.md")
+    said = re.search(
+        r"Python ([\d.]+), torch ([\d.]+) CPU, lm-eval ([\d.]+), transformers ([\d.]+)", text
+    )
+    assert said is not None
+    for name in (*SMOLLM2, *CHANCE_MODELS):
+        versions = json.loads((RESULTS / name / "done.json").read_text())["versions"]
+        ran = [versions[k] for k in ("python", "torch", "lm_eval", "transformers")]
+        assert ran == [said[1], f"{said[2]}+cpu", said[3], said[4]], name
+    [results] = runs.results_files(RESULTS / SMOLLM2[0] / "lm_eval")
+    data = runs.read_results(results)
+    task = "winogrande_dev"
+    samples = runs.samples_file(results, task)
+    found = runs.read_task(task, dict(data["results"][task]), samples)
+    changed = re.search(r"the main job: ([\d.]+), smart, to ([\d.]+), partial\)", text)
+    assert changed is not None
+    assert f"{found.row['acc_smart,none']:.3f}" == changed[1]
+    assert f"{found.row['acc,none']:.3f}" == changed[2]
+    assert found.row["acc,none"] == found.row["acc_partial,none"]
+    [peer] = (RESULTS / "peer").glob("results_*.json")
+    peer_data = json.loads(peer.read_text())["results"]
+    said = re.search(r"Both report `acc` ([\d.]+) on the ([\d,]+) dev problems", text)
+    assert said is not None
+    for name in ("winogrande", "winogrande_dev"):
+        assert f"{peer_data[name]['acc,none']:.4f}" == said[1], name
+    assert peer_data["winogrande"]["sample_len"] == count(said[2])
+    assert peer_data["winogrande_dev"]["n_problems,none"] == count(said[2])
+    assert f"the {2 * count(said[2]):,} log-likelihoods behind them" in text
+
+
+def test_the_leaderboards_lowest_c_is_the_one_the_findings_name():
+    """Before, the leaderboard's `lowest C` was the minimum over every consistency task (0.575,
+    `winogrande_switched`) where the findings name the lowest over the ranking task's
+    perturbations (0.586), with no word of the difference; and its rank sets were presented as
+    Mogstad et al.'s without the Student's t step that departs from them."""
+    from wsc_tasks.data import catalog
+
+    board = pd.read_csv(RESULTS / "leaderboard.csv", keep_default_na=False)
+    report = section.block((RESULTS / "report" / "report.md").read_text(encoding="utf-8"))
+    family = [f"C {name}" for name in catalog.datasets(catalog.PERTURBATION, of=catalog.RANKING)]
+    for model in SMOLLM2:
+        row = board[board.model == model].iloc[0]
+        lowest = min(row[column] for column in family if column in row)
+        assert row["lowest C"] == lowest, model
+        own = re.search(rf"\*\*{model}\*\*.*?\n\n(.*?)\n\n", report, re.S)
+        assert own is not None
+        named = re.search(
+            r"(?:point estimate\)|least consistent) `[^`]+`, [^(]*\(C = ([\d.]+)", own[1]
+        )
+        assert named is not None and named[1] == f"{lowest:.3f}", model
+    page = prose(RESULTS / "leaderboard.md")
+    assert (
+        "`lowest C`: the lowest schema consistency under the perturbations of the ranking task"
+        in page
+    )
+    assert "each pair's studentised difference t is first read on Student's t scale" in page
+
+
+def test_the_contamination_cost_sentence_is_its_table():
+    """task_configs/README.md's cost of the contamination check against its own table (before:
+    "about a third" on WSC273 and WSC266, where the table gives a quarter)."""
+    text = (ROOT / "task_configs" / "README.md").read_text(encoding="utf-8")
+    table = text[text.index("| task | published file | shards |") :].split("\n\n")[0]
+    rows = {
+        line.split("|")[1].strip(" `"): line.split("|")[-3:-1]
+        for line in table.splitlines()
+        if line.startswith("| `")
+    }
+    positions = {task: count(cells[0]) for task, cells in rows.items()}
+    said = re.search(
+        r"([\d,]+) token positions for the four files with SmolLM2's tokenizer \(([\d,]+) "
+        r"`loglikelihood_rolling` requests, no duplicates\), about a (\w+) of them on WSC273 and "
+        r"WSC266, (\w+) thirds on Winogrande dev",
+        " ".join(text.split()),
+    )
+    assert said is not None and len(rows) == 4
+    total = sum(positions.values())
+    assert count(said[1]) == total
+    assert count(said[2]) == sum(count(cells[1]) for cells in rows.values())
+    schemas = positions["wsc273_contamination"] + positions["wsc266_contamination"]
+    shares = {"quarter": 1 / 4, "third": 1 / 3}
+    assert abs(schemas / total - shares[said[3]]) < 0.02
+    assert abs(positions["winogrande_dev_contamination"] / total - WORDS[said[4]] / 3) < 0.02
+    readme = prose(ROOT / "README.md")
+    assert f"it adds {count(said[2]):,} requests and {total:,} token positions" in readme

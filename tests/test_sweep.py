@@ -3,6 +3,7 @@ the chance model (the local launcher; tests/test_launchers.py has the others).""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -211,6 +213,53 @@ def test_a_second_sweep_on_the_same_folder_stops_naming_the_first(tmp_path, caps
     error = capsys.readouterr().err
     assert f"is in use by pid {os.getpid()} on " in error and "started 20" in error
     assert not (out / "chance1").exists()
+
+
+@contextlib.contextmanager
+def _unwritable(tmp_path: Path, how: str) -> Iterator[tuple[Path, str]]:
+    """A folder no file can be written in, as this process finds it (root included): under a
+    file, or made read-only (chmod as a user; immutable, chattr +i, as root, whom chmod does not
+    stop). Yields the --out to give and the folder the error names."""
+    if how == "under a file":
+        (tmp_path / "a-file").write_text("")
+        yield tmp_path / "a-file" / "sweep", "Not a directory"
+        return
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        undo = ["chmod", "755", str(folder)]
+    elif (
+        shutil.which("chattr")
+        and not subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode
+    ):
+        undo = ["chattr", "-i", str(folder)]
+    else:
+        pytest.skip("root, and no chattr +i here: nothing stops root writing a folder")
+    try:
+        yield folder, "Operation not permitted" if os.geteuid() == 0 else "Permission denied"
+    finally:
+        subprocess.run(undo, check=True)
+
+
+@pytest.mark.parametrize("how", ["under a file", "read-only"])
+def test_an_out_folder_that_cannot_be_written_is_one_line_before_anything_runs(
+    how, tmp_path, capsys, monkeypatch
+):
+    """Before: ``[Errno 1] Operation not permitted: 'sw/7d/.sweep'`` (or ``[Errno 20] Not a
+    directory``), without the fix that ``wsc-tasks run`` names for its --output_path."""
+    from wsc_tasks.cli import main as cli
+
+    monkeypatch.setattr(sweep, "models_of", lambda *a: pytest.fail("the models were read"))
+    models = tmp_path / "models.txt"
+    models.write_text("chance1 wsc-chance seed=1\n")
+    with _unwritable(tmp_path, how) as (out, why):
+        assert cli(["sweep", *_sweep_argv(models, out)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"wsc-tasks: error: --out {out}: cannot write to {out} ({why}); give a folder you can "
+        "write to (--verbose for the traceback)"
+    ]
+    assert not out.exists() or not any(out.iterdir())
 
 
 def test_a_resume_never_clears_a_folder_a_live_run_writes(tmp_path):

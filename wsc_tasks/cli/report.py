@@ -8,10 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-from wsc_tasks.metrics import stats
+from wsc_tasks.metrics import registry, stats
 from wsc_tasks.paths import KEEP_PATHS
 from wsc_tasks.reporting.report import build, nothing_to_show, write
-from wsc_tasks.reporting.runs import RunError, load_run, parse_folder_argument
+from wsc_tasks.reporting.runs import Run, RunError, load_run, parse_folder_argument
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,12 +54,14 @@ def main(argv: list[str] | None = None) -> int:
         help="write a report with no figure (default: nothing written, exit 2 naming why)",
     )
     args = parser.parse_args(argv)
-    runs = []
+    runs, folders = [], []
     for number, text in enumerate(args.folders, 1):
         label, folder = parse_folder_argument(text)
+        folders.append(folder)
         say(f"loading {number}/{len(args.folders)}: {folder} (results and samples)", args.quiet)
         started = time.monotonic()
         runs.append(load_run(folder, label, keep_paths=args.keep_paths))  # RunError: one line
+        _check_scored(runs[-1], folder)
         found, took = runs[-1], time.monotonic() - started
         summary = f"{len(found.tasks)} task(s) of {found.model} in {took:.0f} s"
         say(f"  {found.label}: {summary}", args.quiet)
@@ -67,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(set(labels)) != len(labels):
         raise RunError(f"two folders have the same label ({labels}); name them with LABEL=DIR")
     if not args.allow_empty and not any(t.samples for run in runs for t in run.tasks.values()):
+        cut = [(folder, why) for run, folder in zip(runs, folders, strict=True)
+               for why in run.incomplete.values()]  # fmt: skip
+        if cut:  # set aside, not missing: said with its fix, as the warning above says it
+            more = f" (and {len(cut) - 1} more)" if len(cut) > 1 else ""
+            return _nothing(args.out, f"{cut[0][0]}: {cut[0][1]}{more}", anyway=False)
         count = sum(len(run.tasks) for run in runs)
         return _nothing(
             args.out, f"none of the {count} tasks read has a samples file (run with --log_samples)"
@@ -89,13 +96,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _nothing(out: str, why: str) -> int:
-    print(
-        f"wsc-tasks report: error: {why}; nothing written to {out} (--allow-empty writes it "
-        "anyway)",
-        file=sys.stderr,
-    )
+def _nothing(out: str, why: str, anyway: bool = True) -> int:
+    also = " (--allow-empty writes it anyway)" if anyway else ""
+    print(f"wsc-tasks report: error: {why}; nothing written to {out}{also}", file=sys.stderr)
     return 2
+
+
+def _check_scored(run: Run, folder: str) -> None:
+    """A ``--predict_only`` run has samples but no metric: one line naming its folder and the
+    fix, rather than a report whose every section is skipped for want of samples."""
+    if run.tasks and all(registry.predict_only(task.row) for task in run.tasks.values()):
+        raise RunError(
+            f"{folder}: a --predict_only run (every request's score, no metric): the report "
+            "needs scored runs; run the model again without --predict_only, with --log_samples"
+        )
 
 
 def say(text: str, quiet: bool = False) -> None:

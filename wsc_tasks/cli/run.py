@@ -32,6 +32,7 @@ from wsc_tasks.reporting.output_files import RESULTS_FILE
 
 DEFAULT_TASKS = "wsc_group"
 DEFAULT_BATCH_SIZE = "32"  # lm-eval's default of 1 leaves a CPU idle between short sentences
+PREDICT_ONLY = ("--predict_only", "-x")  # lm-eval's flag: every request's score, no metric
 
 
 HELP = f"""\
@@ -328,6 +329,8 @@ def run_lm_eval(passthrough: list[str], lm_eval_tasks: bool | None = None) -> in
         raise KeyboardInterrupt(f"wsc-tasks: interrupted{what}") from None
     if first and notes.recorded():  # what the figures above need said, under lm-eval's tables
         print(notes.footer())
+    predict_only = _has(argv, *PREDICT_ONLY)
+    samples = predict_only or _has(argv, "--log_samples", "-s")  # lm-eval: one implies the other
     if first and target is not None:
         new = sorted(p for p in outputs(target) - before if RESULTS_FILE.match(p.name))
         if not keep_paths:
@@ -336,15 +339,14 @@ def run_lm_eval(passthrough: list[str], lm_eval_tasks: bool | None = None) -> in
                 _lm_eval_folder(): "<lm_eval>",
             }
             scrub(new, {**folders, **local_model_paths(model_args_of(argv))})
-        check_written(target, new, _has(argv, "--log_samples", "-s"))
+        check_written(target, new, samples)
         from wsc_tasks.reporting import runs, summaries  # the run's summary: no leaderboard or
 
-        if _has(argv, "--log_samples", "-s") and not os.environ.get(summaries.LATER):
+        if samples and not os.environ.get(summaries.LATER):
             runs.write_summaries(target)  # report decodes these samples again
     if first:
         label = model_label(_model(argv), model_args_of(argv))
-        samples = _has(argv, "--log_samples", "-s")
-        print(ending(target, new if target is not None else [], samples, label))
+        print(ending(target, new if target is not None else [], samples, label, predict_only))
     return 0
 
 

@@ -21,8 +21,15 @@ def check_output(target: Path, given: tuple[int, str] | None) -> list[Path]:
     """Before any model work: ``target`` exists (made here if needed) and takes a new file.
     lm-eval finds out only after the run, logs a warning and exits 0 with nothing saved.
     Returns the folders made, for ``discard``."""
+    return check_writable(target, f"--output_path {given[1]}" if given else "--output_path")
+
+
+def check_writable(target: Path, flag: str, keep: bool = True) -> list[Path]:
+    """``target`` exists (made here if needed) and takes a new file, else one line naming
+    ``flag``, the folder, why and the fix (``wsc-tasks run``'s --output_path, ``wsc-tasks
+    sweep``'s --out). Returns the folders made, deepest first (none if not ``keep``: removed
+    again, for a command that makes them itself later)."""
     made = [folder for folder in (target, *target.parents) if not folder.exists()]
-    flag = f"--output_path {given[1]}" if given else "--output_path"
     try:
         target.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=target, prefix=".wsc-tasks-write-check-"):
@@ -33,6 +40,9 @@ def check_output(target: Path, given: tuple[int, str] | None) -> list[Path]:
             f"wsc-tasks: {flag}: cannot write to {target} ({error.strerror or error}); give a "
             "folder you can write to"
         ) from None
+    if not keep:
+        _remove_empty(made)
+        return []
     return made
 
 
@@ -117,9 +127,12 @@ def _remove_empty(folders: list[Path]) -> None:
             return
 
 
-def ending(target: Path | None, new: list[Path], samples: bool, label: str) -> str:
+def ending(
+    target: Path | None, new: list[Path], samples: bool, label: str, predict_only: bool = False
+) -> str:
     """The run's last lines: where its files are and what to run next (the report needs the
-    samples, so without them it says how to get them)."""
+    samples, so without them it says how to get them; it needs metrics too, which a
+    ``--predict_only`` run has not)."""
     if target is None:
         return (
             "wsc-tasks: nothing saved (no --output_path). To keep this run and write its report: "
@@ -132,6 +145,12 @@ def ending(target: Path | None, new: list[Path], samples: bool, label: str) -> s
             "intervals, p-values and the findings of: wsc-tasks report)"
         )
     count = sum(1 for p in target.glob(f"samples_*_{stamp_of(new[-1])}.jsonl*")) if new else 0
+    if predict_only:
+        return (
+            f"wsc-tasks: predictions in {target}/ ({files} and {count} samples files: every "
+            "request's score, no metric); wsc-tasks report needs scored runs: run again without "
+            "--predict_only to report on them"
+        )
     return (
         f"wsc-tasks: results in {target}/ ({files} and {count} samples files). Next: "
         f"wsc-tasks report {target}"

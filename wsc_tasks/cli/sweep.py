@@ -15,6 +15,7 @@ from types import FrameType
 from typing import Any
 
 from wsc_tasks.cli.run import DEFAULT_TASKS, check_task_names
+from wsc_tasks.cli.run_outputs import check_writable
 from wsc_tasks.metrics import stats
 from wsc_tasks.paths import KEEP_PATHS
 from wsc_tasks.reporting import leaderboard
@@ -211,8 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     command = parser(_launcher_asked(argv))
     args, passthrough = command.parse_known_args(argv)
     _value_of_passthrough(args, argv, passthrough)
-    check_task_names(["--tasks", args.tasks, *passthrough])  # once, not in every model's run
     out = Path(args.out)
+    check_writable(out, f"--out {args.out}", keep=False)  # before a Hub query or lock writes there
+    check_task_names(["--tasks", args.tasks, *passthrough])  # once, not in every model's run
     if args.prefetch < 0:
         command.error("--prefetch: expected 0 or more")
     previous = signal.signal(signal.SIGTERM, _terminate)

@@ -53,14 +53,14 @@ from wsc_tasks.metrics.record import (
 )
 
 __all__ = [
-    "ACC", "BLANK_AT_END", "CATEGORY_STEMS", "CONSISTENCY", "EQUAL_LEN", "FILTER", "LOGGED",
-    "METRICS", "MORE_METRICS", "OUTCOME", "PAIR", "REASONS", "REGISTRY", "SCHEMA_ACC",
+    "ACC", "BLANK_AT_END", "BYPASS", "CATEGORY_STEMS", "CONSISTENCY", "EQUAL_LEN", "FILTER",
+    "LOGGED", "METRICS", "MORE_METRICS", "OUTCOME", "PAIR", "REASONS", "REGISTRY", "SCHEMA_ACC",
     "SHARDS", "SPLITS", "STDERR",
     "SUBSETS", "TAGGED_PAIR", "VARIANTS", "Aggregation", "Key", "Metric", "MetricKind",
     "TaskKind", "aggregation", "aggregations", "bind", "by_name", "column", "form",
     "headline", "higher_is_better", "in_summary", "lm_eval_values", "logged", "method_pairs",
-    "methods", "pair_aggregations", "parse_all", "record_of", "reported", "select",
-    "stderr_name", "task_kind",
+    "methods", "pair_aggregations", "parse_all", "predict_only", "record_of", "reported",
+    "select", "stderr_name", "task_kind",
 ]  # fmt: skip
 
 
@@ -238,6 +238,13 @@ def logged(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 NOT_AVAILABLE = "N/A"  # lm-eval's value of a figure it does not have (a task's undefined metric)
+BYPASS = "bypass"  # lm-eval's one metric of a --predict_only run, which computes none
+
+
+def predict_only(row: Mapping[str, Any]) -> bool:
+    """Whether an lm-eval results row is of a ``--predict_only`` run: its samples hold every
+    request's score and no metric."""
+    return column(BYPASS) in row
 
 
 def reported(row: Mapping[str, Any]) -> dict[Key, Any]:

@@ -36,7 +36,8 @@ every model label and task name enters a sentence through ``name`` and ``code``.
   of its schemas would find it above chance with 80% power (``metrics.exact.detectable``).
 - **Headline.** Schema accuracy A on the ranking task (``wsc266``) against chance.
 - **Problem accuracy and the schema score.** Problem accuracy a *survives the schema score* when a
-  and A are both above chance, and does not when a is above chance and A is not. The share of
+  and A are both above chance; when a is above chance and A is not, the sentence gives A's own
+  verdict (*not distinguishable from chance* shows no more than that). The share of
   half-solved schemas A′ (some but not all problems right) is quoted and, where a = A + A′/2 holds
   (schemas of two problems, thesis eq. 3.80), how much of a comes from solved and how much from
   half-solved schemas.
@@ -142,7 +143,7 @@ __all__ = [
     "explained_by_artifacts", "headline", "headline_tests", "interval", "name", "number",
     "one_line", "overview", "perturbation_tests", "perturbations", "ranked_above", "sentences",
     "signed",
-    "survival", "survives", "test", "tests", "verdict",
+    "schema_score", "survival", "survives", "test", "tests", "verdict",
 ]
 # fmt: on
 
@@ -158,6 +159,15 @@ def headline(model: Model, found: Test | None = None) -> str | None:
     )
 
 
+def schema_score(kept: bool, schema: Test) -> str:
+    """What follows a problem accuracy above chance: A above chance too (it survives the schema
+    score), else A's own verdict, no more: an A not distinguishable from chance does not show
+    that the model solves no more schemas than chance would."""
+    if kept:
+        return ", and it survives the schema score: A is above chance too"
+    return f", but the schema score A is {schema.verdict}"
+
+
 def survival(model: Model, found: Test | None = None) -> str | None:
     """Does problem accuracy survive the schema score; how much of it is half-solved schemas."""
     ranking = model.ranking
@@ -169,10 +179,8 @@ def survival(model: Model, found: Test | None = None) -> str | None:
     kept = survives(a, schema)
     if kept is None:
         text += ": no problem accuracy above chance for the schema score to keep."
-    elif kept:
-        text += ", and it survives the schema score: A is above chance too."
     elif schema is not None:
-        text += f", but it does not survive the schema score: A is {schema.verdict}."
+        text += f"{schema_score(kept, schema)}."
     else:
         text += "."
     half = model.half_solved
@@ -442,10 +450,7 @@ def brief(model: Model, found: Test | None = None) -> str:
     parts = [against_chance("A", found, _models(found.family))]
     if ranking.a is not None:
         kept = survives(ranking.a, found)
-        said = ""
-        if kept is not None:
-            said = ", and it" if kept else ", but it does not"
-            said += " survive" + ("s" if kept else "") + " the schema score"
+        said = schema_score(kept, found) if kept is not None else ""
         parts.append(against_chance("a", ranking.a) + said)
     if model.controls:
         above = controls_above(model)

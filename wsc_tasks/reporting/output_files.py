@@ -28,8 +28,26 @@ class RunError(ValueError):
     """An output folder that cannot be read as one model's lm-eval results."""
 
 
+INCOMPLETE_FIX = "run the model again, or delete the incomplete folder"
+
+
 class IncompleteSamples(RunError):
-    """A samples file with fewer (or more) documents than lm-eval's ``n-samples`` says."""
+    """A samples file cut short, or with fewer (or more) documents than lm-eval's ``n-samples``
+    says: its complete lines (``found``), the documents lm-eval scored (``expected``, when the
+    reader knows them) and how it ends (``detail``), said with the fix."""
+
+    def __init__(self, path: Path, found: int, expected: int | None = None, detail: str = ""):
+        super().__init__(path, found, expected, detail)
+        self.path, self.found, self.expected, self.detail = path, found, expected, detail
+
+    def __str__(self) -> str:
+        scored = "" if self.expected is None else f" of the {self.expected} documents lm-eval "
+        scored += "scored (n-samples)" if scored else ""
+        return (
+            f"samples file {self.path.name} is incomplete: {self.found} complete "
+            f"line{'' if self.found == 1 else 's'}{scored}"
+            f"{self.detail}; left out of every table ({INCOMPLETE_FIX})"
+        )
 
 
 def stamp_of(path: Path) -> str:
@@ -88,15 +106,15 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
                     except json.JSONDecodeError as error:
                         if not line.endswith(b"\n"):  # the last line, cut: a run stopped writing
                             raise IncompleteSamples(
-                                f"samples file {path.name} ends in an incomplete line {number} "
-                                "(a run stopped while writing it?): truncated, left out of every "
-                                "table"
+                                path,
+                                len(rows),
+                                detail=f", then a cut line {number} (a run stopped while writing "
+                                "it?)",
                             ) from None
                         raise RunError(f"{path}:{number}: not a JSON line ({error})") from error
     except (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as error:
         raise IncompleteSamples(
-            f"samples file {path.name} cannot be read to its end ({error}): truncated or corrupt, "
-            "left out of every table"
+            path, len(rows), detail=f", then cannot be read ({error}): truncated or corrupt"
         ) from None
     return sorted(rows, key=lambda r: r["doc_id"])
 

@@ -263,10 +263,7 @@ def read_task(
         logged = [registry.logged(r) for r in rows]
         values = {name: [v[name] for v in logged] for name in (logged[0] if logged else [])}
     if expected is not None and len(run.docs) != expected:
-        raise IncompleteSamples(
-            f"samples file {samples.name} has {len(run.docs)} of the {expected} documents "
-            "lm-eval scored (n-samples): incomplete, left out of every table"
-        )
+        raise IncompleteSamples(samples, len(run.docs), expected)
     for name, column in values.items():
         run.values[name] = column
         found = registry.by_name(name, column[0]) if column else None
@@ -356,6 +353,7 @@ def _load_run(folder: Path, label: str | None, keep_paths: bool) -> Run:
                 if isinstance(expected, int) and isinstance(counts.get("original"), int):
                     tasks[task].scored = (expected, counts["original"])
             except IncompleteSamples as error:
+                error.expected = expected if error.expected is None else error.expected
                 log.warning(f"wsc_tasks: {folder}: {task}: {error}")
                 tasks.pop(task, None)
                 incomplete[task] = str(error)

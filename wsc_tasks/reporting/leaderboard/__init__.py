@@ -5,7 +5,8 @@ sentence per model by the rules of ``reporting.findings``), the notes a reader m
 number (a ``--limit``, incomplete samples, failed models), then the tables. The ranking is
 compact: schema accuracy *A* and problem accuracy *a* of the ranking task with 95% intervals and
 p against chance (two-sided, with the side), the paired difference with the next model down, how
-many control baselines the model is above chance on, its lowest schema consistency and its
+many control baselines the model is above chance on, its lowest schema consistency under the
+ranking task's perturbations (the family the findings name their lowest from) and its
 GPU-hours. Chance models (``wsc-chance``) are the calibration check, in a table of their own, not
 ranked. The control baselines (problem accuracy without what a reader needs) and the schema
 consistency under each perturbation have their own tables; the models' metadata (a Hub model's

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ranks
 from wsc_tasks.paths import SWEEP_HUB_MODELS
 from wsc_tasks.reporting import findings, markup
@@ -55,8 +56,16 @@ def _controls_above(entry: Entry) -> str | None:
     return f"{above} of {len(entry.controls)}"
 
 
-def _lowest(entry: Entry) -> float | None:
-    values = [cell.estimate.value for cell in entry.consistency.values()]
+def _lowest(entry: Entry, task: str) -> float | None:
+    """The lowest schema consistency under the perturbations of the ranking task ``task``: the
+    family whose lowest C the findings name (the consistency table has every perturbation)."""
+    ranking = entry.run.tasks.get(task)
+    family = catalog.datasets(catalog.PERTURBATION, of=ranking.dataset if ranking else task)
+    values = [
+        cell.estimate.value
+        for name, cell in entry.consistency.items()
+        if _perturbation(name, [entry]) in family
+    ]
     return min(values) if values else None
 
 
@@ -240,7 +249,7 @@ def tables(
                 entry.a,
                 board.paired(entry.run, following.run) if following and table is ranking else None,
                 _controls_above(entry),
-                _lowest(entry),
+                _lowest(entry, task),
                 gpu_hours(entry.done),
             ])  # fmt: skip
     controls = [c for c in CONTROLS if any(c in e.controls for e in everyone)]
