@@ -60,7 +60,7 @@ __all__ = [
     "TaskKind", "aggregation", "aggregations", "bind", "by_name", "column", "form",
     "headline", "higher_is_better", "in_summary", "lm_eval_values", "logged", "method_pairs",
     "methods", "pair_aggregations", "parse_all", "predict_only", "record_of", "reported",
-    "select", "stderr_name", "task_kind",
+    "select", "stderr_name", "is_stderr_name", "task_kind",
 ]  # fmt: skip
 
 
@@ -207,6 +207,11 @@ def column(name: str) -> str:
 def stderr_name(name: str) -> str:
     """The name lm-eval reports metric ``name``'s standard error under (``acc_stderr``)."""
     return f"{name}{STDERR}"
+
+
+def is_stderr_name(name: str) -> bool:
+    """Whether ``name`` is lm-eval's name of a metric's standard error."""
+    return name.endswith(STDERR)
 
 
 def lm_eval_values(

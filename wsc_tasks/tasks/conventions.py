@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         def dump_config(self) -> dict: ...
         def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]: ...
         def aggregation(self) -> dict[str, Callable[..., Any]]: ...
+        def all_aggregations(self) -> dict[str, Any]: ...
         def higher_is_better(self) -> dict[str, bool | None]: ...
 
 else:
@@ -218,13 +219,14 @@ class TaskConventions(LmEvalTask):
         self.config.metric_list = [
             {"metric": name, "higher_is_better": directions.get(name)}
             for name in self.aggregation()
+            if not registry.is_stderr_name(name) and name != registry.MORE_METRICS
         ]
         return super().dump_config()
 
     # -- undefined metrics -------------------------------------------------------------------------
     def why_undefined(self, metric: str, items: Sequence[Any]) -> str:
         """What leaves ``metric`` without a value on these per-document values."""
-        aggregation = self.aggregation().get(metric)
+        aggregation = self.all_aggregations().get(metric)
         form = registry.form(aggregation) if aggregation is not None else None
         found = ratios.why_undefined(form, items) if form is not None else None
         return found or "it has no value on them"
