@@ -29,6 +29,7 @@ from wsc_tasks.metrics import ratios, registry
 from wsc_tasks.metrics.accuracy import restrict
 from wsc_tasks.metrics.registry import ACC, EQUAL_LEN, Key, TaskKind
 from wsc_tasks.paths import SWEEP_RESULTS, hide_model_paths, portable
+from wsc_tasks.reporting.foreign.origin import Origin
 from wsc_tasks.reporting.output_files import (
     LINE,
     RESULTS_FILE,
@@ -71,6 +72,7 @@ class TaskRun:
     dataset: str | None = None  # the catalog dataset it ran on (``metadata.dataset``)
     scored: tuple[int, int] | None = None  # documents scored, of the dataset's (lm-eval n-samples)
     problems: list[str] = field(default_factory=list)  # metrics its samples do not reproduce
+    origin: Origin | None = None  # a foreign run's task: who scored it (``reporting.foreign``)
     _equal: dict[str, list[Any] | None] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -177,10 +179,26 @@ class Run:
     logprob_check: dict[str, Any] | None = None  # a served model's check, as its results say
     info: ModelInfo = field(default_factory=ModelInfo)  # the model and run, as lm-eval recorded
 
+    def task_for(self, name: str) -> TaskRun | None:
+        """Its task ``name``, or its foreign task on the catalog dataset of that name (lm-eval's
+        ``winogrande`` read back stands for ``winogrande_dev``; its twin pairs for
+        ``winogrande_twins``): what a leaderboard ranks on."""
+        found = self.tasks.get(name)
+        if found is not None:
+            return found
+        foreign = (t for t in self.tasks.values() if t.origin is not None and t.dataset == name)
+        return next(foreign, None)
+
+    def foreign(self) -> list[Origin]:
+        """Who scored its foreign tasks, each once (none for a run of this package)."""
+        found = {t.origin.file: t.origin for t in self.tasks.values() if t.origin is not None}
+        return list(found.values())
+
     def task_on(self, dataset: str, kind: TaskKind = TaskKind.SCHEMA) -> TaskRun | None:
-        """Its task of ``kind`` on catalog dataset ``dataset`` (the first by name), if any."""
-        found = (t for t in self.tasks.values() if t.dataset == dataset and t.kind is kind)
-        return next(found, None)
+        """Its task of ``kind`` on catalog dataset ``dataset`` (the first by name; one of this
+        package's before a foreign one), if any."""
+        found = [t for t in self.tasks.values() if t.dataset == dataset and t.kind is kind]
+        return min(found, key=lambda t: t.origin is not None, default=None)
 
     def notes(self) -> list[str]:
         """What a reader of its tables must know: a --limit or --samples, tasks without samples or
@@ -196,7 +214,7 @@ class Run:
             part = [
                 f"{t.task} {t.scored[0]} of {t.scored[1]}"
                 for t in self.tasks.values()
-                if t.scored and t.scored[0] < t.scored[1]
+                if t.scored and t.scored[0] < t.scored[1] and t.origin is None
             ]
             if part:
                 notes.append(
@@ -231,6 +249,11 @@ class Run:
         notes += [f"{self.label}, {task}: {why}" for task, why in self.incomplete.items()]
         for task in self.tasks.values():
             notes += [f"{self.label}, {task.task}: {why}" for why in task.problems]
+        said = set()
+        for task in self.tasks.values():  # a foreign file's notes once, under its first task
+            if task.origin is not None and task.origin.file not in said:
+                said.add(task.origin.file)
+                notes += task.origin.notes(self.label, task.task)
         return notes
 
 
@@ -345,6 +368,14 @@ def _load_run(folder: Path, label: str | None, keep_paths: bool) -> Run:
             expected = counts.get("effective")
             metadata = data.get("configs", {}).get(task, {}).get("metadata") or {}
             incomplete.pop(task, None)
+            if samples is not None and not metadata.get("dataset") and _builtin(samples):
+                from wsc_tasks.reporting.foreign import lm_eval_samples
+
+                for name in [n for n, t in tasks.items() if t.origin and t.origin.task == task]:
+                    del tasks[name]  # an earlier run of the same task: the newest is kept
+                found = lm_eval_samples.read(task, samples, data, path.name, expected)
+                tasks.update(found)
+                continue
             try:
                 dataset = metadata.get("dataset")
                 tasks[task] = read_task(task, row, samples, expected, dataset, summary)
@@ -375,6 +406,14 @@ def _load_run(folder: Path, label: str | None, keep_paths: bool) -> Run:
     skipped = [c for c in checks if c.get("outcome") != "passed"]  # noted before any passed one
     check = next(reversed(skipped or checks), None)
     return Run(name, model, args, dict(sorted(tasks.items())), limit, incomplete, check, info)
+
+
+def _builtin(samples: Path) -> bool:
+    """The samples file is of lm-eval's built-in ``winogrande`` or ``wsc273`` (by its first
+    document's fields), read as a foreign run of this package's datasets."""
+    from wsc_tasks.reporting.foreign import lm_eval_samples
+
+    return lm_eval_samples.peek(samples) is not None
 
 
 def default_label(folder: Path) -> str:
