@@ -34,6 +34,7 @@ from wsc_tasks.reporting.foreign.pinned import (
     ForeignError,
     Scored,
     match,
+    picked,
     pinned,
     tasks,
 )
@@ -118,26 +119,22 @@ def scored(path: Path) -> list[Scored]:
         accs = column.field("acc").to_pylist()
     else:
         accs = table.column("acc").to_pylist()
-    key = pinned(WINOGRANDE).key
+    column = table.column("predictions")
+    listed = pa.types.is_list(column.type) and pa.types.is_floating(column.type.value_type)
+    predictions: list[Any] = column.to_pylist()
     out = []
-    for row, (example, predictions, acc) in enumerate(
-        zip(
-            table.column("example").to_pylist(),
-            table.column("predictions").to_pylist(),
-            accs,
-            strict=True,
-        )  # fmt: skip
-    ):
+    examples = table.column("example").to_pylist()
+    for row, (example, found, acc) in enumerate(zip(examples, predictions, accs, strict=True)):
         try:
-            lls = _predictions(predictions)
+            lls = tuple(found) if listed else _predictions(found)
         except (TypeError, ValueError) as error:
             raise ForeignError(f"{shown}, row {row}: no log-likelihoods ({error}); nothing "
                                "read") from None  # fmt: skip
-        if len(lls) != 2 or not isinstance(example, str):
+        if len(lls) != 2 or not isinstance(example, str) or None in lls:
             raise ForeignError(f"{shown}, row {row}: {len(lls)} log-likelihoods for a problem of "
                                "two options; nothing read")  # fmt: skip
-        found = float(acc) if isinstance(acc, int | float) else None
-        out.append(Scored(key(example), lls, f"row {row}", acc=found))
+        said = float(acc) if isinstance(acc, int | float) else None
+        out.append(Scored((example,), lls, f"row {row}", None, None, said, picked(lls)))
     return out
 
 

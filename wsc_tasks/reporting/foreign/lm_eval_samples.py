@@ -179,7 +179,7 @@ def scored(kind: str, found: list[tuple[str, dict[str, Any]]], path: Path) -> li
         if len(lls) != len(options):
             raise ForeignError(f"{path}, {where}: {len(lls)} log-likelihoods for "
                                f"{len(options)} options; nothing read")  # fmt: skip
-        out.append(Scored(pinned(kind).key(*key), lls, where, gold, options, _acc(row.get("acc"))))
+        out.append(Scored(key, lls, where, gold, options, _acc(row.get("acc"))))
     return out
 
 

@@ -21,15 +21,16 @@ partner is not in the run stays in a (a document of its own) and out of A, and i
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from wsc_tasks.data import catalog, parsers, sources
 from wsc_tasks.data.problems import Schema
 from wsc_tasks.data.winowhy import WINOWHY
-from wsc_tasks.metrics import registry
+from wsc_tasks.metrics import ratios, registry
 from wsc_tasks.metrics.accuracy import outcome
 from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC
 from wsc_tasks.reporting.foreign.origin import Origin
@@ -52,26 +53,35 @@ def normal(text: str) -> str:
     return " ".join(str(text).split())
 
 
-@dataclass(frozen=True)
-class Scored:
-    """One problem as a foreign run scored it."""
+class Scored(NamedTuple):
+    """One problem as a foreign run scored it (a tuple: a board reads a million of them)."""
 
-    key: tuple[str, ...]  # its content, as ``Pinned.key`` writes it
+    key: tuple[str, ...]  # its content, as the run writes it (``Pinned.find`` normalises it)
     lls: tuple[float, ...]  # each option's log-likelihood, in the run's option order
     where: str  # "line 12", "row 7": where the file holds it
     gold: int | None = None  # the answer's index as the run has it (None: not recorded)
     options: tuple[str, ...] | None = None  # the options as the run has them, if it has them
     acc: float | None = None  # the run's own verdict, if it recorded one
+    pick: int = -1  # the option lm-eval picks (``picked``), -1: not worked out yet
 
     def predicted(self) -> int:
-        """The option lm-eval picks: the first of the largest log-likelihoods (``np.argmax``)."""
-        return max(range(len(self.lls)), key=lambda i: (self.lls[i], -i))
+        return self.pick if self.pick >= 0 else picked(self.lls)
+
+
+def picked(lls: Sequence[float]) -> int:
+    """The option lm-eval picks: the first of the largest log-likelihoods (``np.argmax``)."""
+    best = 0
+    for i in range(1, len(lls)):
+        if lls[i] > lls[best]:
+            best = i
+    return best
 
 
 @dataclass(frozen=True)
 class Place:
     schema: int  # index in the dataset's schemas
     problem: int  # index in the schema's problems
+    at: int  # index among all the dataset's problems, schema after schema
     uid: str  # the problem's id (Winogrande's qID, WSC273's number in wsc273_schemas)
     label: int  # the pinned answer, in the run's option order
     options: tuple[str, ...]  # the pinned options, as the run writes them (for the check)
@@ -86,10 +96,55 @@ class Pinned:
     twins: str | None  # the catalog dataset of its twin pairs, if a task of its own
     source: str  # the file problems are matched against (for errors)
     schemas: list[Schema]
-    places: dict[tuple[str, ...], Place] = field(default_factory=dict)
+    places: dict[tuple[str, ...], Place] = field(default_factory=dict)  # by normalised content
+    exact: dict[tuple[str, ...], Place] = field(default_factory=dict)  # as the dataset writes it
+    # per (schema, its problems in the run): the document and the values every run shares
+    _docs: dict[tuple[int, tuple[int, ...]], dict[str, Any]] = field(default_factory=dict)
+    _outcomes: dict[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]], Any] = field(
+        default_factory=dict
+    )
+    members: list[tuple[int, ...]] = field(default_factory=list)  # each schema's problems (``at``)
+
+    @property
+    def size(self) -> int:
+        return sum(len(m) for m in self.members)
 
     def key(self, *parts: str) -> tuple[str, ...]:
         return tuple(normal(p) for p in parts)
+
+    def add(self, raw: tuple[str, ...], place: Place) -> None:
+        self.exact[raw] = place
+        self.places[self.key(*raw)] = place
+
+    def find(self, key: tuple[str, ...]) -> Place | None:
+        """The problem of a run's content: as written, else with its whitespace normalised."""
+        found = self.exact.get(key)
+        return found if found is not None else self.places.get(self.key(*key))
+
+    def document(self, s: int, problems: tuple[int, ...], groups: list[list[int]]) -> Any:
+        """Schema ``s`` with ``problems`` of it (and its ``groups`` among them) as an lm-eval
+        document, one object for every run (read-only, as a summary's values are)."""
+        at = (s, problems)
+        if at not in self._docs:
+            schema = self.schemas[s]
+            if problems == tuple(range(len(schema.problems))) and len(groups) == len(schema.groups):
+                part = schema
+            elif groups:
+                chosen = tuple(schema.problems[p] for p in problems)
+                part = replace(schema, problems=chosen, groups=tuple(map(tuple, groups)))
+            else:  # a problem alone: its own document, out of every schema metric
+                problem = schema.problems[problems[0]]
+                part = Schema(f"{schema.uid}/{problem.uid}", (problem,), schema.kind, schema.number)
+            self._docs[at] = part.to_doc()
+        return self._docs[at]
+
+    def outcome(self, correct: tuple[int, ...], groups: list[list[int]]) -> Any:
+        """The per-document outcome (``accuracy.outcome``), one object per distinct value: a
+        ratio's parts are then computed once per value, not per document and run."""
+        at = (correct, tuple(map(tuple, groups)))
+        if at not in self._outcomes:
+            self._outcomes[at] = outcome([bool(c) for c in correct], groups)
+        return self._outcomes[at]
 
 
 @functools.cache
@@ -98,16 +153,18 @@ def pinned(task: str) -> Pinned:
     if task == WINOGRANDE:
         schemas = catalog.load("winogrande_dev")
         found = Pinned(task, "winogrande_dev", "winogrande_twins", catalog.WINOGRANDE_DEV, schemas)
+        _number(found)
         for s, schema in enumerate(schemas):
             for p, problem in enumerate(schema.problems):
                 sentence = "_".join(problem.segments)
                 options = tuple(o[0] for o in problem.options)
-                place = Place(s, p, problem.uid, problem.label, options)
-                found.places[found.key(sentence)] = place
+                place = Place(s, p, found.members[s][p], problem.uid, problem.label, options)
+                found.add((sentence,), place)
         return found
     if task == WSC273:
         schemas = catalog.load("wsc273_schemas")
         found = Pinned(task, "wsc273_schemas", None, WINOWHY, schemas)
+        _number(found)
         numbers = {
             problem.number: (s, p)
             for s, schema in enumerate(schemas)
@@ -115,10 +172,18 @@ def pinned(task: str) -> Pinned:
         }
         for question in parsers.read_wsc273_json(sources.resolve(WINOWHY)):
             s, p = numbers[question.number]
-            place = Place(s, p, str(question.number), question.correct, question.answers)
-            found.places[found.key(question.before, question.pronoun, question.after)] = place
+            at = found.members[s][p]
+            place = Place(s, p, at, str(question.number), question.correct, question.answers)
+            found.add((question.before, question.pronoun, question.after), place)
         return found
     raise KeyError(f"no pinned dataset for task {task!r} (known: {WINOGRANDE}, {WSC273})")
+
+
+def _number(found: Pinned) -> None:
+    at = 0
+    for schema in found.schemas:
+        found.members.append(tuple(range(at, at + len(schema.problems))))
+        at += len(schema.problems)
 
 
 def _examples(items: Sequence[str]) -> str:
@@ -137,24 +202,24 @@ def _same_options(ours: Sequence[str], theirs: Sequence[str]) -> bool:
     )
 
 
-def match(found: Pinned, scored: Sequence[Scored], file: str) -> dict[tuple[int, int], bool]:
-    """(schema, problem) → answered right, for every problem of the run; ``ForeignError`` when
-    the run does not match the pinned dataset (see the module docstring)."""
+def match(found: Pinned, scored: Sequence[Scored], file: str) -> list[int]:
+    """Per problem of the dataset (``Place.at``): 1 answered right, 0 wrong, -1 not in the run;
+    ``ForeignError`` when the run does not match the pinned dataset (module docstring)."""
     unknown, answers, verdicts = [], [], []
-    seen: dict[tuple[int, int], str] = {}
-    right: dict[tuple[int, int], bool] = {}
+    right = [-1] * found.size
+    seen: dict[int, str] = {}
     for item in scored:
-        place = found.places.get(item.key)
+        place = found.find(item.key)
         if place is None:
             unknown.append(f"{item.where}: {' … '.join(item.key)[:80]!r}")
             continue
-        at = (place.schema, place.problem)
-        if at in seen:
+        if right[place.at] >= 0 or place.at in seen:
+            first = seen.get(place.at, "")
             raise ForeignError(
-                f"{file}: problem {place.uid} of {found.source} appears twice ({seen[at]} and "
+                f"{file}: problem {place.uid} of {found.source} appears twice ({first} and "
                 f"{item.where}): duplicated documents; nothing read"
             )
-        seen[at] = item.where
+        seen[place.at] = item.where
         if (item.gold is not None and item.gold != place.label) or (
             item.options is not None and not _same_options(item.options, place.options)
         ):
@@ -163,7 +228,7 @@ def match(found: Pinned, scored: Sequence[Scored], file: str) -> dict[tuple[int,
         correct = item.predicted() == place.label
         if item.acc is not None and bool(item.acc) != correct:
             verdicts.append(f"{item.where} ({place.uid}: acc {item.acc:g})")
-        right[at] = correct
+        right[place.at] = int(correct)
     if unknown:
         raise ForeignError(
             f"{file}: {len(unknown)} of its {len(scored)} documents are not problems of the "
@@ -186,42 +251,41 @@ def match(found: Pinned, scored: Sequence[Scored], file: str) -> dict[tuple[int,
 
 
 def tasks(
-    found: Pinned, right: dict[tuple[int, int], bool], origin: Origin, samples: Path | None = None
+    found: Pinned, right: list[int], origin: Origin, samples: Path | None = None
 ) -> dict[str, TaskRun]:
     """The run's tasks on the pinned schemas: the whole dataset (named as the run's task), and
     for Winogrande its twin pairs (``winogrande (twin pairs)``), as this package's tasks on the
     same datasets would have them (``samples``: the file they were read from)."""
     docs, outcomes, apart, pairs, pair_outcomes = [], [], [], [], []
-    for s, schema in enumerate(found.schemas):
-        present = [p for p in range(len(schema.problems)) if (s, p) in right]
+    for s, (schema, members) in enumerate(zip(found.schemas, found.members, strict=True)):
+        correct = tuple(right[i] for i in members)
+        if -1 not in correct:  # the whole schema: its document and groups as they are
+            groups = [list(g) for g in schema.groups]
+            docs.append(found.document(s, tuple(range(len(members))), groups))
+            outcomes.append(found.outcome(correct, groups))
+            if found.twins and len(members) == 2:
+                pairs.append(docs[-1])
+                pair_outcomes.append(outcomes[-1])
+            continue
+        present = [p for p, c in enumerate(correct) if c >= 0]
         if not present:
             continue
         whole = [g for g in schema.groups if all(p in present for p in g)]
-        grouped = sorted({p for g in whole for p in g})
+        grouped = tuple(sorted({p for g in whole for p in g}))
         if grouped:
             index = {p: i for i, p in enumerate(grouped)}
             kept = [[index[p] for p in g] for g in whole]
-            part = replace(
-                schema,
-                problems=tuple(schema.problems[p] for p in grouped),
-                groups=tuple(tuple(g) for g in kept),
-            )
-            docs.append(part.to_doc())
-            outcomes.append(outcome([right[(s, p)] for p in grouped], kept))
-            if found.twins and len(schema.problems) == 2 and len(grouped) == 2:
-                pairs.append(docs[-1])
-                pair_outcomes.append(outcomes[-1])
+            docs.append(found.document(s, grouped, kept))
+            outcomes.append(found.outcome(tuple(correct[p] for p in grouped), kept))
         for p in present:
             if p in grouped:
                 continue
             if schema.groups:  # its partner is not in the run
                 apart.append(schema.problems[p].uid)
-            alone = Schema(f"{schema.uid}/{schema.problems[p].uid}", (schema.problems[p],),
-                           schema.kind, schema.number)  # fmt: skip
-            docs.append(alone.to_doc())
-            outcomes.append(outcome([right[(s, p)]], []))
-    total = sum(len(s.problems) for s in found.schemas)
-    origin = replace(origin, problems=total, read=len(right), apart=tuple(apart))
+            docs.append(found.document(s, (p,), []))
+            outcomes.append(found.outcome((correct[p],), []))
+    read = sum(1 for c in right if c >= 0)
+    origin = replace(origin, problems=found.size, read=read, apart=tuple(apart))
     out = {origin.task: _task(origin.task, found.dataset, docs, outcomes, origin, samples)}
     if found.twins and pairs:
         name = f"{origin.task} ({TWINS})"
@@ -243,11 +307,20 @@ def _task(
     found.scored = (origin.read, origin.problems)  # ``partial`` when the run lacks problems
     names = [*RECORDS, registry.Key(ACC, method=SCORING).name,
              registry.Key(SCHEMA_ACC, method=SCORING).name]  # fmt: skip
+    distinct = {id(v): v for v in values}  # the few distinct outcomes, and how often each is
+    counts: dict[int, int] = {}
+    for value in values:
+        counts[id(value)] = counts.get(id(value), 0) + 1
+    figures: dict[Any, float] = {}
     for metric in names:
         form = registry.by_name(metric, values[0]) if values else None
-        if form is None:
+        if not isinstance(form, ratios.Ratio):
             continue
+        if form not in figures:  # Σ numerator / Σ denominator, each distinct value once
+            parts = [(form.parts(v), counts[k]) for k, v in distinct.items()]
+            total = sum(d * n for (_, d), n in parts)
+            figures[form] = sum(u * n for (u, _), n in parts) / total if total else math.nan
         found.values[metric] = values
         found.forms[metric] = form
-        found.row[registry.column(metric)] = form(values)
+        found.row[registry.column(metric)] = figures[form]
     return found

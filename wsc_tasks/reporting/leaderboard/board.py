@@ -70,18 +70,19 @@ def build(
     """The leaderboard of the models of a sweep (their folder names under ``out``); for each
     model named in ``above``, the findings say which models rank above it with 95% confidence."""
     board = Board(task, iters, seed)
-    entries, problems = [], []
+    folders, problems = [], []
     for name in names:
         folder = out / name
         if (folder / SWEEP_DONE).is_file():
-            entries.append(board.load(name, folder, read_done(folder) or {}))
+            folders.append((name, folder, read_done(folder) or {}))
         elif (folder / SWEEP_ERROR).is_file():
             ended = verdict(folder)
             problems.append((name, f"{ended} ({name}/{SWEEP_ERROR}): {error_summary(folder)}"))
         elif not (folder / "spec.json").is_file() and holds_run(folder):
-            entries.append(board.load(name, folder, {}))  # a run made elsewhere
+            folders.append((name, folder, {}))  # a run made elsewhere
         else:
             problems.append((name, "not run (interrupted?)"))
+    entries = board.load_all(folders)
     problems += [(e.label, f"no samples of {task}") for e in entries if e.A is None]
     scored = [e for e in entries if e.A is not None]
     scored.sort(key=_rank_key)

@@ -182,6 +182,7 @@ class Board:
                 f"{len(differ)} model(s) ran on other schemas of {self.task} than "
                 f"{runs[0].label} (--limit?), e.g. {differ[0]}"
             )
+        self.prepare(runs)  # ``BATCH`` models' replicates a product, not one model's each
         found = [self._replicates(run, k) for run, k in zip(runs, keyed, strict=True)]
         values = np.array([value for _, value, _ in found], dtype=float)
         form = ratios.SCHEMA_ACCURACY
@@ -202,6 +203,54 @@ class Board:
         its run as it is now, else computed from the run (and the cache written). A folder no
         sweep made (no ``done.json``) is read by ``foreign.sources``: details files, or lm-eval
         output in it or in its ``lm_eval/``."""
+        found = self._cached(name, folder, done)
+        if isinstance(found, Entry):
+            return found
+        return self._computed(found, folder, done)
+
+    def load_all(self, models: Sequence[tuple[str, Path, dict[str, Any]]]) -> list[Entry]:
+        """``load`` of every (name, folder, done.json), in their order; the figures of the runs
+        read ``BATCH`` at a time, the ranking task's A and a of each batch in one product per
+        number of schemas (``stats.Resamples.prefetch``: the same floats as one at a time)."""
+        out: list[Entry | None] = []
+        waiting: list[tuple[int, Run, Path, dict[str, Any], Path, dict[str, Any]]] = []
+
+        def flush() -> None:
+            self._prefetch([run for _, run, *_ in waiting])
+            for at, run, folder, done, path, key in waiting:
+                out[at] = self._computed((run, path, key), folder, done)
+            waiting.clear()
+
+        for name, folder, done in models:
+            found = self._cached(name, folder, done)
+            out.append(found if isinstance(found, Entry) else None)
+            if not isinstance(found, Entry):
+                run, path, key = found
+                waiting.append((len(out) - 1, run, folder, done, path, key))
+                if len(waiting) == BATCH:
+                    flush()
+        flush()
+        return [entry for entry in out if entry is not None]
+
+    def _prefetch(self, runs: Sequence[Run]) -> None:
+        """The replicate sums of the ranking task's A and a of ``runs``, a product per size."""
+        wanted: dict[int, list[tuple[list[Any], ratios.Ratio]]] = {}
+        for run in runs:
+            for metric, form in ((SCHEMA_ACC, ratios.SCHEMA_ACCURACY),
+                                 (ACC, ratios.PROBLEM_ACCURACY)):  # fmt: skip
+                values = _outcomes(run, self.task, metric)
+                if values:
+                    wanted.setdefault(len(values), []).append((values, form))
+        for n, pairs in wanted.items():
+            resamples = self._shared(n)
+            resamples.forget()
+            resamples.prefetch(pairs)
+
+    def _cached(
+        self, name: str, folder: Path, done: dict[str, Any]
+    ) -> Entry | tuple[Run, Path, dict[str, Any]]:
+        """The model's entry from its cache file, or its run read (with the cache's path and
+        key) when the cache was not computed from the run as it is now."""
         path = cache.cache_path(folder, self.task, self.iters, self.seed)
         source = run_folder(folder, done)
         key = cache.run_key(source, self.task, self.iters, self.seed)
@@ -221,6 +270,13 @@ class Board:
             from wsc_tasks.reporting.foreign import sources
 
             run = sources.load_folder(source, name)
+        return run, path, key
+
+    def _computed(
+        self, read: tuple[Run, Path, dict[str, Any]], folder: Path, done: dict[str, Any]
+    ) -> Entry:
+        """The entry of a run read from its files, its cache file written."""
+        run, path, key = read
         found = self.entry(run, folder, done)
         figures = {
             "A": found.A,
