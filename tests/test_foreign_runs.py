@@ -37,7 +37,7 @@ from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC
 from wsc_tasks.paths import include_path
 from wsc_tasks.reporting import leaderboard
 from wsc_tasks.reporting.foreign import leaderboard_details, sources
-from wsc_tasks.reporting.foreign.pinned import ForeignError, pinned
+from wsc_tasks.reporting.foreign.pinned import pinned
 from wsc_tasks.reporting.runs import Run, TaskRun, load_run
 from wsc_tasks.scoring.causal import partial_request
 
@@ -557,6 +557,8 @@ def test_a_leaderboard_ranks_archived_details_beside_this_packages_runs(
     board = leaderboard.build(leaderboard.model_folders(out), out, "winogrande_twins", ITERS, 0)
     entries = {e.label: e for e in board.entries}
     assert set(entries) == {"tiny-gpt2", "org__tiny", "org__other"}
+    # a sweep's leaderboard ranks them beside its own models too
+    assert leaderboard.made_elsewhere(out, ["tiny-gpt2"]) == ["org__other", "org__tiny"]
     mine, theirs = entries["tiny-gpt2"], entries["org__tiny"]
     assert mine.A == theirs.A and mine.a == theirs.a
     delta = board.tables.ranking  # the paired difference of the two equal runs is 0
@@ -588,7 +590,3 @@ def test_a_board_of_runs_made_elsewhere_ranks_on_winograndes_twin_pairs(details,
     shutil.copytree(details.parent.parent, out / "org__tiny")
     names = leaderboard.model_folders(out)
     assert names == ["org__tiny"] and leaderboard.default_task(out, names) == "winogrande_twins"
-
-
-def test_a_foreign_error_is_a_run_error():
-    assert issubclass(ForeignError, ValueError)

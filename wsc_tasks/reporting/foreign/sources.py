@@ -36,11 +36,15 @@ def is_hub(text: str) -> bool:
 
 def holds_run(folder: Path) -> bool:
     """A folder a leaderboard reads as a model's run though no sweep made it: winogrande details
-    files, or lm-eval output (``results_<date>.json``) in it or in its ``lm_eval/``."""
+    files, or lm-eval output with its samples (``results_<date>.json`` and ``samples_*``: a run
+    without ``--log_samples`` has nothing to rank) in it or in its ``lm_eval/``."""
     if leaderboard_details.details_files(folder):
         return True
     for place in (folder, folder / SWEEP_RESULTS):
-        if place.is_dir() and any(RESULTS_FILE.match(p.name) for p in place.glob("*.json")):
+        if not place.is_dir():
+            continue
+        results = any(RESULTS_FILE.match(p.name) for p in place.glob("*.json"))
+        if results and next(place.glob("samples_*.jsonl*"), None) is not None:
             return True
     return False
 

@@ -105,6 +105,7 @@ class Board:
         # resamples every paired difference over those schemas shares (``_replicates``)
         self._models: dict[int, tuple[list[Any], float, Any]] = {}
         self._resamples: dict[int, stats.Resamples] = {}  # per number of schemas
+        self._keys: dict[int, tuple[Run, dict | None]] = {}  # ``_keyed`` per run (kept alive)
 
     def estimate(self, values: list, form: ratios.Ratio, against_chance: bool) -> Interval:
         """The figure with its interval and p: the board's resamples of that many documents
@@ -114,6 +115,13 @@ class Board:
         found = stats.bootstrap(values, form, null=null, iters=self.iters, seed=self.seed,
                                 resamples=shared)  # fmt: skip
         return Interval(found, against_chance)
+
+    def _keyed(self, run: Run) -> dict | None:
+        """schema → A's per-schema value of the ranking task, once per run (``paired`` asks for
+        it twice per row)."""
+        if id(run) not in self._keys:
+            self._keys[id(run)] = (run, _keyed(run, self.task, SCHEMA_ACC))
+        return self._keys[id(run)][1]
 
     def _shared(self, n: int) -> stats.Resamples:
         """The resamples of ``n`` documents, counted at once: every replicate sum is then one
@@ -127,7 +135,7 @@ class Board:
         """A(first) − A(second) on the schemas both were run on, with p against 0. Two models run
         on the same schemas (the usual case) share the resamples, so each model's replicates are
         computed once for the whole board: the same numbers as ``stats.paired_difference``."""
-        a, b = _keyed(first, self.task, SCHEMA_ACC), _keyed(second, self.task, SCHEMA_ACC)
+        a, b = self._keyed(first), self._keyed(second)
         if not a or not b:
             return None
         form = ratios.SCHEMA_ACCURACY
@@ -151,7 +159,7 @@ class Board:
         ``BATCH`` models at a time."""
         todo: dict[int, list[tuple[Run, list[Any]]]] = {}
         for run in runs:
-            keyed = _keyed(run, self.task, SCHEMA_ACC)
+            keyed = self._keyed(run)
             if id(run) not in self._models and keyed:
                 x, _ = stats.align(keyed, keyed)
                 todo.setdefault(len(x), []).append((run, x))
@@ -171,7 +179,7 @@ class Board:
         for every model: what the confidence sets for ranks need) and the n × p per-schema
         values of A, or why there are none: models run on different schemas are not resampled
         together."""
-        found_keys = [_keyed(run, self.task, SCHEMA_ACC) for run in runs]
+        found_keys = [self._keyed(run) for run in runs]
         keyed = [k for k in found_keys if k]
         if not runs or len(keyed) < len(runs):
             return f"a model without samples of {self.task}"
@@ -187,8 +195,10 @@ class Board:
         values = np.array([value for _, value, _ in found], dtype=float)
         form = ratios.SCHEMA_ACCURACY
         per_schema = []
-        for x, _, _ in found:
-            num, den = (np.asarray(part, dtype=float) for part in form.arrays(x))
+        for x, _, _ in found:  # the parts ``prepare`` took of the same list
+            num, den = (
+                np.asarray(part, dtype=float) for part in self._shared(len(x)).parts(x, form)
+            )
             per_schema.append(np.divide(num, den, out=np.zeros_like(num), where=den > 0))
         replicates = np.column_stack([reps for _, _, reps in found])
         return values, replicates, np.column_stack(per_schema)
