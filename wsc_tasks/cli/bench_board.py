@@ -234,7 +234,7 @@ def details_template(source: Path | None) -> Any:
     import pyarrow.parquet as pq
 
     from wsc_tasks.reporting.foreign import leaderboard_details
-    from wsc_tasks.reporting.foreign.pinned import WINOGRANDE, pinned
+    from wsc_tasks.reporting.foreign.pinned import VERDICT, WINOGRANDE, pinned
 
     if source is not None:
         return pq.read_table(source)
@@ -252,7 +252,7 @@ def details_template(source: Path | None) -> Any:
             "example": sentence,
             "full_prompt": "\n\n".join([*shots, problem.segments[0] + problem.options[0][0]]),
             "predictions": [float(pair[0]), float(pair[1])],
-            "acc": float(int(pair[1] > pair[0]) == problem.label),
+            VERDICT: float(int(pair[1] > pair[0]) == problem.label),
             "num_fewshot": 5,
         })  # fmt: skip
     path = Path(tempfile.mkdtemp(prefix="wsc-details-")) / DETAILS_NAME
@@ -268,7 +268,7 @@ def rescored(template: Any, seed: int) -> Any:
     import numpy as np
     import pyarrow as pa
 
-    from wsc_tasks.reporting.foreign.pinned import WINOGRANDE, pinned
+    from wsc_tasks.reporting.foreign.pinned import VERDICT, WINOGRANDE, pinned
 
     found = pinned(WINOGRANDE)
     labels = np.array([found.places[found.key(e)].label for e in template["example"].to_pylist()])
@@ -278,7 +278,7 @@ def rescored(template: Any, seed: int) -> Any:
     lls[swap] = lls[swap][:, ::-1]
     acc = (np.argmax(lls, axis=1) == labels).astype(float)
     predictions = pa.array(lls.tolist(), pa.list_(pa.float64()))
-    metrics = pa.array([{"acc": a} for a in acc.tolist()], pa.struct([("acc", pa.float64())]))
+    metrics = pa.array([{VERDICT: a} for a in acc.tolist()], pa.struct([(VERDICT, pa.float64())]))
     table = template.set_column(template.column_names.index("predictions"), "predictions",
                                 predictions)  # fmt: skip
     return table.set_column(table.column_names.index("metrics"), "metrics", metrics)

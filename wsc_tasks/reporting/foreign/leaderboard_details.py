@@ -30,6 +30,7 @@ from typing import Any
 
 from wsc_tasks.reporting.foreign.origin import DETAILS, Origin
 from wsc_tasks.reporting.foreign.pinned import (
+    VERDICT,
     WINOGRANDE,
     ForeignError,
     Scored,
@@ -38,7 +39,7 @@ from wsc_tasks.reporting.foreign.pinned import (
     pinned,
     tasks,
 )
-from wsc_tasks.reporting.runs import TaskRun
+from wsc_tasks.reporting.task_run import TaskRun
 
 # lighteval's ``Detail`` fields, the columns of a details file, in its order
 COLUMNS = (
@@ -97,7 +98,7 @@ def scored(path: Path) -> list[Scored]:
     try:
         handle = pq.ParquetFile(path)
         names = set(handle.schema_arrow.names)
-        verdict = "metrics" if "metrics" in names else "acc"
+        verdict = "metrics" if "metrics" in names else VERDICT
         missing = {"example", "predictions", verdict} - names
         if missing:
             raise ForeignError(
@@ -113,12 +114,12 @@ def scored(path: Path) -> list[Scored]:
     accs: list[Any]
     if verdict == "metrics":
         column = table.column("metrics").combine_chunks()
-        if not pa.types.is_struct(column.type) or column.type.get_field_index("acc") < 0:
+        if not pa.types.is_struct(column.type) or column.type.get_field_index(VERDICT) < 0:
             raise ForeignError(f"{shown}: its metrics column has no acc ({column.type}); nothing "
                                "read")  # fmt: skip
-        accs = column.field("acc").to_pylist()
+        accs = column.field(VERDICT).to_pylist()
     else:
-        accs = table.column("acc").to_pylist()
+        accs = table.column(VERDICT).to_pylist()
     column = table.column("predictions")
     listed = pa.types.is_list(column.type) and pa.types.is_floating(column.type.value_type)
     predictions: list[Any] = column.to_pylist()
@@ -178,7 +179,7 @@ def write(path: Path, rows: Sequence[dict[str, Any]]) -> None:
             "choices": pa.array(empty, pa.list_(pa.null())),
             "gold_index": pa.array(empty, pa.list_(pa.null())),
             "metrics": pa.array(
-                [{"acc": float(r["acc"])} for r in rows], pa.struct([("acc", pa.float64())])
+                [{VERDICT: float(r[VERDICT])} for r in rows], pa.struct([(VERDICT, pa.float64())])
             ),  # fmt: skip
         }
     )

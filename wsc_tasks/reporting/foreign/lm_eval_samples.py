@@ -36,6 +36,7 @@ from typing import Any
 
 from wsc_tasks.reporting.foreign.origin import LM_EVAL, Origin
 from wsc_tasks.reporting.foreign.pinned import (
+    VERDICT,
     WINOGRANDE,
     WSC273,
     ForeignError,
@@ -44,7 +45,7 @@ from wsc_tasks.reporting.foreign.pinned import (
     pinned,
     tasks,
 )
-from wsc_tasks.reporting.runs import TaskRun
+from wsc_tasks.reporting.task_run import TaskRun
 
 WINOGRANDE_FIELDS = frozenset({"sentence", "option1", "option2", "answer"})
 WSC273_FIELDS = frozenset({"text", "pronoun", "pronoun_loc", "options", "label"})
@@ -179,7 +180,7 @@ def scored(kind: str, found: list[tuple[str, dict[str, Any]]], path: Path) -> li
         if len(lls) != len(options):
             raise ForeignError(f"{path}, {where}: {len(lls)} log-likelihoods for "
                                f"{len(options)} options; nothing read")  # fmt: skip
-        out.append(Scored(key, lls, where, gold, options, _acc(row.get("acc"))))
+        out.append(Scored(key, lls, where, gold, options, _acc(row.get(VERDICT))))
     return out
 
 

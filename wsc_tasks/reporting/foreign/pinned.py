@@ -35,14 +35,19 @@ from wsc_tasks.metrics.accuracy import outcome
 from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC
 from wsc_tasks.reporting.foreign.origin import Origin
 from wsc_tasks.reporting.output_files import RunError
-from wsc_tasks.reporting.runs import TaskRun
+from wsc_tasks.reporting.task_run import TaskRun
 
 WINOGRANDE, WSC273 = "winogrande", "wsc273"  # the foreign tasks: lm-eval's names
 SCORING = "partial"  # the method of both (the text after the blank, given the option)
 TWINS = "twin pairs"  # the name of a Winogrande run's task on its twin pairs: "winogrande (…)"
 # the per-document values a task of this package logs for its headline and partial scoring
-RECORDS = ("acc", "schema_acc", "half_solved", "anti_solved")
+RECORDS = tuple(
+    registry.Key(record).name for record in (ACC, SCHEMA_ACC, "half_solved", "anti_solved")
+)
 EXAMPLES = 3  # documents quoted in an error
+# a row's own verdict in lm-eval's samples and in the leaderboard's details (their ``metrics``
+# struct): the other harness's name, which happens to be this package's record's too
+VERDICT = "acc"
 
 
 class ForeignError(RunError):
