@@ -9,7 +9,9 @@ tree (``/api/models/{repo}/tree/{rev}``) and file downloads (``HEAD``/``GET
 401 and ``X-Error-Code: GatedRepo``, an unknown repository 401 ``RepoNotFound``, an unknown
 revision 404 ``RevisionNotFound``: what ``huggingface_hub.utils.hf_raise_for_status`` maps to its
 errors. Repositories are folders of files (``tests/tiny_models.py`` builds them); ``push`` adds a
-commit and moves ``main``; ``delete`` removes a repository. Every request is recorded with its time
+commit and moves ``main`` (of a dataset repository with ``dataset=True``: ``/api/datasets/…`` and
+``/datasets/{repo}/resolve/…`` answer for it, as the client asks for a dataset's files);
+``delete`` removes a repository. Every request is recorded with its time
 (``requests``); weight files can be served slowly (``seconds_per_weights``: their bytes trickle
 out over that time, so a download can be cut half way), and the next downloads of a repository's
 weights can fail (``failures``: each an HTTP status and the Hub's message) or break off half way
@@ -51,6 +53,7 @@ class HubServer:
 
     def __init__(self, token: str = "hf_accepted", seconds_per_weights: float = 0.0) -> None:
         self.repos: dict[str, Repo] = {}
+        self.datasets: dict[str, Repo] = {}  # dataset repositories (``push(..., dataset=True)``)
         self.token = token  # the token of a user who accepted every gated repository's terms
         self.seconds_per_weights = seconds_per_weights
         self.failures: dict[str, list[tuple[int, str]]] = {}  # repo -> next weight downloads' fate
@@ -71,13 +74,15 @@ class HubServer:
         self._server.shutdown()
         self._server.server_close()
 
-    def push(self, repo_id: str, folder: Path, **settings: Any) -> str:
-        """A commit of every file of ``folder`` to ``repo_id``'s ``main`` (the repository is made
-        with ``settings`` if new); returns the commit's sha."""
+    def push(self, repo_id: str, folder: Path, dataset: bool = False, **settings: Any) -> str:
+        """A commit of every file of ``folder`` to ``repo_id``'s ``main`` (the repository, a
+        dataset one with ``dataset``, is made with ``settings`` if new); returns the commit's
+        sha."""
         files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
                  if p.is_file()}  # fmt: skip
+        store = self.datasets if dataset else self.repos
         with self._lock:
-            repo = self.repos.setdefault(repo_id, Repo(repo_id, **settings))
+            repo = store.setdefault(repo_id, Repo(repo_id, **settings))
             parent = repo.refs.get("main", "")
             listing = json.dumps(sorted((k, _blob_id(v)) for k, v in files.items()))
             sha = hashlib.sha1(f"{repo_id}{parent}{listing}".encode()).hexdigest()  # noqa: S324
@@ -143,8 +148,9 @@ class HubServer:
         parts = path.strip("/").split("/")
         if parts[:2] == ["api", "models"] and len(parts) == 2:
             return self._json(handler, self._listing(query), head)
-        if parts[:2] == ["api", "models"] and len(parts) >= 4:
-            repo = self.repos.get("/".join(parts[2:4]))
+        if parts[:2] in (["api", "models"], ["api", "datasets"]) and len(parts) >= 4:
+            store = self.datasets if parts[1] == "datasets" else self.repos
+            repo = store.get("/".join(parts[2:4]))
             if repo is None:
                 return self._error(handler, 401, "RepoNotFound", "Repository not found", head)
             rest = parts[4:]
@@ -157,7 +163,10 @@ class HubServer:
                     tree = [{"type": "file", "path": name, "size": len(data),
                              "oid": _blob_id(data)} for name, data in files.items()]  # fmt: skip
                     return self._json(handler, tree, head)
-                return self._json(handler, self._info(repo, sha), head)
+                return self._json(handler, self._info(repo, sha, store), head)
+        if parts[0] == "datasets" and len(parts) >= 6 and parts[3] == "resolve":
+            name = "/".join(parts[1:3])
+            return self._file(handler, name, parts[4], "/".join(parts[5:]), head, self.datasets)
         if len(parts) >= 5 and parts[2] == "resolve":
             return self._file(handler, "/".join(parts[:2]), parts[3], "/".join(parts[4:]), head)
         self._error(handler, 404, "NotFound", f"no route for {path}", head)
@@ -167,8 +176,8 @@ class HubServer:
         sha = repo.refs.get(revision, revision)
         return sha if sha in repo.commits else None
 
-    def _info(self, repo: Repo, sha: str) -> dict[str, Any]:
-        files = self.repos[repo.id].commits[sha]
+    def _info(self, repo: Repo, sha: str, store: dict[str, Repo] | None = None) -> dict[str, Any]:
+        files = (self.repos if store is None else store)[repo.id].commits[sha]
         config = json.loads(files["config.json"]) if "config.json" in files else {}
         return {
             "_id": repo.id,
@@ -213,8 +222,8 @@ class HubServer:
         return found[: int(query["limit"][0])] if "limit" in query else found
 
     def _file(self, handler: BaseHTTPRequestHandler, repo_id: str, revision: str, name: str,
-              head: bool) -> None:  # fmt: skip
-        repo = self.repos.get(repo_id)
+              head: bool, store: dict[str, Repo] | None = None) -> None:  # fmt: skip
+        repo = (self.repos if store is None else store).get(repo_id)
         if repo is None:
             return self._error(handler, 401, "RepoNotFound", "Repository not found", head)
         if repo.gated and handler.headers.get("Authorization") != f"Bearer {self.token}":

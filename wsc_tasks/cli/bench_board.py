@@ -15,6 +15,14 @@ runs them) with its wall time and its peak resident memory (the child's ``ru_max
 - ``report``: ``wsc-tasks report`` over the first N folders, for N up to ``--report-max``.
 
 Sizes above ``--max-seconds`` of the previous size's first leaderboard extrapolated are skipped.
+
+With ``--details N,…`` it times instead the leaderboard of N archived Open LLM Leaderboard
+details files (``details_board``): copies of one details file (``--details-file``, e.g. the
+tests' fixture or a file of the archive; else one written from the pinned dev file with random
+log-likelihoods), each with other scores (the two log-likelihoods of a share of its rows
+exchanged, its ``acc`` recomputed), each in a model folder of its own as ``wsc-tasks leaderboard
+--details-repo`` leaves it; the first leaderboard (each file read once, its figures kept beside
+it), again, and with one more file added.
 """
 
 from __future__ import annotations
@@ -27,10 +35,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from wsc_tasks.paths import SWEEP_DONE, SWEEP_RESULTS
 
 DEFAULT_SIZES = (10, 100, 1000)
+DETAILS_DATE = "2023-09-18T03-05-58.053951"  # the copies' run time, as the archive names runs
+DETAILS_NAME = f"details_harness|winogrande|5_{DETAILS_DATE}.parquet"
 
 
 def finished_runs(runs: Path) -> list[Path]:
@@ -142,9 +153,30 @@ def main(argv: list[str] | None = None) -> int:
         "filter by --query, where the ranking starts)",
     )
     parser.add_argument("--query", default="0", help="the filter's text for --page")
+    parser.add_argument(
+        "--details",
+        default="",
+        metavar="SIZES",
+        help="instead: the leaderboard of N archived winogrande details files (comma-separated "
+        "sizes, e.g. 1000), copies of --details-file with other scores",
+    )
+    parser.add_argument(
+        "--details-file",
+        type=Path,
+        default=None,
+        help="the details file copied (default: one written from the pinned dev file)",
+    )
     args = parser.parse_args(argv)
     if args.page:
         print(page_measures(Path(args.page), args.query))
+        return 0
+    if args.details:
+        work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="wsc-bench-board-"))
+        sizes = sorted(int(s) for s in args.details.split(",") if s.strip())
+        extra = ["--iters", str(args.iters)] if args.iters else []
+        print(table(details_board(work, sizes, args.details_file, extra)))
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
         return 0
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     report_sizes = sorted(int(s) for s in (args.report_sizes or args.sizes).split(",") if s.strip())
@@ -192,6 +224,98 @@ def main(argv: list[str] | None = None) -> int:
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def details_template(source: Path | None) -> Any:
+    """The details file copied, as a table: ``source``'s, or one written from the pinned dev
+    file (every problem, in an order of its own, random log-likelihoods, its acc against the
+    answer, a few-shot prompt of about the archive's size)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from wsc_tasks.reporting.foreign import leaderboard_details
+    from wsc_tasks.reporting.foreign.pinned import VERDICT, WINOGRANDE, pinned
+
+    if source is not None:
+        return pq.read_table(source)
+    found = pinned(WINOGRANDE)
+    problems = [p for schema in found.schemas for p in schema.problems]
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(problems))
+    lls = rng.normal(-30.0, 5.0, size=(len(problems), 2))
+    shots = [problems[i].fill(problems[i].label) for i in range(5)]
+    rows = []
+    for at in order:
+        problem, pair = problems[at], lls[at]
+        sentence = "_".join(problem.segments)
+        rows.append({
+            "example": sentence,
+            "full_prompt": "\n\n".join([*shots, problem.segments[0] + problem.options[0][0]]),
+            "predictions": [float(pair[0]), float(pair[1])],
+            VERDICT: float(int(pair[1] > pair[0]) == problem.label),
+            "num_fewshot": 5,
+        })  # fmt: skip
+    path = Path(tempfile.mkdtemp(prefix="wsc-details-")) / DETAILS_NAME
+    leaderboard_details.write(path, rows)
+    table = pq.read_table(path)
+    shutil.rmtree(path.parent, ignore_errors=True)
+    return table
+
+
+def rescored(template: Any, seed: int) -> Any:
+    """``template`` with other scores: each row's two log-likelihoods exchanged with a chance of
+    its own for this copy (10% to 60%), its ``acc`` recomputed against the pinned answer."""
+    import numpy as np
+    import pyarrow as pa
+
+    from wsc_tasks.reporting.foreign.pinned import VERDICT, WINOGRANDE, pinned
+
+    found = pinned(WINOGRANDE)
+    labels = np.array([found.places[found.key(e)].label for e in template["example"].to_pylist()])
+    lls = np.array(template["predictions"].to_pylist(), dtype=float)
+    rng = np.random.default_rng(seed)
+    swap = rng.random(len(lls)) < rng.uniform(0.1, 0.6)
+    lls[swap] = lls[swap][:, ::-1]
+    acc = (np.argmax(lls, axis=1) == labels).astype(float)
+    predictions = pa.array(lls.tolist(), pa.list_(pa.float64()))
+    metrics = pa.array([{VERDICT: a} for a in acc.tolist()], pa.struct([(VERDICT, pa.float64())]))
+    table = template.set_column(template.column_names.index("predictions"), "predictions",
+                                predictions)  # fmt: skip
+    return table.set_column(table.column_names.index("metrics"), "metrics", metrics)
+
+
+def write_copy(template: Any, folder: Path, seed: int) -> None:
+    import pyarrow.parquet as pq
+
+    path = folder / DETAILS_DATE / DETAILS_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(rescored(template, seed), path)
+
+
+def details_board(
+    work: Path, sizes: list[int], source: Path | None, extra: list[str]
+) -> list[tuple[int, str, float, float, float]]:
+    """The leaderboard of N details files, first, again and with one more, each timed in a
+    fresh process (``timed``)."""
+    template = details_template(source)
+    rows: list[tuple[int, str, float, float, float]] = []
+    for size in sizes:
+        board = work / f"details-{size}"
+        for index in range(size):
+            folder = board / f"org__model-{index:04d}"
+            if not folder.exists():
+                write_copy(template, folder, index)
+        print(f"N = {size}: {size} details files under {board}", file=sys.stderr)
+        for what in ("leaderboard, first", "leaderboard, again"):
+            wall, cpu, peak = timed(["leaderboard", str(board), *extra])
+            rows.append((size, f"details: {what}", wall, cpu, peak))
+            print(f"N = {size}: {what}: {wall:.1f} s, {cpu:.1f} s CPU, {peak:.0f} MB",
+                  file=sys.stderr)  # fmt: skip
+        write_copy(template, board / "org__model-new", size + 1)
+        wall, cpu, peak = timed(["leaderboard", str(board), *extra])
+        rows.append((size, "details: leaderboard, +1 details file", wall, cpu, peak))
+        print(f"N = {size}: +1 details file: {wall:.1f} s, {cpu:.1f} s CPU", file=sys.stderr)
+    return rows
 
 
 PAGE_JS = """

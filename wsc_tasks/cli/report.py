@@ -10,8 +10,9 @@ from pathlib import Path
 
 from wsc_tasks.metrics import registry, stats
 from wsc_tasks.paths import KEEP_PATHS
+from wsc_tasks.reporting.foreign import sources
 from wsc_tasks.reporting.report import build, nothing_to_show, write
-from wsc_tasks.reporting.runs import Run, RunError, load_run, parse_folder_argument
+from wsc_tasks.reporting.runs import Run, RunError, parse_folder_argument
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,14 +20,17 @@ def main(argv: list[str] | None = None) -> int:
         prog="wsc-tasks report",
         description="Thesis-style tables (Markdown, CSV, LaTeX), figures (PNG, SVG) and a "
         "Markdown report (and the same as one HTML page) from lm-eval output folders run with "
-        "--log_samples.",
+        "--log_samples; also lm-eval's own winogrande and wsc273 samples and the Open LLM "
+        "Leaderboard's winogrande details files (a file, a folder, or hub:<owner>/<name>), "
+        "scored at the schema level.",
     )
     parser.add_argument(
         "folders",
         nargs="+",
         metavar="[LABEL=]DIR",
         help="one folder per model; its label defaults to the folder's name (a sweep's "
-        "<name>/lm_eval: <name>)",
+        "<name>/lm_eval: <name>); or a samples file, a details file or folder, or a Hub dataset "
+        "repository of details, hub:<owner>/<name>[@<revision>] (label: <org>__<model>)",
     )
     parser.add_argument(
         "--out", default="report", help="folder for report.md, tables/, figures/ (default report)"
@@ -60,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         folders.append(folder)
         say(f"loading {number}/{len(args.folders)}: {folder} (results and samples)", args.quiet)
         started = time.monotonic()
-        runs.append(load_run(folder, label, keep_paths=args.keep_paths))  # RunError: one line
+        runs.append(sources.load(folder, label, keep_paths=args.keep_paths))  # one line if bad
         _check_scored(runs[-1], folder)
         found, took = runs[-1], time.monotonic() - started
         summary = f"{len(found.tasks)} task(s) of {found.model} in {took:.0f} s"

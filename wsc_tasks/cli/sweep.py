@@ -267,6 +267,7 @@ def _main(args: argparse.Namespace, passthrough: list[str], out: Path) -> int:
             )
         return 0
     names = [spec.name for spec in specs]
+    names += leaderboard.made_elsewhere(out, names)  # runs put beside the sweep's (foreign)
     board = leaderboard.build(names, out, args.rank_task, args.iters, args.seed)
     paths = leaderboard.save(board, out)
     for name, state in states.items():

@@ -263,8 +263,8 @@ def task_examples(task: TaskRun, model: str) -> TaskExamples | None:
     """The examples of one task of one model; None when it has no schema samples. The outcomes
     come from the documents and values the run was read with (its summary); the samples file is
     opened for the shown documents' request scores only."""
-    if task.samples is None or not task.docs:
-        return None
+    if task.samples is None or not task.docs or task.origin is not None:
+        return None  # a foreign run's file holds its problems, not this package's documents
     samples = task.samples
 
     def fetch(indexes: set[int]) -> dict[int, Scores]:

@@ -17,18 +17,15 @@ import json
 import logging
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from wsc_tasks.collector import survivors_frozen
-from wsc_tasks.data import catalog
 from wsc_tasks.data.pairing import PairingError, pair_schemas
-from wsc_tasks.data.problems import Schema
-from wsc_tasks.metrics import ratios, registry
-from wsc_tasks.metrics.accuracy import restrict
-from wsc_tasks.metrics.registry import ACC, EQUAL_LEN, Key, TaskKind
+from wsc_tasks.metrics import registry
+from wsc_tasks.metrics.registry import TaskKind
 from wsc_tasks.paths import SWEEP_RESULTS, hide_model_paths, portable
+from wsc_tasks.reporting.foreign.origin import Origin
 from wsc_tasks.reporting.output_files import (
     LINE,
     RESULTS_FILE,
@@ -41,6 +38,7 @@ from wsc_tasks.reporting.output_files import (
     stamp_of,
 )
 from wsc_tasks.reporting.summaries import Summary, summary_path
+from wsc_tasks.reporting.task_run import TaskRun
 
 __all__ = [
     "LOGPROB_CHECK", "RESULTS_FILE", "TOLERANCE", "IncompleteSamples", "ModelInfo", "Run",
@@ -55,83 +53,6 @@ TOLERANCE = 1e-9
 # where a served model's log-probability check is recorded: a key of each task's config metadata
 # (``wsc_tasks.serving.served.RESULTS_KEY``), a top-level entry of older results files
 LOGPROB_CHECK = "logprob_check"
-
-
-@dataclass
-class TaskRun:
-    """One task of one run: lm-eval's figures and, with samples, the per-document values."""
-
-    task: str
-    row: dict[str, Any]
-    docs: list[dict[str, Any]] = field(default_factory=list)
-    values: dict[str, list[Any]] = field(default_factory=dict)
-    forms: dict[str, ratios.Form] = field(default_factory=dict)
-    samples: Path | None = None  # the samples file, read again for the report's examples
-    lines: list[int] | None = None  # each document's line in it (``output_files.LINE``)
-    dataset: str | None = None  # the catalog dataset it ran on (``metadata.dataset``)
-    scored: tuple[int, int] | None = None  # documents scored, of the dataset's (lm-eval n-samples)
-    problems: list[str] = field(default_factory=list)  # metrics its samples do not reproduce
-    _equal: dict[str, list[Any] | None] = field(default_factory=dict, repr=False, compare=False)
-
-    @property
-    def partial(self) -> bool:
-        """Scored on some of its dataset's documents only (``--limit``, ``--samples``)."""
-        return self.scored is not None and self.scored[0] < self.scored[1]
-
-    def reported(self, metric: str) -> float | None:
-        value = self.row.get(registry.column(metric))
-        return float(value) if isinstance(value, int | float) else None
-
-    @cached_property
-    def keys(self) -> list[Key]:
-        """The keys of the metrics it logged per document (or, without samples, reported)."""
-        if self.values:
-            return list(registry.parse_all(self.values).values())
-        return list(registry.reported(self.row))
-
-    @cached_property
-    def kind(self) -> TaskKind | None:
-        """What its documents are: schemas, pairs of schemas, WinoWhy questions…"""
-        return registry.task_kind(self.keys)
-
-    @property
-    def root(self) -> str | None:
-        """The full or adversarial dataset its dataset is made from (``catalog.root``)."""
-        try:
-            return catalog.root(self.dataset) if self.dataset else None
-        except KeyError:  # a dataset of a newer or older catalog
-            return None
-
-    def methods(self) -> list[str]:
-        """Scoring methods with per-document outcomes, in lm-eval's order (headline first)."""
-        return [
-            method
-            for method in registry.methods(self.keys)
-            if self.forms.get(Key(ACC, method=method).name) is ratios.PROBLEM_ACCURACY
-        ]
-
-    def equal_length(self, metric: str) -> list[Any] | None:
-        """The per-document values of ``metric`` restricted to the problems whose answers have
-        equal lengths (thesis §3.7.4); None without the run's equal-length flags. One list per
-        metric, so that two tables asking for it share its bootstraps."""
-        if metric not in self._equal:
-            flags = self.values.get(Key("share", subset=EQUAL_LEN).name)
-            values = self.values.get(metric)
-            seen: dict[tuple[int, int], Any] = {}  # a summary's equal values are one object
-            self._equal[metric] = (
-                [
-                    seen[(id(v), id(f))]
-                    if (id(v), id(f)) in seen
-                    else seen.setdefault((id(v), id(f)), restrict(v, f["correct"]))
-                    for v, f in zip(values, flags, strict=True)
-                ]
-                if flags and values
-                else None
-            )
-        return self._equal[metric]
-
-    def schemas(self, side: str | None = None) -> list[Schema]:
-        return [Schema.from_doc(doc[side] if side else doc) for doc in self.docs]
 
 
 @dataclass(frozen=True)
@@ -177,10 +98,26 @@ class Run:
     logprob_check: dict[str, Any] | None = None  # a served model's check, as its results say
     info: ModelInfo = field(default_factory=ModelInfo)  # the model and run, as lm-eval recorded
 
+    def task_for(self, name: str) -> TaskRun | None:
+        """Its task ``name``, or its foreign task on the catalog dataset of that name (lm-eval's
+        ``winogrande`` read back stands for ``winogrande_dev``; its twin pairs for
+        ``winogrande_twins``): what a leaderboard ranks on."""
+        found = self.tasks.get(name)
+        if found is not None:
+            return found
+        foreign = (t for t in self.tasks.values() if t.origin is not None and t.dataset == name)
+        return next(foreign, None)
+
+    def foreign(self) -> list[Origin]:
+        """Who scored its foreign tasks, each once (none for a run of this package)."""
+        found = {t.origin.file: t.origin for t in self.tasks.values() if t.origin is not None}
+        return list(found.values())
+
     def task_on(self, dataset: str, kind: TaskKind = TaskKind.SCHEMA) -> TaskRun | None:
-        """Its task of ``kind`` on catalog dataset ``dataset`` (the first by name), if any."""
-        found = (t for t in self.tasks.values() if t.dataset == dataset and t.kind is kind)
-        return next(found, None)
+        """Its task of ``kind`` on catalog dataset ``dataset`` (the first by name; one of this
+        package's before a foreign one), if any."""
+        found = [t for t in self.tasks.values() if t.dataset == dataset and t.kind is kind]
+        return min(found, key=lambda t: t.origin is not None, default=None)
 
     def notes(self) -> list[str]:
         """What a reader of its tables must know: a --limit or --samples, tasks without samples or
@@ -196,7 +133,7 @@ class Run:
             part = [
                 f"{t.task} {t.scored[0]} of {t.scored[1]}"
                 for t in self.tasks.values()
-                if t.scored and t.scored[0] < t.scored[1]
+                if t.scored and t.scored[0] < t.scored[1] and t.origin is None
             ]
             if part:
                 notes.append(
@@ -231,6 +168,11 @@ class Run:
         notes += [f"{self.label}, {task}: {why}" for task, why in self.incomplete.items()]
         for task in self.tasks.values():
             notes += [f"{self.label}, {task.task}: {why}" for why in task.problems]
+        said = set()
+        for task in self.tasks.values():  # a foreign file's notes once, under its first task
+            if task.origin is not None and task.origin.file not in said:
+                said.add(task.origin.file)
+                notes += task.origin.notes(self.label, task.task)
         return notes
 
 
@@ -332,8 +274,8 @@ def _load_run(folder: Path, label: str | None, keep_paths: bool) -> Run:
         models.setdefault(_model_of(data, keep_paths), path)
         checks += [data[LOGPROB_CHECK]] if isinstance(data.get(LOGPROB_CHECK), dict) else []
         configs = data.get("configs", {}).values()
-        found = [(c.get("metadata") or {}).get(LOGPROB_CHECK) for c in configs]
-        checks += [c for c in found if isinstance(c, dict)][:1]  # one check a run
+        recorded = [(c.get("metadata") or {}).get(LOGPROB_CHECK) for c in configs]
+        checks += [c for c in recorded if isinstance(c, dict)][:1]  # one check a run
         if data.get("config", {}).get("limit") is not None:
             limits.append(float(data["config"]["limit"]))
         # a group without an aggregate of its own (wsc_group) is in "results" but not "groups"
@@ -346,6 +288,14 @@ def _load_run(folder: Path, label: str | None, keep_paths: bool) -> Run:
             expected = counts.get("effective")
             metadata = data.get("configs", {}).get(task, {}).get("metadata") or {}
             incomplete.pop(task, None)
+            if samples is not None and not metadata.get("dataset") and _builtin(samples):
+                from wsc_tasks.reporting.foreign import lm_eval_samples
+
+                for name in [n for n, t in tasks.items() if t.origin and t.origin.task == task]:
+                    del tasks[name]  # an earlier run of the same task: the newest is kept
+                found = lm_eval_samples.read(task, samples, data, path.name, expected)
+                tasks.update(found)
+                continue
             try:
                 dataset = metadata.get("dataset")
                 tasks[task] = read_task(task, row, samples, expected, dataset, summary)
@@ -377,6 +327,14 @@ def _load_run(folder: Path, label: str | None, keep_paths: bool) -> Run:
     skipped = [c for c in checks if c.get("outcome") != "passed"]  # noted before any passed one
     check = next(reversed(skipped or checks), None)
     return Run(name, model, args, dict(sorted(tasks.items())), limit, incomplete, check, info)
+
+
+def _builtin(samples: Path) -> bool:
+    """The samples file is of lm-eval's built-in ``winogrande`` or ``wsc273`` (by its first
+    document's fields), read as a foreign run of this package's datasets."""
+    from wsc_tasks.reporting.foreign import lm_eval_samples
+
+    return lm_eval_samples.peek(samples) is not None
 
 
 def default_label(folder: Path) -> str:

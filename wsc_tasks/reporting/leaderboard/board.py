@@ -12,8 +12,10 @@ import numpy as np
 from wsc_tasks.metrics import ranks
 from wsc_tasks.paths import SWEEP_DONE, SWEEP_ERROR, error_summary, read_done, verdict
 from wsc_tasks.reporting import findings, wording
+from wsc_tasks.reporting.foreign.origin import Origin
+from wsc_tasks.reporting.foreign.sources import holds_run
 from wsc_tasks.reporting.leaderboard.entries import Board, Entry, is_chance_model
-from wsc_tasks.reporting.leaderboard.layout import MATRIX_MAX, Tables, tables
+from wsc_tasks.reporting.leaderboard.layout import MATRIX_MAX, Tables, origin, tables
 from wsc_tasks.reporting.runs import RunError
 from wsc_tasks.reporting.tables import Table
 
@@ -75,16 +77,19 @@ def build(
     """The leaderboard of the models of a sweep (their folder names under ``out``); for each
     model named in ``above``, the findings say which models rank above it with 95% confidence."""
     board = Board(task, iters, seed)
-    entries, problems = [], []
+    folders, problems = [], []
     for name in names:
         folder = out / name
         if (folder / SWEEP_DONE).is_file():
-            entries.append(board.load(name, folder, read_done(folder) or {}))
+            folders.append((name, folder, read_done(folder) or {}))
         elif (folder / SWEEP_ERROR).is_file():
             ended = verdict(folder)
             problems.append((name, f"{ended} ({name}/{SWEEP_ERROR}): {error_summary(folder)}"))
+        elif not (folder / "spec.json").is_file() and holds_run(folder):
+            folders.append((name, folder, {}))  # a run made elsewhere
         else:
             problems.append((name, "not run (interrupted?)"))
+    entries = board.load_all(folders)
     problems += [(e.label, f"no samples of {task}") for e in entries if e.A is None]
     scored = [e for e in entries if e.A is not None]
     scored.sort(key=_rank_key)
@@ -98,6 +103,7 @@ def build(
     tested = findings.headline_tests(models)  # Holm over the ranked models
     power = findings.detectable(models)
     notes = [note for e in entries for note in e.run.notes()]
+    foreign = {e.label: [o] for e in [*ranked, *checks] if (o := origin(e, task)) is not None}
     if len(ranked) + len(checks) > MATRIX_MAX:
         notes.append(
             f"the pairwise matrix of paired differences is left out for more than {MATRIX_MAX} "
@@ -131,7 +137,7 @@ def build(
     return Leaderboard(
         intro=HOW_TO_READ.format(iters=iters, seed=seed, rank_iters=rank_iters),
         overview=" ".join(x for x in (findings.overview(models, tested), *ranking, power) if x),
-        findings=[(m.label, findings.brief(m, tested.get(m.label))) for m in models],
+        findings=[(m.label, _brief(m, tested.get(m.label), foreign)) for m in models],
         notes=notes,
         cost=cost,
         tables=found,
@@ -168,6 +174,18 @@ def _cost(*tables: Table) -> str:
     models = f"{len(known)} finished model" + ("" if len(known) == 1 else "s")
     total = f"**Cost:** {sum(known):.3f} GPU-hours in total over {models}"
     return total + (f" ({unknown} without a recorded cost)." if unknown else ".")
+
+
+def _brief(
+    model: findings.Model, found: findings.Test | None, foreign: dict[str, list[Origin]]
+) -> str:
+    """A model's sentence (``findings.brief``); a foreign run's says what it cannot say
+    (``Origin.brief``: its controls, perturbations and consistency absent, who scored it)."""
+    said = findings.brief(model, found)
+    origins = foreign.get(model.label)
+    if not origins:
+        return said
+    return f"{said.removesuffix('.')}; {'; '.join(o.brief() for o in origins)}."
 
 
 def _rank_key(entry: Entry) -> tuple[float, float, str]:

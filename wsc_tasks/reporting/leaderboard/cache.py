@@ -23,6 +23,7 @@ from typing import Any
 
 from wsc_tasks.metrics import registry, stats
 from wsc_tasks.reporting import summaries
+from wsc_tasks.reporting.foreign.origin import Origin
 from wsc_tasks.reporting.runs import ModelInfo, Run, TaskRun
 from wsc_tasks.reporting.summaries import PREFIX, package_version
 from wsc_tasks.reporting.tables import Interval
@@ -30,11 +31,12 @@ from wsc_tasks.reporting.tables import Interval
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 FORMAT = 5  # bumped when what a cache file holds changes
+CACHE_PREFIX = "wsc_leaderboard_"  # a cache file's name starts so (not part of what it keys)
 RANKED = (registry.SCHEMA_ACC, registry.ACC)  # the ranking task's metrics kept per schema
 
 
 def cache_path(folder: Path, task: str, iters: int, seed: int) -> Path:
-    return folder / f"wsc_leaderboard_{task}_R{iters}_s{seed}.json"
+    return folder / f"{CACHE_PREFIX}{task}_R{iters}_s{seed}.json"
 
 
 def run_key(lm_eval: Path, task: str, iters: int, seed: int) -> dict[str, Any]:
@@ -51,13 +53,14 @@ def run_key(lm_eval: Path, task: str, iters: int, seed: int) -> dict[str, Any]:
 
 def _files(folder: str, under: str) -> list[list[Any]]:
     """[path under the run's folder, size, modification time] of each of its files, not the
-    summary it writes (``os.scandir``: one system call per file, for boards of thousands)."""
+    summary or the figures it writes (``os.scandir``: one system call per file, for boards of
+    thousands)."""
     found: list[list[Any]] = []
     with os.scandir(folder) as listing:
         for item in listing:
             if item.is_dir(follow_symlinks=False):
                 found += _files(item.path, f"{under}{item.name}/")
-            elif item.is_file() and not item.name.startswith((".", PREFIX)):
+            elif item.is_file() and not item.name.startswith((".", PREFIX, CACHE_PREFIX)):
                 stat = item.stat()
                 found.append([f"{under}{item.name}", stat.st_size, stat.st_mtime_ns])
     return found
@@ -90,13 +93,15 @@ def dump(
             "scored": list(t.scored) if t.scored else None,
             "samples": _relative(t.samples, folder),
             "problems": t.problems,
+            "origin": t.origin.to_json() if t.origin is not None else None,
         }
         for name, t in run.tasks.items()
     }
-    ranking = run.tasks.get(task)
+    ranking = run.task_for(task)
     ranked = None
     if ranking is not None:
         ranked = {
+            "name": ranking.task,  # the ranking task's own name (a foreign run's may differ)
             # one JSON text each (``summaries.encode``): a thousand models' outcomes and
             # documents are a few hundred distinct values, each decoded once when read
             "docs": summaries.encode([{"schema_uid": d.get("schema_uid")} for d in ranking.docs]),
@@ -131,12 +136,12 @@ def load(data: dict[str, Any], label: str, folder: Path, task: str) -> tuple[Run
     for name, t in found["tasks"].items():
         samples = folder / t["samples"] if t["samples"] else None
         scored = tuple(t["scored"]) if t["scored"] else None
-        tasks[name] = TaskRun(
-            name, {}, samples=samples, dataset=t["dataset"], scored=scored, problems=t["problems"]
-        )
+        origin = Origin.from_json(t["origin"]) if t.get("origin") else None
+        tasks[name] = TaskRun(name, {}, samples=samples, dataset=t["dataset"], scored=scored,
+                              problems=t["problems"], origin=origin)  # fmt: skip
     ranked = data["ranking"]
-    if ranked is not None and task in tasks:
-        ranking = tasks[task]
+    if ranked is not None and ranked["name"] in tasks:
+        ranking = tasks[ranked["name"]]
         ranking.docs = summaries.decode(ranked["docs"])
         for metric, texts in ranked["values"].items():
             values = summaries.decode(texts)

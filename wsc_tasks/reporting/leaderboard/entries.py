@@ -30,6 +30,9 @@ from wsc_tasks.reporting.tables import Delta, Interval
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 DEFAULT_TASK = "wsc266"
+# a board of runs made elsewhere only (lm-eval's winogrande, the leaderboard archive) ranks on
+# the Winogrande twin pairs: A of a foreign winogrande run
+FOREIGN_TASK = "winogrande_twins"
 # every control baseline of the catalog: those generated from whole datasets, then hand-made ones
 CONTROLS = tuple(
     sorted(catalog.datasets(catalog.CONTROL), key=lambda name: not catalog.role_of(name).generated)
@@ -39,7 +42,7 @@ BATCH = 256  # models whose replicates one matrix product computes (iters × 2·
 
 
 def _outcomes(run: Run, task: str, metric: str) -> list | None:
-    found = run.tasks.get(task)
+    found = run.task_for(task)
     if found is None or metric not in found.forms:
         return None
     return found.values[metric]
@@ -47,9 +50,10 @@ def _outcomes(run: Run, task: str, metric: str) -> list | None:
 
 def _keyed(run: Run, task: str, metric: str) -> dict | None:
     values = _outcomes(run, task, metric)
-    if values is None:
+    found = run.task_for(task)
+    if values is None or found is None:
         return None
-    uids = [d.get("schema_uid") for d in run.tasks[task].docs]
+    uids = [d.get("schema_uid") for d in found.docs]
     return dict(zip(uids, values, strict=True))
 
 
@@ -101,17 +105,37 @@ class Board:
         # resamples every paired difference over those schemas shares (``_replicates``)
         self._models: dict[int, tuple[list[Any], float, Any]] = {}
         self._resamples: dict[int, stats.Resamples] = {}  # per number of schemas
+        self._keys: dict[int, tuple[Run, dict | None]] = {}  # ``_keyed`` per run (kept alive)
 
     def estimate(self, values: list, form: ratios.Ratio, against_chance: bool) -> Interval:
+        """The figure with its interval and p: the board's resamples of that many documents
+        (drawn once per size with the board's seed: the numbers of a draw of their own)."""
         null = chance(values, form) if against_chance else None
-        found = stats.bootstrap(values, form, null=null, iters=self.iters, seed=self.seed)
+        shared = self._shared(len(values))
+        found = stats.bootstrap(values, form, null=null, iters=self.iters, seed=self.seed,
+                                resamples=shared)  # fmt: skip
         return Interval(found, against_chance)
+
+    def _keyed(self, run: Run) -> dict | None:
+        """schema → A's per-schema value of the ranking task, once per run (``paired`` asks for
+        it twice per row)."""
+        if id(run) not in self._keys:
+            self._keys[id(run)] = (run, _keyed(run, self.task, SCHEMA_ACC))
+        return self._keys[id(run)][1]
+
+    def _shared(self, n: int) -> stats.Resamples:
+        """The resamples of ``n`` documents, counted at once: every replicate sum is then one
+        exact product (``stats.Resamples``), not a gather per figure."""
+        if n not in self._resamples:
+            self._resamples[n] = stats.Resamples(n, self.iters, self.seed)
+            _ = self._resamples[n].counts
+        return self._resamples[n]
 
     def paired(self, first: Run, second: Run) -> Delta | None:
         """A(first) − A(second) on the schemas both were run on, with p against 0. Two models run
         on the same schemas (the usual case) share the resamples, so each model's replicates are
         computed once for the whole board: the same numbers as ``stats.paired_difference``."""
-        a, b = _keyed(first, self.task, SCHEMA_ACC), _keyed(second, self.task, SCHEMA_ACC)
+        a, b = self._keyed(first), self._keyed(second)
         if not a or not b:
             return None
         form = ratios.SCHEMA_ACCURACY
@@ -133,15 +157,13 @@ class Board:
         ``BATCH`` models at a time."""
         todo: dict[int, list[tuple[Run, list[Any]]]] = {}
         for run in runs:
-            keyed = _keyed(run, self.task, SCHEMA_ACC)
+            keyed = self._keyed(run)
             if id(run) not in self._models and keyed:
                 x, _ = stats.align(keyed, keyed)
                 todo.setdefault(len(x), []).append((run, x))
         form = ratios.SCHEMA_ACCURACY
         for n, group in todo.items():
-            if n not in self._resamples:
-                self._resamples[n] = stats.Resamples(n, self.iters, self.seed)
-            resamples = self._resamples[n]
+            resamples = self._shared(n)
             for start in range(0, len(group), BATCH):
                 chunk = group[start : start + BATCH]
                 resamples.forget()
@@ -155,7 +177,7 @@ class Board:
         for every model: what the confidence sets for ranks need) and the n × p per-schema
         values of A, or why there are none: models run on different schemas are not resampled
         together."""
-        found_keys = [_keyed(run, self.task, SCHEMA_ACC) for run in runs]
+        found_keys = [self._keyed(run) for run in runs]
         keyed = [k for k in found_keys if k]
         if not runs or len(keyed) < len(runs):
             return f"a model without samples of {self.task}"
@@ -166,12 +188,15 @@ class Board:
                 f"{len(differ)} model(s) ran on other schemas of {self.task} than "
                 f"{runs[0].label} (--limit?), e.g. {differ[0]}"
             )
+        self.prepare(runs)  # ``BATCH`` models' replicates a product, not one model's each
         found = [self._replicates(run, k) for run, k in zip(runs, keyed, strict=True)]
         values = np.array([value for _, value, _ in found], dtype=float)
         form = ratios.SCHEMA_ACCURACY
         per_schema = []
-        for x, _, _ in found:
-            num, den = (np.asarray(part, dtype=float) for part in form.arrays(x))
+        for x, _, _ in found:  # the parts ``prepare`` took of the same list
+            num, den = (
+                np.asarray(part, dtype=float) for part in self._shared(len(x)).parts(x, form)
+            )
             per_schema.append(np.divide(num, den, out=np.zeros_like(num), where=den > 0))
         replicates = np.column_stack([reps for _, _, reps in found])
         return values, replicates, np.column_stack(per_schema)
@@ -183,9 +208,60 @@ class Board:
 
     def load(self, name: str, folder: Path, done: dict[str, Any]) -> Entry:
         """The model of ``folder``: its figures from its cache file when they were computed from
-        its run as it is now, else computed from the run (and the cache written)."""
+        its run as it is now, else computed from the run (and the cache written). A folder no
+        sweep made (no ``done.json``) is read by ``foreign.sources``: details files, or lm-eval
+        output in it or in its ``lm_eval/``."""
+        found = self._cached(name, folder, done)
+        if isinstance(found, Entry):
+            return found
+        return self._computed(found, folder, done)
+
+    def load_all(self, models: Sequence[tuple[str, Path, dict[str, Any]]]) -> list[Entry]:
+        """``load`` of every (name, folder, done.json), in their order; the figures of the runs
+        read ``BATCH`` at a time, the ranking task's A and a of each batch in one product per
+        number of schemas (``stats.Resamples.prefetch``: the same floats as one at a time)."""
+        out: list[Entry | None] = []
+        waiting: list[tuple[int, Run, Path, dict[str, Any], Path, dict[str, Any]]] = []
+
+        def flush() -> None:
+            self._prefetch([run for _, run, *_ in waiting])
+            for at, run, folder, done, path, key in waiting:
+                out[at] = self._computed((run, path, key), folder, done)
+            waiting.clear()
+
+        for name, folder, done in models:
+            found = self._cached(name, folder, done)
+            out.append(found if isinstance(found, Entry) else None)
+            if not isinstance(found, Entry):
+                run, path, key = found
+                waiting.append((len(out) - 1, run, folder, done, path, key))
+                if len(waiting) == BATCH:
+                    flush()
+        flush()
+        return [entry for entry in out if entry is not None]
+
+    def _prefetch(self, runs: Sequence[Run]) -> None:
+        """The replicate sums of the ranking task's A and a of ``runs``, a product per size."""
+        wanted: dict[int, list[tuple[list[Any], ratios.Ratio]]] = {}
+        for run in runs:
+            for metric, form in ((SCHEMA_ACC, ratios.SCHEMA_ACCURACY),
+                                 (ACC, ratios.PROBLEM_ACCURACY)):  # fmt: skip
+                values = _outcomes(run, self.task, metric)
+                if values:
+                    wanted.setdefault(len(values), []).append((values, form))
+        for n, pairs in wanted.items():
+            resamples = self._shared(n)
+            resamples.forget()
+            resamples.prefetch(pairs)
+
+    def _cached(
+        self, name: str, folder: Path, done: dict[str, Any]
+    ) -> Entry | tuple[Run, Path, dict[str, Any]]:
+        """The model's entry from its cache file, or its run read (with the cache's path and
+        key) when the cache was not computed from the run as it is now."""
         path = cache.cache_path(folder, self.task, self.iters, self.seed)
-        key = cache.run_key(folder / SWEEP_RESULTS, self.task, self.iters, self.seed)
+        source = run_folder(folder, done)
+        key = cache.run_key(source, self.task, self.iters, self.seed)
         data = cache.read(path, key)
         if data is not None and not data.get("whole_run"):
             try:
@@ -196,7 +272,20 @@ class Board:
                 found = Entry(run, folder, done, **figures)
                 found.model = self.findings_model(found)
                 return found
-        found = self.entry(load_run(folder / SWEEP_RESULTS, name), folder, done)
+        if (folder / SWEEP_DONE).is_file():
+            run = load_run(source, name)
+        else:
+            from wsc_tasks.reporting.foreign import sources
+
+            run = sources.load_folder(source, name)
+        return run, path, key
+
+    def _computed(
+        self, read: tuple[Run, Path, dict[str, Any]], folder: Path, done: dict[str, Any]
+    ) -> Entry:
+        """The entry of a run read from its files, its cache file written."""
+        run, path, key = read
+        found = self.entry(run, folder, done)
         figures = {
             "A": found.A,
             "a": found.a,
@@ -272,6 +361,40 @@ def gpu_hours(done: dict[str, Any]) -> float | None:
 
 def model_folders(out: Path) -> list[str]:
     """The models of a sweep folder: its subfolders a model's run wrote to (its request, its
-    ``done.json`` or its ``error.txt``)."""
+    ``done.json`` or its ``error.txt``), and those holding a run made elsewhere
+    (``foreign.sources.holds_run``: winogrande details files, lm-eval output)."""
+    from wsc_tasks.reporting.foreign.sources import holds_run
+
     marks = ("spec.json", SWEEP_DONE, SWEEP_ERROR)
-    return sorted({p.parent.name for mark in marks for p in out.glob(f"*/{mark}")})
+    found = {p.parent.name for mark in marks for p in out.glob(f"*/{mark}")}
+    others = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")] if (
+        out.is_dir()
+    ) else []  # fmt: skip
+    found |= {p.name for p in others if p.name not in found and holds_run(p)}
+    return sorted(found)
+
+
+def made_elsewhere(out: Path, names: Sequence[str] = ()) -> list[str]:
+    """The model folders of ``out`` no sweep made (no ``spec.json``, ``done.json`` or
+    ``error.txt``) and not in ``names``: runs made elsewhere, ranked beside a sweep's."""
+    marks = ("spec.json", SWEEP_DONE, SWEEP_ERROR)
+    return [
+        name
+        for name in model_folders(out)
+        if name not in names and not any((out / name / mark).is_file() for mark in marks)
+    ]
+
+
+def default_task(out: Path, names: Sequence[str]) -> str:
+    """The ranking task when none is asked: ``DEFAULT_TASK``, or ``FOREIGN_TASK`` on a board
+    whose models no sweep ran (none has a ``spec.json``, ``done.json`` or ``error.txt``)."""
+    marks = ("spec.json", SWEEP_DONE, SWEEP_ERROR)
+    swept = any((out / name / mark).is_file() for name in names for mark in marks)
+    return DEFAULT_TASK if swept or not names else FOREIGN_TASK
+
+
+def run_folder(folder: Path, done: dict[str, Any] | None = None) -> Path:
+    """Where a model folder's run is: a sweep's ``<name>/lm_eval``; a folder no sweep made,
+    itself (or its ``lm_eval/``, where lm-eval output was put as a sweep puts it)."""
+    results = folder / SWEEP_RESULTS
+    return results if (folder / SWEEP_DONE).is_file() or results.is_dir() else folder

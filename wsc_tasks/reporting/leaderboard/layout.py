@@ -22,6 +22,7 @@ from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ranks
 from wsc_tasks.paths import SWEEP_HUB_MODELS
 from wsc_tasks.reporting import findings, markup
+from wsc_tasks.reporting.foreign.origin import CELL, Origin
 from wsc_tasks.reporting.leaderboard.entries import (
     CONTROLS,
     COST,
@@ -49,16 +50,33 @@ def _perturbation(run_task: str, entries: Sequence[Entry]) -> str:
     return run_task
 
 
-def _controls_above(entry: Entry) -> str | None:
+def origin(entry: Entry, task: str) -> Origin | None:
+    """Who scored the ranking task when a run made elsewhere did (``reporting.foreign``): such
+    a run's controls and consistency are absent."""
+    found = entry.run.task_for(task)
+    return found.origin if found is not None else None
+
+
+def scoring(entry: Entry, task: str) -> str:
+    """Who scored the ranking task, shown beside the model: a foreign run's harness, method and
+    num_fewshot (``Origin.describe``); this package's headline method."""
+    found = origin(entry, task)
+    return found.describe() if found is not None else "wsc-tasks"
+
+
+def _controls_above(entry: Entry, task: str) -> str | None:
+    if origin(entry, task) is not None and not entry.controls:
+        return CELL
     if not entry.controls or entry.model is None:
         return None
     above = len(findings.controls_above(entry.model))  # Holm over the model's controls
     return f"{above} of {len(entry.controls)}"
 
 
-def _lowest(entry: Entry, task: str) -> float | None:
+def _lowest(entry: Entry, task: str) -> float | str | None:
     """The lowest schema consistency under the perturbations of the ranking task ``task``: the
-    family whose lowest C the findings name (the consistency table has every perturbation)."""
+    family whose lowest C the findings name (the consistency table has every perturbation); a
+    run made elsewhere has none (absent, not zero)."""
     ranking = entry.run.tasks.get(task)
     family = catalog.datasets(catalog.PERTURBATION, of=ranking.dataset if ranking else task)
     values = [
@@ -66,6 +84,8 @@ def _lowest(entry: Entry, task: str) -> float | None:
         for name, cell in entry.consistency.items()
         if _perturbation(name, [entry]) in family
     ]
+    if not values and origin(entry, task) is not None:
+        return CELL
     return min(values) if values else None
 
 
@@ -106,6 +126,9 @@ def _date(run: Run) -> str | None:
 
 def _versions(run: Run, done: dict[str, Any]) -> str | None:
     found = done.get("versions") or {}
+    foreign = run.foreign()
+    if foreign and not (run.info.lm_eval or found.get("lm_eval")):
+        return foreign[0].harness()  # a details file records no version
     parts = [f"lm-eval {run.info.lm_eval or found.get('lm_eval') or '?'}"]
     if found.get("wsc-tasks"):
         parts.append(f"wsc-tasks {found['wsc-tasks']}")
@@ -167,6 +190,9 @@ def _files(entry: Entry, out: Path) -> Links:
     if results is not None:
         found.append(("results", _relative(results, out)))
         found.append(("samples", _relative(results.parent, out) + "/"))
+    elif entry.run.foreign():  # a details file (or a samples file read by itself)
+        read = {t.samples for t in entry.run.tasks.values() if t.origin and t.samples}
+        found += [("details", _relative(path, out)) for path in sorted(read)]
     if (entry.folder / "log.txt").is_file():
         found.append(("log", _relative(entry.folder / "log.txt", out)))
     if (out / REPORT).is_file():
@@ -211,6 +237,7 @@ class Tables:
 
 
 RANK = "rank (point estimate)"
+SCORED = "scored by"  # the ranking's column of who scored each model, when a run was foreign
 SIMULTANEOUS = "rank, 95% simultaneous"
 MARGINAL = "rank, 95% marginal"
 
@@ -229,6 +256,9 @@ def tables(
     board.prepare([entry.run for entry in everyone])  # the paired differences' replicates
     headline = ["model", RANK, SIMULTANEOUS, MARGINAL, "A", "a", "A − next",
                 "controls above chance", "lowest C", COST]  # fmt: skip
+    foreign = any(origin(entry, task) for entry in [*ranked, *checks])
+    if foreign:  # who scored each model, beside it: a foreign run's method and num_fewshot
+        headline.insert(1, SCORED)
     ranking = Table("leaderboard", f"Models ranked by schema accuracy A on {task}", headline)
     chance_models = Table(
         "leaderboard_chance",
@@ -242,13 +272,14 @@ def tables(
             own = sets if table is ranking else None
             table.rows.append([
                 entry.label,
+                *([scoring(entry, task)] if foreign else []),
                 (int(own.rank[position]) if own else position + 1) if table is ranking else "–",
                 RankSet(*map(int, own.simultaneous[position])) if own else None,
                 RankSet(*map(int, own.marginal[position])) if own else None,
                 entry.A,
                 entry.a,
                 board.paired(entry.run, following.run) if following and table is ranking else None,
-                _controls_above(entry),
+                _controls_above(entry, task),
                 _lowest(entry, task),
                 gpu_hours(entry.done),
             ])  # fmt: skip
@@ -284,11 +315,15 @@ def tables(
         at = models.columns.index("fingerprint")
         models.columns[at:at] = ["commit", "Hub query"]
     for entry in everyone:
+        # a foreign run has no control or perturbation: each cell says it is absent
+        missing = CELL if origin(entry, task) is not None else None
         if controls:
-            control_table.rows.append([entry.label, *[entry.controls.get(c) for c in controls]])
+            control_table.rows.append(
+                [entry.label, *[entry.controls.get(c, missing) for c in controls]]
+            )
         if perturbations:
             consistency_table.rows.append(
-                [entry.label, *[entry.consistency.get(p) for p in perturbations]]
+                [entry.label, *[entry.consistency.get(p, missing) for p in perturbations]]
             )
         run, done = entry.run, entry.done
         fingerprint = done.get("fingerprint")

@@ -2,8 +2,10 @@
 
 This module only gathers each run's estimates into a ``findings.Model`` (the bootstraps are the
 ones the tables below show: asking again is free); the rules that turn them into sentences are
-``reporting.findings``. What a reader must know about the inputs (``Run.notes``: a --limit,
-missing or incomplete samples…) follows the findings, so it is read before any table.
+``reporting.findings``. A foreign run's findings open with who scored it and what it cannot say
+(``reporting.foreign.origin``), then a line for each of its datasets. What a reader must know
+about the inputs (``Run.notes``: a --limit, missing or incomplete samples…) follows the
+findings, so it is read before any table.
 """
 
 from __future__ import annotations
@@ -110,6 +112,21 @@ def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
     return built, half
 
 
+# a foreign run's whole-dataset tasks said in a line of their own (Winogrande has its line)
+FOREIGN_LINES = {"wsc273_schemas": "WSC273"}
+
+
+def foreign(context: Context, run: Run) -> list[str]:
+    """What a foreign run's findings open with: who scored it and what it cannot say
+    (``Origin.absent``), then a line for each of its datasets the findings have no line of."""
+    out = [origin.absent() for origin in run.foreign()]
+    for dataset, title in FOREIGN_LINES.items():
+        task = run.task_on(dataset)
+        if task is not None and task.origin is not None:
+            out.append(findings.one_line(title, accuracy(context, run, dataset)) or "")
+    return [line for line in out if line]
+
+
 def _ordered(models: list[tuple[findings.Model, str]]) -> list[tuple[findings.Model, str]]:
     """The models, then the chance models."""
     return [(m, k) for m, k in models if not m.chance_model] + [
@@ -117,8 +134,13 @@ def _ordered(models: list[tuple[findings.Model, str]]) -> list[tuple[findings.Mo
     ]
 
 
-def text(models: list[tuple[findings.Model, str]], with_overview: bool = True) -> str:
-    """The overview line, then each model's sentences as a list under its name."""
+def text(
+    models: list[tuple[findings.Model, str]],
+    with_overview: bool = True,
+    said_first: dict[str, list[str]] | None = None,
+) -> str:
+    """The overview line, then each model's sentences as a list under its name (``said_first``:
+    per model, the sentences before them: a foreign run's ``foreign``)."""
     chosen = [m for m, _ in models]
     tested = findings.headline_tests(chosen)
     overview = findings.overview(chosen, tested) if with_overview else None
@@ -127,26 +149,33 @@ def text(models: list[tuple[findings.Model, str]], with_overview: bool = True) -
     lines += [""] if lines else []
     for found, kind in _ordered(models):
         said = findings.sentences(found, tested.get(found.label), catalog.RANKING)
+        said = [*(said_first or {}).get(found.label, []), *said]
         lines += [f"**{findings.name(found.label)}** ({findings.code(kind)})", ""]
         lines += [f"- {s}" for s in said] if said else ["- No task with samples to say it from."]
         lines.append("")
     return "\n".join([*lines, HOW_TO_READ])
 
 
-def lead(models: list[tuple[findings.Model, str]]) -> tuple[str, str]:
+def lead(
+    models: list[tuple[findings.Model, str]], said_first: dict[str, list[str]] | None = None
+) -> tuple[str, str]:
     """What the page opens with: the overview line, then each model's conclusion in one
-    sentence (``findings.brief``, as its leaderboard row says it); and the rest of the findings
-    (``text`` without the overview), shown after the report's method paragraph and contents."""
+    sentence (``findings.brief``, as its leaderboard row says it; a foreign run's ``foreign``
+    sentences instead where it has no ranking task); and the rest of the findings (``text``
+    without the overview), shown after the report's method paragraph and contents."""
     chosen = [m for m, _ in models]
     tested = findings.headline_tests(chosen)
     overview = findings.overview(chosen, tested)
-    items = [
-        f"- **{findings.name(m.label)}** ({findings.code(kind)}): "
-        f"{findings.brief(m, tested.get(m.label))}"
-        for m, kind in _ordered(models)
-    ]
+    first_said = said_first or {}
+    items = []
+    for m, kind in _ordered(models):
+        said = findings.brief(m, tested.get(m.label))
+        if m.label in first_said:
+            lines = first_said[m.label]
+            said = " ".join(lines if m.ranking is None else [*lines[:1], said])
+        items.append(f"- **{findings.name(m.label)}** ({findings.code(kind)}): {said}")
     first = "\n\n".join(part for part in (overview, "\n".join(items)) if part)
-    return first, text(models, with_overview=False)
+    return first, text(models, with_overview=False, said_first=said_first)
 
 
 BEGIN = "<!-- the findings of report/report.md, written by wsc-tasks report --readme -->"
@@ -185,6 +214,7 @@ def build(context: Context) -> Section:
     )
     models = []
     bars: list[Bar] = []
+    foreign_runs = [run for run in context.runs if run.foreign()]
     for run in context.runs:
         found, half = model(context, run)
         models.append((found, run.model))
@@ -210,10 +240,17 @@ def build(context: Context) -> Section:
                 f"The ranking task, {catalog.RANKING}: A and a of each model (95% intervals)",
             )
         )
-    if not any(m.ranking or m.tasks or m.contamination for m, _ in models):
-        section.skipped = f"needs {catalog.RANKING} (or a chance model's tasks) with samples"
+    if not any(m.ranking or m.tasks or m.contamination for m, _ in models) and not foreign_runs:
+        section.skipped = (
+            f"needs {catalog.RANKING} (or a chance model's tasks, or lm-eval's winogrande or "
+            "wsc273 read back) with samples"
+        )
         return section
     section.tables = [table] if table.rows else []
-    section.text = lambda: text(models)
-    section.lead = lambda: lead(models)
+
+    def said_first() -> dict[str, list[str]]:  # quotes estimates: called once they are computed
+        return {run.label: foreign(context, run) for run in foreign_runs}
+
+    section.text = lambda: text(models, said_first=said_first())
+    section.lead = lambda: lead(models, said_first())
     return section
