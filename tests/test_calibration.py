@@ -82,7 +82,9 @@ def test_power_against_a_true_schema_accuracy_of_040(rows):
 
 
 def test_the_benchmark_prints_the_table(capsys):
-    assert calibration.main(["--sims", "200", "--iters", "200"]) == 0
+    from benchmarks import findings_calibration
+
+    assert findings_calibration.main(["--sims", "200", "--iters", "200"]) == 0
     out = capsys.readouterr().out
     assert "| any control baseline above chance | 6 |" in out
     assert "worst false-claim rate now" in out

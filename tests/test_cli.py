@@ -168,15 +168,18 @@ def _run_tool(repo: cli.Path, *argv: str) -> subprocess.CompletedProcess:
 def test_ruff_clean():
     """Lint and format check with the exact ruff of the ``test`` extra."""
     repo = _pinned_tool("ruff")
-    check = _run_tool(repo, "ruff", "check", "wsc_tasks", "tests")
+    check = _run_tool(repo, "ruff", "check", "wsc_tasks", "benchmarks", "tests")
     assert check.returncode == 0, check.stdout + check.stderr
-    form = _run_tool(repo, "ruff", "format", "--check", "wsc_tasks", "tests")
-    assert form.returncode == 0, f"run `ruff format wsc_tasks tests`:\n{form.stdout}{form.stderr}"
+    form = _run_tool(repo, "ruff", "format", "--check", "wsc_tasks", "benchmarks", "tests")
+    assert form.returncode == 0, (
+        f"run `ruff format wsc_tasks benchmarks tests`:\n{form.stdout}{form.stderr}"
+    )
 
 
 def test_mypy_clean():
-    """Type check ``wsc_tasks`` with the exact mypy of the ``test`` extra and the settings of
-    ``[tool.mypy]`` in pyproject.toml (its cache makes a second run take about a second)."""
+    """Type check ``wsc_tasks`` and ``benchmarks`` with the exact mypy of the ``test`` extra and the
+    settings of ``[tool.mypy]`` in pyproject.toml (its cache makes a second run take about a
+    second)."""
     repo = _pinned_tool("mypy")
     check = _run_tool(repo, "mypy")
     assert check.returncode == 0, check.stdout + check.stderr

@@ -88,10 +88,6 @@ def test_subcommand_helps_are_their_own(helps):
     assert "--partition" in helps["sweep --launcher slurm"]
     assert "--max-parallel" in helps["sweep --launcher slurm"]
     assert "--ray-address" in helps["sweep --launcher ray"]
-    assert "wsc-tasks run --help" in helps["bench"]
-    bench_mlm = helps["bench-mlm"]
-    assert "bench [" not in bench_mlm and "replaced" not in bench_mlm
-    assert "(default 64)" in bench_mlm
     for name in COMMANDS:
         assert name in helps[""]
 
@@ -112,17 +108,3 @@ def test_every_launcher_setting_states_its_default(helps):
                 continue
             assert "(default" in setting.shown_help, (name, setting.name)
             assert setting.shown_help.replace("%%", "%") in text, (name, setting.name)
-
-
-def test_bench_help_imports_no_benchmark():
-    """``bench --help`` prints without torch or lm-eval (the benchmark's imports take seconds)."""
-    import subprocess
-
-    code = (
-        "import sys; from wsc_tasks.cli import main; assert main(['bench', '--help']) == 0; "
-        "heavy = [m for m in ('torch', 'lm_eval', 'transformers') if m in sys.modules]; "
-        "assert not heavy, heavy"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("usage: wsc-tasks bench")

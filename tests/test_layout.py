@@ -159,3 +159,58 @@ def test_results_hold_outputs_only():
     results = ROOT.parent / "results"
     scripts = sorted(str(p.relative_to(results)) for p in results.rglob("*.py"))
     assert scripts == [], f"move to tools/: {scripts}"
+
+
+BENCHMARKS = ROOT.parent / "benchmarks"
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """The absolute module names a file imports, anywhere in it."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module)
+    return out
+
+
+def test_benchmarks_import_the_package_and_the_package_no_benchmark():
+    """benchmarks/ (the developer benchmarks, not installed) sits after every stage: it may import
+    any wsc_tasks module, and nothing in wsc_tasks imports it (a wheel has no benchmarks/)."""
+    wrong = [
+        f"{name} imports {target}"
+        for name, path in _modules().items()
+        for target in _top_level_imports(path)
+        if target == "benchmarks" or target.startswith("benchmarks.")
+    ]
+    assert wrong == []
+    modules = _modules()
+    missing = []
+    for path in sorted(BENCHMARKS.glob("*.py")):
+        for target in _top_level_imports(path):
+            if target.split(".")[0] != "wsc_tasks":
+                continue
+            known = target
+            while known and known not in modules:
+                known = known.rpartition(".")[0]
+            if known in ("", "wsc_tasks") and target != "wsc_tasks":
+                missing.append(f"benchmarks/{path.name} imports {target}")
+    assert missing == []
+    import tomllib
+
+    packages = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert not any(p.split(".")[0] == "benchmarks" for p in packages["packages"])
+
+
+def test_every_benchmark_module_imports_alone_in_a_fresh_interpreter():
+    code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+    names = sorted(
+        "benchmarks" if p.stem == "__init__" else f"benchmarks.{p.stem}"
+        for p in BENCHMARKS.glob("*.py")
+        if p.stem != "__main__"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *names], capture_output=True, text=True, cwd=ROOT.parent
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -174,7 +174,7 @@ def test_tensor_copies_equal_per_copy_reference(which, tiny_roberta_dir, tiny_be
     """The tensor-built copies score as the per-copy tuples of ``plan_jobs`` do: bit for bit
     with the same batches, and to float32 rounding when the token budget splits them otherwise
     (a row's arithmetic may then differ in the last bits with the batch's shape)."""
-    from wsc_tasks.cli.bench import per_copy_scores
+    from benchmarks.mlm_throughput import per_copy_scores
 
     folder = tiny_roberta_dir if which == "roberta" else tiny_bert_dir
     lm = mlm.MaskedLM(pretrained=str(folder), device="cpu")

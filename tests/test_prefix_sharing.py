@@ -124,7 +124,7 @@ def requests_of(tmp_path_factory, data_dir):
     ``winogrande`` (its dev file in ``WSC_TASKS_DATA``), each as a plain lm-eval request."""
     from lm_eval.tasks import TaskManager
 
-    from wsc_tasks.cli.bench import WINOGRANDE_TASK, local_winogrande
+    from benchmarks.run_phases import WINOGRANDE_TASK, local_winogrande
     from wsc_tasks.paths import include_path
 
     local = local_winogrande(tmp_path_factory.mktemp("winogrande"))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
+from benchmarks import rank_coverage
 from wsc_tasks.metrics import ranks
-from wsc_tasks.reporting import rank_calibration
 
 SQRT2 = math.sqrt(2)
 phi, Phi = stats.norm.pdf, stats.norm.cdf
@@ -124,7 +124,7 @@ def _sets(p: int, rejected: set, of: list[int]) -> list[list[int]]:
 def test_the_fast_sets_are_the_plain_algorithms(seed):
     """Models tied, near and far, dependent through shared schemas, two of them identical."""
     truth = np.array([0.8, 0.6, 0.6, 0.55, 0.5, 0.4, 0.4, 0.3])
-    theta, reps, _ = rank_calibration.board(truth, 2000, np.random.default_rng(seed))
+    theta, reps, _ = rank_coverage.board(truth, 2000, np.random.default_rng(seed))
     theta[-1], reps[:, -1] = theta[-2], reps[:, -2]  # right on the very same schemas
     p = len(theta)
     found = ranks.rank_sets(theta, reps)
@@ -146,8 +146,8 @@ def test_point_ranks_share_ties():
 def test_coverage_on_simulated_boards():
     """Boards of 50 models with a clear leader and tied pairs: the simultaneous sets cover every
     true rank, and the 1-best and 10-best sets hold the true best, in at least 95% of boards
-    (within two Monte Carlo standard errors; ``wsc-tasks bench-ranks`` runs more and larger)."""
-    found = rank_calibration.simulate(50, 60, iters=500, seed=7)
+    (within two Monte Carlo standard errors; ``python -m benchmarks ranks`` runs more, larger)."""
+    found = rank_coverage.simulate(50, 60, iters=500, seed=7)
     for share in (found.simultaneous, *found.best.values()):
         assert share + 2 * found.error(max(share, 0.95)) >= 0.95
     assert found.marginal + 2 * found.error(0.95, found.boards * found.models) >= 0.95
@@ -159,7 +159,7 @@ def test_coverage_where_every_model_ties():
     """All true A equal: a set misses as soon as any pair is separated, so the simultaneous
     coverage is the familywise error the stepdown holds at 5%: at least 95% (within two Monte
     Carlo standard errors), and the sets still move (some boards do separate a pair)."""
-    found = rank_calibration.simulate(20, 150, iters=400, seed=3, kind="tied")
+    found = rank_coverage.simulate(20, 150, iters=400, seed=3, kind="tied")
     assert found.simultaneous + 2 * found.error(0.95) >= 0.95
     assert found.width_simultaneous < 20
     assert found.best[1] == found.simultaneous

@@ -1,7 +1,7 @@
 """``wsc-tasks``: one command for the include path, the data, lm-eval runs, reports and sweeps.
 
 Each subcommand is an entry of ``COMMANDS``, a function taking its part of the command line
-(the modules ``run``, ``sweep``, ``bench``, ``report`` and ``leaderboard`` of this package);
+(the modules ``run``, ``sweep``, ``report`` and ``leaderboard`` of this package);
 this module dispatches to it and turns errors into one line.
 """
 
@@ -186,26 +186,6 @@ COMMANDS: dict[str, Command] = {
     "include-path": Command(
         "print the folder of the task YAMLs, for lm_eval --include_path",
         "wsc_tasks.cli:include_path_command",
-    ),
-    "bench": Command(
-        "`run`, its wall time split into phases (tasks, model, …)",
-        "wsc_tasks.cli.bench_help:bench_run",
-    ),
-    "bench-board": Command(
-        "time the leaderboard and report over N copies of runs",
-        "wsc_tasks.cli.bench_board:main",
-    ),
-    "bench-findings": Command(
-        "the findings' false-claim rates and power, by simulation",
-        "wsc_tasks.reporting.calibration:main",
-    ),
-    "bench-ranks": Command(
-        "rank confidence sets: coverage, width on simulated boards",
-        "wsc_tasks.reporting.rank_calibration:main",
-    ),
-    "bench-mlm": Command(
-        "masked-LM scoring throughput, three ways on the same sentences",
-        "wsc_tasks.cli.bench:main",
     ),
 }
 

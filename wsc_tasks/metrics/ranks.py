@@ -40,7 +40,7 @@ is read with its degrees of freedom). On simulated boards where every model ties
 favourable case), the simultaneous sets covered 92.4% ± 0.8% of 1,000 boards of 50 models
 without it; with one df of n − 1 for every pair (n schemas) 94.3% ± 0.7%, and 91.0% ± 1.7% of
 300 boards of 1,000 models; with each pair's own df 97.8% ± 0.5% and 98.0% ± 1.4% (100 boards
-of 1,000; ``wsc-tasks bench-ranks``).
+of 1,000; ``python -m benchmarks ranks``).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def _answer_positions(offsets: Sequence[Span], special: Sequence[int], spans: Se
 def plan_jobs(tokenizer: PreTrainedTokenizerBase, text: str, spans: Sequence[Span], mode: MaskMode):
     """The masked copies one request needs, one tuple per copy: (ids, masked positions).
 
-    The literal reading of a request, kept for checks (tests, ``bench-mlm``'s reference);
+    The literal reading of a request, kept for checks (tests, the ``mlm`` benchmark's reference);
     ``score_requests`` builds the same copies as tensors.
     """
     encoding = tokenizer(

@@ -12,14 +12,13 @@ For each kind of claim the findings make, the false-claim rate of models with no
 of simulated models with at least one false claim of that kind) under the findings' rule
 (``findings.RULE``) and under the rule they had before (``BEFORE``: each test on its own, one-sided
 at 0.05 against chance, two-sided for a change), and the power against a known effect (a true
-schema accuracy A = 0.40 on the ranking task). ``wsc-tasks bench-findings`` prints the table; the
-report's decision section and glossary quote it; ``tests/test_calibration.py`` asserts it.
+schema accuracy A = 0.40 on the ranking task). The report's decision section and glossary quote
+the table; ``tests/test_calibration.py`` asserts it; the repository's ``python -m benchmarks
+findings`` prints it.
 """
 
 from __future__ import annotations
 
-import argparse
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -356,34 +355,3 @@ def sentence(rows: Sequence[Row]) -> str:
         f"({SIMS:,} models per claim, R = {ITERS:,}): {'; '.join(parts)}. Power against a true "
         f"A = {EFFECT:.2f} on {catalog.RANKING}: {'; '.join(power)}."
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``wsc-tasks bench-findings``: the calibration table of the findings' decision rule."""
-    parser = argparse.ArgumentParser(
-        prog="wsc-tasks bench-findings",
-        description="How often the findings' decision rule claims what is not there: simulated "
-        "models answer the real datasets at random (or with a known schema accuracy, for the "
-        "power), the report's estimates (exact for schema accuracy, else its bootstrap) are "
-        "computed and the findings' own functions make their claims. Prints, per kind of "
-        "claim, the false-claim rate under the rule and under the rule used before, and the "
-        "power. No lm-eval run, no model.",
-    )
-    parser.add_argument(
-        "--sims", type=int, default=SIMS, help="simulated models per claim (default %(default)s)"
-    )
-    parser.add_argument(
-        "--iters", type=int, default=ITERS, help="bootstrap replicates (default %(default)s)"
-    )
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    rows = simulate(args.sims, args.iters)
-    print("\n".join(lines(rows, args.sims)))
-    worst = max(r.now for r in rows)
-    print(
-        f"\nnominal familywise error rate {findings.ALPHA:.0%}; worst false-claim rate now "
-        f"{worst:.1%} (Monte Carlo standard error about "
-        f"{np.sqrt(findings.ALPHA * (1 - findings.ALPHA) / args.sims):.1%}); "
-        f"{time.perf_counter() - start:.1f} s"
-    )
-    return 0

@@ -2,7 +2,7 @@
 
 The rule is ``reporting.findings``'s (its docstring is the full statement); the figures are
 ``reporting.calibration``'s simulation on the catalog's schemas, the same that
-``wsc-tasks bench-findings`` prints and ``tests/test_calibration.py`` checks, so no number here
+``python -m benchmarks findings`` prints and ``tests/test_calibration.py`` checks, so no number here
 is typed by hand.
 """
 
@@ -51,8 +51,8 @@ def build(context: Context) -> Section:
         f"schema accuracy A = {calibration.EFFECT:.2f} on `{catalog.RANKING}`; the claims are "
         "made by the findings' own functions, by the rule above (now) and by the rule before it "
         f"(each test on its own, {wording.sides(claims.UNCORRECTED)} at "
-        f"{claims.UNCORRECTED.alpha:g} against chance). `wsc-tasks bench-findings` "
-        f"prints the same table (nominal familywise rate {findings.ALPHA:.0%}).",
+        f"{claims.UNCORRECTED.alpha:g} against chance). The repository's `python -m benchmarks "
+        f"findings` prints the same table (nominal familywise rate {findings.ALPHA:.0%}).",
     ])  # fmt: skip
     table = Table(
         "decision",

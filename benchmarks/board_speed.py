@@ -1,4 +1,4 @@
-"""``wsc-tasks bench-board``: the leaderboard and the report over N copies of finished runs.
+"""``python -m benchmarks board``: the leaderboard and the report over N copies of finished runs.
 
 It builds a sweep folder of N model folders, each a copy of one of the finished runs under
 ``--runs`` (the committed ``results/``: ``<name>/done.json`` and ``<name>/lm_eval/``) under a name
@@ -50,7 +50,7 @@ def finished_runs(runs: Path) -> list[Path]:
         p.parent for p in runs.glob(f"*/{SWEEP_DONE}") if (p.parent / SWEEP_RESULTS).is_dir()
     )
     if not found:
-        raise SystemExit(f"wsc-tasks bench-board: no finished run (<name>/{SWEEP_DONE}) in {runs}")
+        raise SystemExit(f"benchmarks board: no finished run (<name>/{SWEEP_DONE}) in {runs}")
     return found
 
 
@@ -111,7 +111,7 @@ def timed(argv: list[str]) -> tuple[float, float, float]:
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         tail = errors.decode(errors="replace").strip().splitlines()[-3:]
-        raise SystemExit(f"wsc-tasks bench-board: {' '.join(argv[:2])} failed: {' '.join(tail)}")
+        raise SystemExit(f"benchmarks board: {' '.join(argv[:2])} failed: {' '.join(tail)}")
     # ru_maxrss is in kilobytes on Linux, in bytes on macOS
     peak = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
     return wall, usage.ru_utime + usage.ru_stime, peak
@@ -119,7 +119,7 @@ def timed(argv: list[str]) -> tuple[float, float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="wsc-tasks bench-board",
+        prog="python -m benchmarks board",
         description="Time the leaderboard and the report over N copies of finished runs.",
     )
     parser.add_argument("--runs", default="results", help="a sweep folder (default results)")
@@ -370,3 +370,7 @@ def table(rows: list[tuple[int, str, float, float, float]]) -> str:
             f"| {size} | {what} | {wall:.1f} | {cpu:.1f} | {wall / size:.3f} | {peak:.0f} |"
         )
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

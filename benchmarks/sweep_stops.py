@@ -1,5 +1,5 @@
-"""How fast a Hub sweep stops, and what it leaves on disk: ``python tools/sweep_stops.py WORK
-[--code ROOT] [download] [run] [disk]``.
+"""How fast a Hub sweep stops, and what it leaves on disk: ``python -m benchmarks sweep-stops WORK
+[--code ROOT] [download] [run] [disk]`` (or ``python benchmarks/sweep_stops.py …``).
 
 Three tiny random GPT-2s served by the tests' local Hub (``tests/hub_server.py``, the real
 ``huggingface_hub`` client through ``HF_ENDPOINT``); ``wsc-tasks sweep --hub-query author=tiny`` of
@@ -18,6 +18,7 @@ Prints one JSON object. Needs ``WSC_TASKS_DATA`` (the tokenizer's vocabulary bes
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import signal
@@ -29,17 +30,20 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(HERE / "tests"))
-
-import tiny_models  # noqa: E402
-from hub_server import HubServer  # noqa: E402
-
 TASK = "wsc266_associative"
+
+
+def _tests(name: str) -> Any:
+    """A module of the tests' (``tiny_models``, ``hub_server``), imported when a sweep needs it."""
+    if str(HERE / "tests") not in sys.path:
+        sys.path.insert(0, str(HERE / "tests"))
+    return importlib.import_module(name)
 
 
 def _models(root: Path) -> Path:
     folder = root / "models"
     if not folder.is_dir():
+        tiny_models = _tests("tiny_models")
         tiny_models.GPT2_FILES = Path(os.environ["WSC_TASKS_DATA"]).parent / "tokenizers" / "gpt2"
         tokenizer = tiny_models.gpt2_tokenizer()
         for seed, name in enumerate("abc", 1):
@@ -48,7 +52,7 @@ def _models(root: Path) -> Path:
     return folder
 
 
-def _env(server: HubServer, home: Path, code: Path) -> dict[str, str]:
+def _env(server: Any, home: Path, code: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HF_HUB_OFFLINE")}
     return {**env, "HF_ENDPOINT": server.url, "HF_HOME": str(home), "PYTHONPATH": str(code),
             "HF_HUB_DISABLE_TELEMETRY": "1"}  # fmt: skip
@@ -91,7 +95,9 @@ def _size(home: Path) -> tuple[int, int]:
 
 def _stop(work: Path, code: Path, models: Path, sig: int, during: str) -> dict[str, Any]:
     root = work / f"{during}-{sig}"
-    with HubServer(seconds_per_weights=30 if during == "download" else 0) as server:
+    with _tests("hub_server").HubServer(
+        seconds_per_weights=30 if during == "download" else 0
+    ) as server:
         for name in "abc":
             server.push(f"tiny/gpt2-{name}", models / name)
         out = root / "out"
@@ -124,7 +130,7 @@ def _disk(work: Path, code: Path, models: Path) -> dict[str, Any]:
             time.sleep(0.1)
 
     after, err = [], ""
-    with HubServer(seconds_per_weights=1) as server:
+    with _tests("hub_server").HubServer(seconds_per_weights=1) as server:
         for name in "abc":
             server.push(f"tiny/gpt2-{name}", models / name)
         threading.Thread(target=watch, daemon=True).start()
@@ -150,12 +156,18 @@ def _disk(work: Path, code: Path, models: Path) -> dict[str, Any]:
     return {"model_bytes": one, "after_each": after, "most_at_once": peak, "stated": stated}
 
 
-def main() -> None:
-    command = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    command = argparse.ArgumentParser(
+        prog="python -m benchmarks sweep-stops",
+        description="How fast a Hub sweep of three tiny models stops on SIGINT or SIGTERM during a "
+        "download and during a run, and what it leaves on disk after two interruptions and a "
+        "resume (a local Hub, weights served slowly). Prints one JSON object. Needs "
+        "WSC_TASKS_DATA (the tokenizers beside it).",
+    )
     command.add_argument("work", type=Path, help="a folder for the sweeps (created)")
     command.add_argument("which", nargs="*", default=["download", "run", "disk"])
     command.add_argument("--code", type=Path, default=HERE, help="the checkout to measure")
-    args = command.parse_args()
+    args = command.parse_args(argv)
     models = _models(args.work)
     found: dict[str, Any] = {}
     for during in ("download", "run"):
@@ -165,7 +177,8 @@ def main() -> None:
     if "disk" in args.which:
         found["disk"] = _disk(args.work, args.code, models)
     print(json.dumps(found, indent=1))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

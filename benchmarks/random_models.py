@@ -1,5 +1,5 @@
-"""The benchmarks' random models, built at start: ``wsc-tasks bench --tiny-gpt2``'s GPT-2 and
-``bench-mlm``'s small RoBERTa, each with a byte-level BPE trained on the sentences it will read."""
+"""The benchmarks' random models, built at start: ``run --tiny-gpt2``'s GPT-2 and ``mlm``'s
+small RoBERTa, each with a byte-level BPE trained on the sentences it will read."""
 
 from __future__ import annotations
 

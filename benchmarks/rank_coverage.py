@@ -1,5 +1,5 @@
-"""The confidence sets for ranks (``metrics.ranks``) on simulated boards of known true schema
-accuracy A: how often they cover the true ranks, and how wide they are.
+"""``python -m benchmarks ranks``: the confidence sets for ranks (``metrics.ranks``) on simulated
+boards of known true schema accuracy A: how often they cover the true ranks, and how wide they are.
 
 A board is p models answering the n schemas of ``wsc266`` (133): model j gets schema s right
 with probability Φ(α_j + β z_s), z_s ~ N(0, 1) the schema's difficulty shared by every model
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -151,7 +152,7 @@ def lines(found: Sequence[Coverage]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="wsc-tasks bench-ranks",
+        prog="python -m benchmarks ranks",
         description="Coverage and width of the confidence sets for ranks on simulated boards.",
     )
     parser.add_argument("--models", default="50,1000", help="board sizes (default 50,1000)")
@@ -174,3 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(lines(found[-1:])[-1:]), flush=True)
     print("\n".join(lines(found)))
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,10 +1,10 @@
-"""``wsc-tasks bench --models N``: what the models of a sweep after the first cost, when they share
-the first one's tokenizer.
+"""``python -m benchmarks run --models N``: what the models of a sweep after the first cost, when
+they share the first one's tokenizer.
 
 Each model runs in a process of its own, as a sweep runs them, with lm-eval's ``--cache_requests
 true`` and one request-cache folder for all (what ``wsc-tasks sweep`` passes): the first builds and
-encodes the requests, the others read them (patches sections 4 and 11). The models are copies of
-the one given (its files linked into folders of their own, so no path is shared). Printed: each
+encodes the requests, the others read them. The models are copies of the one given (its files
+linked into folders of their own, so no path is shared). Printed: each
 run's wall time, its time in the forward calls and outside them, and the phases that depend on
 the tokenizer alone (task and request building, tokenization), with each later model's ratio to
 the first.
@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 
 MODELS = "--models"
-REPORT_ENV = "WSC_TASKS_BENCH_JSON"  # where a run of ``bench`` writes its figures as JSON
+REPORT_ENV = "WSC_TASKS_BENCH_JSON"  # where a run of ``run_phases`` writes its figures as JSON
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: ``benchmarks`` importable from it
 TOKENIZER_PHASES = ("task building", "request building", "tokenization")
 
 
@@ -31,7 +32,7 @@ def models_wanted(argv: list[str]) -> tuple[int, list[str]]:
             inline = "=" in arg
             value = arg.split("=", 1)[1] if inline else (argv[i + 1] if i + 1 < len(argv) else "")
             if not value.isdigit() or int(value) < 2:
-                raise SystemExit(f"wsc-tasks bench: {MODELS} takes a number of models, 2 or more")
+                raise SystemExit(f"benchmarks run: {MODELS} takes a number of models, 2 or more")
             rest = argv[:i] + argv[i + (1 if inline else 2) :]
             return int(value), rest
     return 0, argv
@@ -46,7 +47,7 @@ def _model_folder(argv: list[str]) -> tuple[int, str, Path]:
             if folder.is_dir():
                 return i + 1, argv[i + 1], folder
     raise SystemExit(
-        f"wsc-tasks bench: {MODELS} needs a local model: --model hf --model_args pretrained=DIR "
+        f"benchmarks run: {MODELS} needs a local model: --model hf --model_args pretrained=DIR "
         "(or --tiny-gpt2)"
     )
 
@@ -64,8 +65,8 @@ def _copy(folder: Path, into: Path) -> Path:
 
 
 def bench_models(n: int, argv: list[str]) -> int:
-    """Run ``bench`` on ``n`` copies of the model in ``argv``, one process each, sharing lm-eval's
-    request cache; print the table."""
+    """Run the ``run`` benchmark on ``n`` copies of the model in ``argv``, one process each,
+    sharing lm-eval's request cache; print the table."""
     where, model_args, folder = _model_folder(argv)
     runs: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,10 +76,12 @@ def bench_models(n: int, argv: list[str]) -> int:
             args = list(argv)
             args[where] = model_args.replace(f"pretrained={folder}", f"pretrained={copy}")
             report = Path(tmp) / f"run{k}.json"
-            env = {**os.environ, "LM_HARNESS_CACHE_PATH": str(cache), REPORT_ENV: str(report)}
-            command = [sys.executable, "-m", "wsc_tasks.cli", "bench", *args, "--no-winogrande",
+            path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+            env = {**os.environ, "LM_HARNESS_CACHE_PATH": str(cache), REPORT_ENV: str(report),
+                   "PYTHONPATH": path}  # fmt: skip
+            command = [sys.executable, "-m", "benchmarks", "run", *args, "--no-winogrande",
                        "--cache_requests", "true"]  # fmt: skip
-            print(f"wsc-tasks bench: model {k + 1} of {n}: {' '.join(command[3:])}", flush=True)
+            print(f"benchmarks run: model {k + 1} of {n}: {' '.join(command[3:])}", flush=True)
             code = subprocess.run(command, env=env).returncode
             if code != 0:
                 return code
@@ -100,7 +103,7 @@ def table(runs: list[dict]) -> str:
 
     lines = [
         "",
-        f"wsc-tasks bench: {len(runs)} models sharing one tokenizer, one process each, lm-eval's "
+        f"benchmarks run: {len(runs)} models sharing one tokenizer, one process each, lm-eval's "
         "request cache shared (--cache_requests true)",
         f"  {'model':6s} {'wall':>9s} {'forward':>9s} {'outside':>9s} {'tokenizer phases':>17s} "
         f"{'outside / 1st':>14s} {'tokenizer phases / 1st':>23s}",

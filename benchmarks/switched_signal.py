@@ -1,6 +1,7 @@
-"""Why the package offers no order-free, per-schema contamination signal: the calibration of the
-candidate that suggests itself, Min-K% probability of each published sentence against the same
-sentence with its two candidates switched (a version no public copy contains).
+"""``python -m benchmarks switched-signal``: why the package offers no order-free, per-schema
+contamination signal: the calibration of the candidate that suggests itself, Min-K% probability of
+each published sentence against the same sentence with its two candidates switched (a version no
+public copy contains).
 
 The signal (Shi et al. 2024's Min-K%: the mean of the k% lowest token log-probabilities of a
 text) is compared per schema, original minus switched, averaged over the schema's problems, and
@@ -15,14 +16,15 @@ told from memory without a reference model known to be clean and as able, which 
 name for these datasets. This script prints both halves: the null's rate of p < 0.05 on random
 models (calibrated) and the signal on a real model (see the README's contamination section).
 
-    PYTHONPATH=$PWD WSC_TASKS_DATA=… python tools/switched_signal.py --random 200
-    PYTHONPATH=$PWD WSC_TASKS_DATA=… python tools/switched_signal.py --model default
+    WSC_TASKS_DATA=… python -m benchmarks switched-signal --random 200
+    WSC_TASKS_DATA=… python -m benchmarks switched-signal --model default
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -100,14 +102,20 @@ def random_llama(tokenizer: Any, seed: int) -> Any:
     return LlamaForCausalLM(config).eval()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks switched-signal",
+        description="Min-K% probability of each published sentence against the same sentence "
+        "with its two candidates switched, per schema: how often p < 0.05 on random models "
+        "(the null, calibrated) and the signal on a real model (which prefers the original "
+        "for the common sense the datasets test, memory or not).",
+    )
     parser.add_argument(
         "--model", help="a causal model folder, or 'default' (the embedded SmolLM2)"
     )
     parser.add_argument("--random", type=int, default=0, help="random models for the null's rate")
     parser.add_argument("--datasets", default=",".join(DATASETS))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from wsc_tasks.paths import DEFAULT_GGUF, default_model_folder
@@ -146,7 +154,8 @@ def main() -> None:
                 f"[{d.mean() - half:+.3f}, {d.mean() + half:+.3f}], original preferred in "
                 f"{np.mean(d > 0):.0%} of {len(d)} schemas, one-sided p = {one_sided_p(d):.2g}"
             )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,6 @@
-"""``wsc-tasks bench``'s phase accounting: exclusive wall time per phase of the functions each
-phase runs (wrapped for one run, unwrapped after), the counts of requests, forward calls and
-token positions, and the report of where the time went."""
+"""``python -m benchmarks run``'s phase accounting: exclusive wall time per phase of the functions
+each phase runs (wrapped for one run, unwrapped after), the counts of requests, forward calls,
+token positions and trie nodes, and the report of where the time went."""
 
 from __future__ import annotations
 
@@ -195,7 +195,7 @@ def peak_memory_gb() -> float:
 
 
 def report(timer: PhaseTimer, wall: float, cpu: float | None = None) -> str:
-    lines = ["", "wsc-tasks bench: where the wall time went (exclusive seconds per phase)"]
+    lines = ["", "benchmarks run: where the wall time went (exclusive seconds per phase)"]
     measured = sum(timer.seconds[p] for p in PHASES)
     for phase in PHASES:
         share = timer.seconds[phase] / wall if wall else 0.0
