@@ -47,14 +47,28 @@ def evaluate(tokenizer_dir: Path, out: Path, extra: list[str] | None = None) -> 
 
 
 def figures(results: dict) -> dict[str, dict[str, object]]:
-    """Task → metric key → value, without lm-eval's ``alias``; NaN as the string ``"nan"``."""
+    """Task → metric key → value, without lm-eval's ``alias``, the standard errors lm-eval
+    writes for the package's ``<metric>_stderr`` metrics themselves (``N/A``) and the count of
+    the metrics not aggregated; a metric without a value (NaN, or lm-eval's ``N/A``) as the
+    string ``"nan"``."""
+    from wsc_tasks.metrics import registry
+
     out = {}
     for task, row in sorted(results.items()):
-        out[task] = {
-            key: ("nan" if isinstance(value, float) and value != value else value)
-            for key, value in sorted(row.items())
-            if key != "alias"
-        }
+        kept = {}
+        for key, value in sorted(row.items()):
+            name = key.partition(",")[0]
+            if key == "alias" or name == registry.MORE_METRICS:
+                continue
+            if registry.is_stderr_name(name) and registry.is_stderr_name(
+                name.removesuffix(registry.STDERR)
+            ):
+                continue
+            undefined = isinstance(value, float) and value != value
+            if undefined or (value == registry.NOT_AVAILABLE and not registry.is_stderr_name(name)):
+                value = "nan"
+            kept[key] = value
+        out[task] = kept
     return out
 
 

@@ -242,11 +242,11 @@ def _by_hand(pairs) -> dict[str, float]:
     }
 
 
-def _close(reported: float | None, expected: float) -> bool:
-    """``reported`` (None: not in the results) equals ``expected``; a metric undefined on the
-    documents (NaN by hand) is left out of the results, never reported as NaN."""
+def _close(reported: float | str | None, expected: float) -> bool:
+    """``reported`` equals ``expected``; a metric undefined on the documents (NaN by hand) is
+    lm-eval's ``N/A`` in the results, never NaN."""
     if isinstance(expected, float) and math.isnan(expected):
-        return reported is None
+        return reported == "N/A"
     return reported == pytest.approx(expected, abs=1e-12)
 
 

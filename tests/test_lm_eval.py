@@ -80,21 +80,55 @@ def test_every_task_and_group_is_registered_without_shadowing():
         assert "lm_eval/tasks" in str(manager.task_index[builtin].yaml_path)
 
 
-def test_winogrande_dev_is_identical_to_builtin_winogrande(run):
+def _per_problem(out: dict) -> tuple[dict, dict]:
+    """Each Winogrande problem's two log-likelihoods: (this package's, lm-eval's)."""
     theirs = {
         s["doc"]["qID"]: [r[0][0] for r in s["resps"]]
-        for s in run["samples"]["builtin_winogrande_local"]
+        for s in out["samples"]["builtin_winogrande_local"]
     }
     ours = {}
-    for sample in run["samples"]["winogrande_dev"]:
+    for sample in out["samples"]["winogrande_dev"]:
         resps = iter(sample["resps"])
         for problem in sample["doc"]["problems"]:
             ours[problem["uid"]] = [next(resps)[0][0], next(resps)[0][0]]
+    return ours, theirs
+
+
+def test_winogrande_dev_is_builtin_winogrande_beside_wsc_group(run):
+    """In one run with every task of ``wsc_group``, this package's requests go through the
+    shared-prefix route, lm-eval's own through its padded batches: the same log-likelihoods to
+    floating-point rounding, the same decisions and accuracy."""
+    ours, theirs = _per_problem(run)
     assert len(ours) == len(theirs) == 1267
-    assert ours == theirs  # the same floats, not merely close
+    for uid, pair in theirs.items():
+        assert ours[uid] == pytest.approx(pair, abs=1e-4, rel=0), uid
+        assert (ours[uid][0] > ours[uid][1]) == (pair[0] > pair[1]), uid
     ours_acc = run["results"]["winogrande_dev"]["acc,none"]
     assert ours_acc == run["results"]["builtin_winogrande_local"]["acc,none"]
     assert run["results"]["winogrande_dev"]["acc_partial,none"] == ours_acc
+
+
+def test_winogrande_dev_is_builtin_winogrande_exactly_through_lm_evals_loop(
+    tiny_gpt2_dir, builtin_dir, monkeypatch
+):
+    """With prefix sharing off, this package's requests go through lm-eval's own loop: on the
+    same requests, the same floats, not merely close."""
+    monkeypatch.setenv("WSC_TASKS_PREFIX_SHARING", "0")
+    manager = TaskManager(
+        include_path=[str(include_path()), str(builtin_dir)], include_defaults=False,
+        metadata={"pretrained": str(tiny_gpt2_dir), "scoring": ["partial"], **ALL},
+    )  # fmt: skip
+    found = {}
+    for task in ("winogrande_dev", "builtin_winogrande_local"):  # each its own requests alone
+        found[task] = lm_eval.simple_evaluate(
+            model="hf", model_args=f"pretrained={tiny_gpt2_dir}", tasks=[task],
+            task_manager=manager, device="cpu", batch_size=64, log_samples=True,
+        )  # fmt: skip
+    merged = {"samples": {**found["winogrande_dev"]["samples"],
+                          **found["builtin_winogrande_local"]["samples"]}}  # fmt: skip
+    ours, theirs = _per_problem(merged)
+    assert len(ours) == len(theirs) == 1267
+    assert ours == theirs
 
 
 def test_winogrande_dev_prints_lm_evals_winogrande_acc_by_default(tiny_gpt2_dir, task_manager):

@@ -388,8 +388,8 @@ def test_wsc266_through_local_completions_equals_hf(tiny_gpt2_dir, data_dir, tas
         httpd.server_close()
     local = _run("hf", f"pretrained={tiny_gpt2_dir}", task_manager(pretrained=str(tiny_gpt2_dir)))
     assert served_run["configs"]["wsc266"]["metadata"]["first_token_prior"] == "webtext"
-    assert served_run[served.RESULTS_KEY]["outcome"] == "passed"
-    assert served.RESULTS_KEY not in local
+    assert served_run["configs"]["wsc266"]["metadata"][served.RESULTS_KEY]["outcome"] == "passed"
+    assert served.RESULTS_KEY not in local["configs"]["wsc266"]["metadata"]
     pairs = 0
     for a, b in zip(served_run["samples"]["wsc266"], local["samples"]["wsc266"], strict=True):
         assert a["arguments"] == b["arguments"]
@@ -438,7 +438,8 @@ def test_wsc_tasks_run_stops_before_any_task_request_and_the_switch_skips(
     assert not any(_is_probe(r, tokenizer) for r in state.requests)  # no check, only the tasks'
     [results] = out.rglob("results_*.json")
     data = json.loads(results.read_text())
-    assert data[served.RESULTS_KEY]["outcome"] == "skipped (logprob_check=false)"
+    check = data["configs"]["wsc266"]["metadata"][served.RESULTS_KEY]
+    assert check["outcome"] == "skipped (logprob_check=false)"
     assert data["config"]["model_args"]["logprob_check"] is False
     notes = runs.load_run(out.iterdir().__next__()).notes()
     assert any("its log-probability check was skipped (logprob_check=false)" in n for n in notes)

@@ -37,6 +37,13 @@ ENCODINGS_FILE = "wsc_tasks-encodings"  # lm-eval cache file name prefix of the 
 SAMPLE = 16  # encodings from another source checked against the model's tok_encode
 
 
+def hf_causal(lm: object) -> bool:
+    """Whether ``lm`` is lm-eval's Hugging Face causal model (whose encodings are remembered)."""
+    from lm_eval.models.huggingface import HFLM
+
+    return isinstance(lm, HFLM) and getattr(lm, "backend", None) == "causal"
+
+
 def memo_of(lm: object) -> Memo:
     """The model object's memo (made on first use; dropped with the model)."""
     return _MEMOS.setdefault(lm, {})
@@ -144,8 +151,8 @@ def _files(lm: Any, counters: Sequence[TokenCounter]) -> list[tuple[str, TokenCo
     package = package_fingerprint()
     found = {f"{ENCODINGS_FILE}-{c.identity}-{package}": c for c in counters if c.identity}
     files: list[tuple[str, TokenCounter | None]] = list(found.items())
-    model = encoding_identity(lm.tokenizer, getattr(lm, "add_bos_token", None))
-    if model is not None:
+    model = encoding_identity(getattr(lm, "tokenizer", None), getattr(lm, "add_bos_token", None))
+    if model is not None and hf_causal(lm):
         files.append((f"{ENCODINGS_FILE}-model-{model}-{package}", None))
     return files
 

@@ -165,19 +165,17 @@ def model_answers(
 ) -> list[Answer]:
     """The model's answers to ``requests`` (distinct, not in the request cache); ``keep``: the
     encodings are read from and kept in lm-eval's request-cache folder (``encoding``)."""
-    from lm_eval.models.huggingface import HFLM
-
-    if not (isinstance(lm, HFLM) and getattr(lm, "backend", None) == "causal"):
+    if keep:
+        read = encoding.load(lm, counters)
+        log.info(f"wsc_tasks: {read} token encodings read from lm-eval's request cache")
+    if encoding.hf_causal(lm):
+        found = hf_causal_answers(lm, requests, counters, disable_tqdm)
+    else:
         found = list(lm.loglikelihood(requests, disable_tqdm=disable_tqdm))
         hook: Any = getattr(lm, "cache_hook", None)
         if hook is not None and getattr(hook, "dbdict", None) is not None:  # as CachingLM does
             for request, answer in zip(requests, found, strict=True):
                 hook.add_partial(LM_EVAL_TYPE, request.args, answer)
-        return found
-    if keep:
-        read = encoding.load(lm, counters)
-        log.info(f"wsc_tasks: {read} token encodings read from lm-eval's request cache")
-    found = hf_causal_answers(lm, requests, counters, disable_tqdm)
     if keep:
         written = encoding.save(lm, counters)
         log.info(f"wsc_tasks: {written} token encodings kept in lm-eval's request cache")
