@@ -233,8 +233,8 @@ def details_template(source: Path | None) -> Any:
     import numpy as np
     import pyarrow.parquet as pq
 
-    from wsc_tasks.reporting.foreign import leaderboard_details
-    from wsc_tasks.reporting.foreign.pinned import VERDICT, WINOGRANDE, pinned
+    from wsc_tasks.runs.foreign import leaderboard_details
+    from wsc_tasks.runs.foreign.pinned import VERDICT, WINOGRANDE, pinned
 
     if source is not None:
         return pq.read_table(source)
@@ -268,7 +268,7 @@ def rescored(template: Any, seed: int) -> Any:
     import numpy as np
     import pyarrow as pa
 
-    from wsc_tasks.reporting.foreign.pinned import VERDICT, WINOGRANDE, pinned
+    from wsc_tasks.runs.foreign.pinned import VERDICT, WINOGRANDE, pinned
 
     found = pinned(WINOGRANDE)
     labels = np.array([found.places[found.key(e)].label for e in template["example"].to_pylist()])

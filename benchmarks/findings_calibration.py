@@ -1,6 +1,6 @@
 """``python -m benchmarks findings``: the findings' decision rule checked by simulation.
 
-The simulation is the report's own (``wsc_tasks.reporting.calibration``: its decision section and
+The simulation is the report's own (``wsc_tasks.claims.calibration``: its decision section and
 glossary quote its table): simulated models answer the real datasets at random, or with a known
 schema accuracy, the report's estimates are computed and the findings' own functions make their
 claims. This prints the table at any number of simulated models and bootstrap replicates, with
@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-from wsc_tasks.reporting import findings
-from wsc_tasks.reporting.calibration import ITERS, SIMS, lines, simulate
+from wsc_tasks.claims import findings
+from wsc_tasks.claims.calibration import ITERS, SIMS, lines, simulate
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from wsc_tasks.claims import calibration
 from wsc_tasks.metrics import exact, stats
 from wsc_tasks.metrics.accuracy import SchemaOutcome, outcome
-from wsc_tasks.reporting import calibration
 
 SIZES = (4, 10, 40, 133)
 SIMS = 4000  # simulated models (or pairs of models) per row

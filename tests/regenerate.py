@@ -14,7 +14,7 @@ What it writes, each with the command a test compares against (``OUTPUTS``):
 - ``tests/fixtures/reference_metrics.json``: the chance model's every metric
   (``tests/test_reference_metrics.py``, with the same ``--metadata``);
 - ``README.md``'s blocks about the decision rule and the findings (``<!-- rule:NAME -->``),
-  written by ``wsc_tasks.reporting.readme`` (``tests/test_rule_prose.py``).
+  written by ``wsc_tasks.report.readme_blocks`` (``tests/test_rule_prose.py``).
 
 A change that moves a figure (a new metric, section, method or launcher column) is followed by
 this command; the model runs behind ``results/`` are not repeated (``results/README.md``).
@@ -93,7 +93,7 @@ def _fixture(root: Path) -> list[Path]:
 
 
 def _readme(root: Path) -> list[Path]:
-    from wsc_tasks.reporting import readme
+    from wsc_tasks.report import readme_blocks as readme
 
     made = []
     for name, fill in (("README.md", readme.fill), ("task_configs/README.md", readme.fill_tasks)):

@@ -1,6 +1,6 @@
 """The findings' decision rule on simulated models: false claims at most 5% per kind of claim.
 
-Thousands of models answer the real datasets' schemas at random (``reporting.calibration``); the
+Thousands of models answer the real datasets' schemas at random (``claims.calibration``); the
 findings' own functions make their claims from the bootstrap estimates. Under the rule the
 findings had before (each test on its own, one-sided at 0.05), a model with no artifact had one
 of its six control baselines called above chance about a quarter of the time; these tests fail
@@ -14,10 +14,10 @@ import math
 import numpy as np
 import pytest
 
+from wsc_tasks.claims import calibration, findings
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics import ratios, stats
 from wsc_tasks.metrics.accuracy import outcome
-from wsc_tasks.reporting import calibration, findings
 
 NOMINAL = findings.ALPHA
 # Monte Carlo tolerance: three standard errors of a rate of 5% over the simulated models

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from wsc_tasks import leaderboard
 from wsc_tasks.data import audit, canonical, catalog, transforms
 from wsc_tasks.data.catalog import CONTROL, FORMULATION, FULL, PERTURBATION, SUBSET
-from wsc_tasks.reporting import leaderboard
-from wsc_tasks.reporting.sections import perturbations
+from wsc_tasks.report.sections import perturbations
 
 CONFIGS = Path(__file__).resolve().parents[1] / "task_configs"
 
@@ -39,12 +39,12 @@ CONFIGS_BY_NAME = _configs()
 GROUPS = {name: c["task"] for name, c in CONFIGS_BY_NAME.items() if "group" in c}
 TASKS = {name: c for name, c in CONFIGS_BY_NAME.items() if "group" not in c}
 # the contamination check: one task per published dataset, in an optional group beside wsc_group
-CONTAMINATION = {t for t, c in TASKS.items() if c.get("include") == "_contamination_task.yaml"}
+CONTAMINATION = {t for t, c in TASKS.items() if c.get("include") == "_contamination_task.yml"}
 OPTIONAL_GROUPS = {"contamination_suite"}
 
 
 def _is_pair_task(config: dict) -> bool:
-    return config.get("include") == "_consistency_task.yaml"
+    return config.get("include") == "_consistency_task.yml"
 
 
 def _dataset(task: str) -> str | None:
@@ -181,7 +181,7 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
             assert task == f"{dataset.removesuffix('_schemas')}_contamination"
             assert dataset in canonical.published()
         elif dataset is None:
-            assert config["class"] == "wsc_tasks.tasks.winowhy.WinoWhyTask"
+            assert config["class"] == "wsc_task_classes.WinoWhyTask"
         elif _is_pair_task(config):
             assert dataset in catalog.PAIR_SPECS
             if "class" not in config:  # ConsistencyTask (not the associativity task)

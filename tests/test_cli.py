@@ -11,7 +11,7 @@ import pytest
 
 from wsc_tasks import cli
 from wsc_tasks.cli import run as cli_run
-from wsc_tasks.reporting.summary import markdown
+from wsc_tasks.report.results_summary import markdown
 
 
 def _value(argv, flag):
@@ -168,11 +168,11 @@ def _run_tool(repo: cli.Path, *argv: str) -> subprocess.CompletedProcess:
 def test_ruff_clean():
     """Lint and format check with the exact ruff of the ``test`` extra."""
     repo = _pinned_tool("ruff")
-    check = _run_tool(repo, "ruff", "check", "wsc_tasks", "benchmarks", "tests")
+    check = _run_tool(repo, "ruff", "check", "wsc_tasks", "benchmarks", "tests", "tools")
     assert check.returncode == 0, check.stdout + check.stderr
-    form = _run_tool(repo, "ruff", "format", "--check", "wsc_tasks", "benchmarks", "tests")
+    form = _run_tool(repo, "ruff", "format", "--check", "wsc_tasks", "benchmarks", "tests", "tools")
     assert form.returncode == 0, (
-        f"run `ruff format wsc_tasks benchmarks tests`:\n{form.stdout}{form.stderr}"
+        f"run `ruff format wsc_tasks benchmarks tests tools`:\n{form.stdout}{form.stderr}"
     )
 
 

@@ -16,13 +16,15 @@ import pytest
 import tiny_models
 import torch
 
+from wsc_tasks import leaderboard, markup
+from wsc_tasks.claims import findings
 from wsc_tasks.cli import main as cli
 from wsc_tasks.cli import report
 from wsc_tasks.data import canonical, catalog
-from wsc_tasks.metrics import contamination, multiple, registry
+from wsc_tasks.metrics import contamination, multiple_testing, registry
 from wsc_tasks.metrics.registry import Key, TaskKind
-from wsc_tasks.reporting import findings, leaderboard, markup, runs
-from wsc_tasks.reporting.sections import contamination as contamination_section
+from wsc_tasks.report.sections import contamination as contamination_section
+from wsc_tasks.runs import folders as runs
 from wsc_tasks.tasks.contamination import ContaminationTask
 
 
@@ -304,7 +306,7 @@ def test_contamination_sentences_by_the_findings_rule():
 
     # one-sided .005, .2, .002 are two-sided .01, .4, .004; Holm over 3: .02, .4, .012
     model = findings.Model("m", contamination=(file("a", 0.005), file("b", 0.2), file("c", 0.002)))
-    assert multiple.holm([c.two_sided for c in model.contamination]) == pytest.approx(
+    assert multiple_testing.holm([c.two_sided for c in model.contamination]) == pytest.approx(
         [0.02, 0.4, 0.012]
     )
     said = said_md(findings.contamination(model))

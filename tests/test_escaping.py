@@ -19,11 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from wsc_tasks import leaderboard, markup
+from wsc_tasks.claims import findings
+from wsc_tasks.leaderboard import tiers
 from wsc_tasks.paths import SWEEP_DONE
-from wsc_tasks.reporting import findings, html_report, leaderboard, markup, report
-from wsc_tasks.reporting.leaderboard import tiers
-from wsc_tasks.reporting.runs import load_run
-from wsc_tasks.reporting.tables import Links, Table, latex, markdown, write
+from wsc_tasks.report import build as report
+from wsc_tasks.report import html_page as html_report
+from wsc_tasks.report.tables import Links, Table, latex, markdown, write
+from wsc_tasks.runs.folders import load_run
 from wsc_tasks.sweep.models import ModelsFileError, read_models
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -271,9 +274,9 @@ def test_leaderboard_printed_lines_are_one_line_per_model(sweep):
 
 def test_findings_sentences_escape_names_in_each_format():
     """The overview line names models; its Markdown and HTML show them as text (in groups the
-    line names whole: a longer list names its first ``overview.NAMED``)."""
+    line names whole: a longer list names its first ``across_models.NAMED``)."""
+    from wsc_tasks.claims.across_models import NAMED
     from wsc_tasks.metrics.stats import Estimate
-    from wsc_tasks.reporting.overview import NAMED
 
     estimate = Estimate(0.3, 0.2, 0.4, 0.05, 0.2, 0.25, 133, 100, p_above=0.1, p_below=0.9)
     for start in range(0, len(HOSTILE), NAMED):
@@ -407,7 +410,7 @@ def test_pages_with_hostile_names_run_no_script_in_chromium(sweep, built, tmp_pa
 def test_the_packages_own_emphasis_is_html_emphasis_and_a_names_is_not():
     """The decision rule's *not distinguishable from chance* reads as emphasis on every page (it
     showed its asterisks in the HTML), while a name's asterisks stay text."""
-    from wsc_tasks.reporting import html_report
+    from wsc_tasks.report import html_page as html_report
 
     shown = html_report.inline(f"*at chance*, 2*3, `a*b*` and {markup.name('*x*')}")
     assert shown.startswith("<em>at chance</em>, 2*3, <code>a*b*</code> and ")

@@ -11,9 +11,12 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from wsc_tasks.claims import decision_rule, wording
 from wsc_tasks.metrics import exact, ratios, stats
 from wsc_tasks.metrics.accuracy import outcome
-from wsc_tasks.reporting import claims, rendering, report, runs, wording
+from wsc_tasks.report import build as report
+from wsc_tasks.report import writing
+from wsc_tasks.runs import folders as runs
 
 SOLVED, HALF, NONE_RIGHT = [1, 1], [1, 0], [0, 0]
 
@@ -113,12 +116,12 @@ def test_none_of_four_schemas_reads_not_distinguishable_from_chance():
         "rules out A > 0.602"
     )
     ten = stats.bootstrap(_docs((10, NONE_RIGHT)), ratios.SCHEMA_ACCURACY, null=0.25, iters=1000)
-    assert claims.verdict(ten) == claims.UNCLEAR and wording.against_chance("A", ten).startswith(
-        "A = 0.000 [0.000, 0.308], not distinguishable from chance (0.250; p = .1)"
-    )
+    assert decision_rule.verdict(ten) == decision_rule.UNCLEAR and wording.against_chance(
+        "A", ten
+    ).startswith("A = 0.000 [0.000, 0.308], not distinguishable from chance (0.250; p = .1)")
     # ten models of ten schemas, none solved: Holm over them changes nothing
-    family = claims.tests([ten] * 10)
-    assert all(t.verdict == claims.UNCLEAR for t in family)
+    family = decision_rule.tests([ten] * 10)
+    assert all(t.verdict == decision_rule.UNCLEAR for t in family)
 
 
 def test_schema_accuracy_has_its_exact_interval_with_or_without_a_null():
@@ -152,7 +155,7 @@ def test_a_collapsed_bootstrap_says_no_p_below_its_documents():
     # unpaired on 4 schemas: no test without the bootstrap, so no p and no claim
     apart = stats.unpaired_difference(docs, _docs((5, HALF)), ratios.PROBLEM_ACCURACY, iters=999)
     assert apart.method == stats.NONE and math.isnan(apart.p)
-    assert claims.verdict(apart) == claims.UNCLEAR
+    assert decision_rule.verdict(apart) == decision_rule.UNCLEAR
     # 133 schemas whose problem accuracy is each exactly 1/2: no spread, p from the sign test
     flat = stats.bootstrap(_docs((133, HALF)), ratios.PROBLEM_ACCURACY, null=0.5, iters=999)
     assert flat.method == stats.SIGN_TEST and flat.p == 1.0 and flat.low < 0.5 < flat.high
@@ -228,7 +231,7 @@ def test_a_report_of_a_few_unsolved_schemas_reads_them_right(schemas):
     run = _limited(run, "wsc266", keep, float(schemas))
     built = report.build([run], 1000, 0, quiet=True)
     found = next(s for s in built if s.title.startswith("Findings"))
-    text = rendering.text(found)
+    text = writing.text(found)
     high = exact.clopper_pearson(0, schemas)[1]
     p = stats.format_p(2 * 0.75**schemas)
     said = f"A = 0.000 [0.000, {high:.3f}], not distinguishable from chance (0.250; p = {p})"

@@ -7,11 +7,12 @@ import math
 
 import pytest
 
-from wsc_tasks.metrics import multiple
+from wsc_tasks import markup
+from wsc_tasks.claims import findings as rules
+from wsc_tasks.claims import wording
+from wsc_tasks.claims.findings import Accuracy, Control, Model, Perturbation
+from wsc_tasks.metrics import multiple_testing
 from wsc_tasks.metrics.stats import Estimate
-from wsc_tasks.reporting import findings as rules
-from wsc_tasks.reporting import markup, wording
-from wsc_tasks.reporting.findings import Accuracy, Control, Model, Perturbation
 
 
 def _markdown(said):
@@ -25,7 +26,7 @@ def _markdown(said):
 
 
 class _AsMarkdown:
-    """``reporting.findings`` whose functions return their sentences as Markdown."""
+    """``claims.findings`` whose functions return their sentences as Markdown."""
 
     def __getattr__(self, attribute):
         found = getattr(rules, attribute)
@@ -52,25 +53,31 @@ HALF = est(0.647, 0.564, 0.729)
 
 def test_holm_by_hand():
     # sorted .01 .02 .03 .04 with m = 4: 4·.01, 3·.02, 2·.03, 1·.04 → .04 .06 .06 .06 (monotone)
-    assert multiple.holm([0.03, 0.01, 0.04, 0.02]) == pytest.approx([0.06, 0.04, 0.06, 0.06])
-    assert multiple.holm([0.5, None, 0.4]) == pytest.approx([0.8, math.nan, 0.8], nan_ok=True)
-    assert multiple.holm([0.9, 0.8]) == [1.0, 1.0]
-    assert multiple.holm([]) == []
+    assert multiple_testing.holm([0.03, 0.01, 0.04, 0.02]) == pytest.approx(
+        [0.06, 0.04, 0.06, 0.06]
+    )
+    assert multiple_testing.holm([0.5, None, 0.4]) == pytest.approx(
+        [0.8, math.nan, 0.8], nan_ok=True
+    )
+    assert multiple_testing.holm([0.9, 0.8]) == [1.0, 1.0]
+    assert multiple_testing.holm([]) == []
 
 
 def test_detectable_effect_and_difference_test_by_hand():
     # (1.959964 + 0.841621) · se
-    assert multiple.detectable(0.0375) == pytest.approx(0.105059, abs=1e-6)
-    assert multiple.difference_p(0.5, 0.03, 0.5, 0.04) == pytest.approx(1.0)
-    assert multiple.difference_p(0.6, 0.03, 0.5, 0.04) == pytest.approx(0.0455, abs=1e-4)  # z = 2
+    assert multiple_testing.detectable(0.0375) == pytest.approx(0.105059, abs=1e-6)
+    assert multiple_testing.difference_p(0.5, 0.03, 0.5, 0.04) == pytest.approx(1.0)
+    assert multiple_testing.difference_p(0.6, 0.03, 0.5, 0.04) == pytest.approx(
+        0.0455, abs=1e-4
+    )  # z = 2
 
 
 def test_detectable_stored_z_is_scipys_to_the_last_bit():
     from scipy import stats as scipy_stats
 
-    for (alpha, power), z in multiple._DETECTABLE_Z.items():
+    for (alpha, power), z in multiple_testing._DETECTABLE_Z.items():
         assert z == scipy_stats.norm.ppf(1 - alpha / 2) + scipy_stats.norm.ppf(power)
-    assert multiple.detectable(0.0375, 0.1) == pytest.approx((1.644854 + 0.841621) * 0.0375)
+    assert multiple_testing.detectable(0.0375, 0.1) == pytest.approx((1.644854 + 0.841621) * 0.0375)
 
 
 def test_verdict_needs_the_two_sided_p_and_the_interval_on_its_side():

@@ -1,4 +1,4 @@
-"""Runs this package did not make, read back as its own tasks (``wsc_tasks.reporting.foreign``).
+"""Runs this package did not make, read back as its own tasks (``wsc_tasks.runs.foreign``).
 
 One lm-eval run of a tiny random GPT-2 gives everything: lm-eval's own ``winogrande`` and
 ``wsc273`` (their YAMLs unchanged but for reading the local dev file and a local copy of WSC273 in
@@ -30,15 +30,15 @@ from hub_server import HubServer
 from lm_eval.loggers import EvaluationTracker
 from lm_eval.tasks import TaskManager
 
+from wsc_tasks import leaderboard
 from wsc_tasks.cli import main as cli
 from wsc_tasks.data import catalog, parsers
 from wsc_tasks.metrics import ratios, stats
 from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC
 from wsc_tasks.paths import include_path
-from wsc_tasks.reporting import leaderboard
-from wsc_tasks.reporting.foreign import leaderboard_details, sources
-from wsc_tasks.reporting.foreign.pinned import pinned
-from wsc_tasks.reporting.runs import Run, TaskRun, load_run
+from wsc_tasks.runs.folders import Run, TaskRun, load_run
+from wsc_tasks.runs.foreign import leaderboard_details, sources
+from wsc_tasks.runs.foreign.pinned import pinned
 from wsc_tasks.scoring.causal import partial_request
 
 pytestmark = pytest.mark.slow
@@ -163,7 +163,7 @@ def test_lm_evals_winogrande_read_back_is_winogrande_dev_and_twins_exactly(run):
 
 def _lm_eval_wsc273(path: Path, data_dir: Path) -> dict[int, tuple[list[str], int]]:
     """WSC273 number → (the two requests' texts, lm-eval's own verdict) from a samples file,
-    matched by the sentence's text, independently of ``reporting.foreign``."""
+    matched by the sentence's text, independently of ``runs.foreign``."""
     numbers = {}
     for q in parsers.read_wsc273_json(data_dir / "winowhy" / "winowhy.json"):
         numbers[(q.before, q.pronoun, q.after)] = q.number

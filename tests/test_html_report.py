@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from wsc_tasks import leaderboard
 from wsc_tasks.cli import report
 from wsc_tasks.data.problems import Problem
 from wsc_tasks.paths import SWEEP_DONE
-from wsc_tasks.reporting import examples, leaderboard
+from wsc_tasks.report import examples
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 MODELS = ("smollm2-135m", "chance")
@@ -87,7 +88,7 @@ def test_option_scores_are_read_back_from_the_logged_requests():
 
 
 def test_examples_of_a_schema_task_and_of_a_consistency_task(sweep_out):
-    from wsc_tasks.reporting.runs import load_run
+    from wsc_tasks.runs.folders import load_run
 
     run = load_run(sweep_out / "smollm2-135m" / "lm_eval", "smollm2-135m")
     found = examples.task_examples(run.tasks["wsc266"], "smollm2-135m")
@@ -395,8 +396,8 @@ def test_the_control_table_leads_with_the_controls_some_model_is_above_chance_on
     """The committed leaderboard: its controls above chance in the first columns, the others
     folded (before: a table 2,385 px wide at 1,400 px, the interesting ones in its 10th-11th
     columns)."""
-    from wsc_tasks.reporting.leaderboard import render
-    from wsc_tasks.reporting.tables import Table
+    from wsc_tasks.leaderboard import writing as render
+    from wsc_tasks.report.tables import Table
 
     table = Table("controls", "Controls", ["model", "a x", "a y", "a z"], [["m", 1, 2, 3]])
     shown = render.controls_html(table, 1)
@@ -417,8 +418,8 @@ def test_the_control_table_leads_with_the_controls_some_model_is_above_chance_on
 
 
 def test_long_tables_fold_below_their_caption(tmp_path):
-    from wsc_tasks.reporting import html_report
-    from wsc_tasks.reporting.tables import Table
+    from wsc_tasks.report import html_page as html_report
+    from wsc_tasks.report.tables import Table
 
     short = Table("short", "Short", ["model"], [[f"m{i}"] for i in range(html_report.FOLD)])
     long = Table("long", "Long", ["model"], [[f"m{i}"] for i in range(html_report.FOLD + 1)])
@@ -525,8 +526,8 @@ def test_a_rank_set_sorts_by_its_lower_end_up_and_its_upper_end_down(tmp_path):
     next by the upper end, highest first (those that may rank last)."""
     from selenium.webdriver.common.by import By
 
-    from wsc_tasks.reporting import html_report
-    from wsc_tasks.reporting.tables import RankSet, Table
+    from wsc_tasks.report import html_page as html_report
+    from wsc_tasks.report.tables import RankSet, Table
 
     table = Table("sets", "sets", ["model", "rank, 95% simultaneous"])
     table.rows = [["a", RankSet(1, 9)], ["b", RankSet(2, 3)], ["c", RankSet(3, 12)],

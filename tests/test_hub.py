@@ -319,8 +319,8 @@ def test_a_query_sweep_on_slurm_fetches_ahead_in_each_job_and_clears_behind(
 
 
 def test_the_models_table_links_a_hub_id_on_an_https_hub_only():
-    from wsc_tasks.reporting.leaderboard.layout import _commit, _hub_id
-    from wsc_tasks.reporting.tables import Links
+    from wsc_tasks.leaderboard.layout import _commit, _hub_id
+    from wsc_tasks.report.tables import Links
 
     sha = "0123456789abcdef0123456789abcdef01234567"
     url = f"https://huggingface.co/org/name/tree/{sha}"
@@ -339,7 +339,7 @@ def test_the_leaderboard_names_each_hub_model_its_commit_and_query(tmp_path):
     short commit and the query; the CSV the id and its page apart."""
     from test_escaping import RESULTS, _copy_run
 
-    from wsc_tasks.reporting import leaderboard
+    from wsc_tasks import leaderboard
 
     sha = "0123456789abcdef0123456789abcdef01234567"
     hubs = {"gpt2-a": "https://huggingface.co", "gpt2-b": "http://127.0.0.1:9"}

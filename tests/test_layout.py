@@ -16,7 +16,7 @@ ROOT = Path(wsc_tasks.__file__).parent
 
 # What each stage may import besides itself and the shared top-level modules: the pipeline
 # data → scoring (requests) → metrics → serving (answers) → lm_eval_fixes → models → tasks →
-# reporting → sweep → cli, left to right.
+# runs (read back) → claims → report → leaderboard → sweep → cli, left to right.
 MAY_IMPORT = {
     "data": set(),
     "scoring": {"data"},
@@ -25,11 +25,28 @@ MAY_IMPORT = {
     "lm_eval_fixes": {"data", "scoring", "metrics", "serving"},
     "models": {"data", "scoring", "serving"},
     "tasks": {"data", "scoring", "metrics", "serving", "lm_eval_fixes"},
-    "reporting": {"data", "scoring", "metrics"},
-    "sweep": {"data", "scoring", "metrics", "tasks", "reporting"},
-    "cli": {"data", "scoring", "metrics", "serving", "models", "tasks", "reporting", "sweep"},
+    "runs": {"data", "scoring", "metrics"},
+    "claims": {"data", "scoring", "metrics"},
+    "report": {"data", "scoring", "metrics", "runs", "claims"},
+    "leaderboard": {"data", "scoring", "metrics", "runs", "claims", "report"},
+    "sweep": {"data", "scoring", "metrics", "tasks", "runs", "claims", "report", "leaderboard"},
+    "cli": {
+        "data",
+        "scoring",
+        "metrics",
+        "serving",
+        "models",
+        "tasks",
+        "runs",
+        "claims",
+        "report",
+        "leaderboard",
+        "sweep",
+    },
 }
-SHARED = {"paths", "collector", "fingerprint", "lm_eval_types"}
+# Shared by every stage: paths, the garbage collector's pauses, a model's fingerprint, lm-eval's
+# types, progress bars, and the escaping of Markdown and HTML.
+SHARED = {"paths", "garbage_collection", "fingerprint", "lm_eval_types", "progress", "markup"}
 
 
 def _modules() -> dict[str, Path]:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from wsc_tasks.metrics import registry
 from wsc_tasks.metrics.accuracy import outcome
 from wsc_tasks.metrics.consistency import pair_outcome
-from wsc_tasks.reporting.symbols import GLOSSARY
+from wsc_tasks.report.symbols import GLOSSARY
 
 ACCURACY = [m for m in registry.select(value=registry.OUTCOME, kind="accuracy") if m.reported]
 CONSISTENCY = registry.select(value=registry.PAIR, kind="consistency")

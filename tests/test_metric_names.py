@@ -1,11 +1,11 @@
 """No module but the metric registry takes a metric name apart or tests a task name's spelling.
 
 A metric's name is written by ``registry.Key.name`` and read by ``registry.Key.parse``; a task is
-found by its catalog dataset and the kind of metrics it reports (``runs.Run.task_on``). This test
-reads every module of ``wsc_tasks`` and fails on a string operation that would recognise a metric
-or task by a piece of its name: ``startswith``/``endswith``/``removeprefix``/``split``… with an
-argument that looks like a piece of a metric or dataset name, ``"<piece>" in name``, and slicing
-by ``len("<piece>")``. A piece is a literal that names or splits a record, a scoring method, a
+found by its catalog dataset and the kind of metrics it reports (``runs.folders.Run.task_on``).
+This test reads every module of ``wsc_tasks`` and fails on a string operation that would recognise
+a metric or task by a piece of its name: ``startswith``/``endswith``/``removeprefix``/``split``…
+with an argument that looks like a piece of a metric or dataset name, ``"<piece>" in name``, and
+slicing by ``len("<piece>")``. A piece is a literal that names or splits a record, a scoring method, a
 variant or a catalog dataset (``"acc_"``, ``"_to_"``, ``"reid250"``, ``",none"``…).
 """
 
@@ -164,7 +164,7 @@ def test_the_scan_lets_other_string_operations_be(code, tmp_path):
 # modules that spell the accuracy records by hand, each with its count: ``ratios`` holds the forms
 # the registry's records are made of (the registry imports it); ``foreign.pinned`` names the
 # verdict field of lm-eval's samples and the Open LLM Leaderboard's details, another harness's
-SPELT = {"metrics/ratios.py": 2, "reporting/foreign/pinned.py": 1}
+SPELT = {"metrics/ratios.py": 2, "runs/foreign/pinned.py": 1}
 
 
 def _spelt(path: Path) -> int:
@@ -186,14 +186,14 @@ def test_the_accuracy_records_are_named_through_the_registry():
 
 
 def test_an_unknown_metric_name_raises_instead_of_skipping():
-    from wsc_tasks.reporting.estimates import outcomes
+    from wsc_tasks.report.estimates import outcomes
 
     with pytest.raises(KeyError, match="no metric named 'shcema_acc'"):
         outcomes(None, "shcema_acc")  # type: ignore[arg-type]
 
 
 def test_an_unknown_record_has_no_form():
-    from wsc_tasks.reporting.estimates import form
+    from wsc_tasks.report.estimates import form
 
     with pytest.raises(KeyError, match="no metric record 'half_slved'"):
         form("half_slved")

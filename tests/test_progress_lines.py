@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-from wsc_tasks.reporting.progress import ModelLines, duration, time_left
+from wsc_tasks.progress import ModelLines, duration, time_left
 from wsc_tasks.sweep import driver
 from wsc_tasks.sweep import folder as protocol
 from wsc_tasks.sweep.launchers.base import Launcher, RunState

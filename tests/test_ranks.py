@@ -174,7 +174,8 @@ def _given(low: list[int], high: list[int]) -> ranks.RankSets:
 
 
 def test_the_best_model_sentences():
-    from wsc_tasks.reporting import findings, markup
+    from wsc_tasks import markup
+    from wsc_tasks.claims import findings
 
     labels = [f"m{i}" for i in range(12)]
     said = findings.best_models(labels, _given([1, 1, 2, 4, *[5] * 8], [2, 3, 3, *[12] * 9]))

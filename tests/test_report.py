@@ -13,7 +13,7 @@ import regenerate
 
 from wsc_tasks.cli import main as cli
 from wsc_tasks.cli import report
-from wsc_tasks.reporting import runs
+from wsc_tasks.runs import folders as runs
 
 pytestmark = pytest.mark.slow
 
@@ -199,7 +199,7 @@ def test_incomplete_samples_and_limit_are_noted(folders, tmp_path):
 def test_results_of_a_json_output_path_are_found(folders, tmp_path):
     """``--output_path X.json`` makes lm-eval write ``X_<date>.json``; before, ``report`` and
     ``summary`` looked for ``results_*.json`` only and found nothing."""
-    from wsc_tasks.reporting.summary import newest_results
+    from wsc_tasks.report.results_summary import newest_results
 
     copy = _copy(folders[0], tmp_path / "copy")
     [results] = copy.rglob("results_*.json")
@@ -295,8 +295,8 @@ def test_a_perturbation_none_of_whose_originals_was_evaluated_says_why_it_has_no
     """--limit: the first documents of wsc266_switched need not be made from the first ones of
     wsc266; before, the task dropped out of the perturbation table with a warning only."""
     from wsc_tasks.data.pairing import pair_schemas
-    from wsc_tasks.reporting.estimates import Estimates
-    from wsc_tasks.reporting.sections import Context, perturbations
+    from wsc_tasks.report.estimates import Estimates
+    from wsc_tasks.report.sections import Context, perturbations
 
     run = runs.load_run(folders[0], "limited")
     del run.tasks["wsc266_switched_consistency"]  # the pairs come from matching the two tasks
@@ -326,7 +326,7 @@ def test_a_figure_with_one_model_a_row_keeps_its_rows_short(tmp_path):
     import re
 
     from wsc_tasks.metrics.stats import Estimate
-    from wsc_tasks.reporting import figures
+    from wsc_tasks.report import figures
 
     point = Estimate(0.5, 0.4, 0.6, 0.05, None, None, 10, 100)
 

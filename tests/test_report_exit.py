@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from wsc_tasks.cli import main as cli
-from wsc_tasks.reporting.report import nothing_to_show
-from wsc_tasks.reporting.sections import Figure, Section
+from wsc_tasks.report.build import nothing_to_show
+from wsc_tasks.report.sections import Figure, Section
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 

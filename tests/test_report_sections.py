@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from wsc_tasks import markup
 from wsc_tasks.metrics import stats
 from wsc_tasks.metrics.registry import TaskKind
-from wsc_tasks.reporting import figures, markup, rendering, report, sections
-from wsc_tasks.reporting.estimates import Estimates, Pending
-from wsc_tasks.reporting.runs import load_run
-from wsc_tasks.reporting.sections import Context, Section
-from wsc_tasks.reporting.tables import Delta, Interval
+from wsc_tasks.report import build as report
+from wsc_tasks.report import figures, sections, writing
+from wsc_tasks.report.estimates import Estimates, Pending
+from wsc_tasks.report.sections import Context, Section
+from wsc_tasks.report.tables import Delta, Interval
+from wsc_tasks.runs.folders import load_run
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -124,7 +126,7 @@ def test_a_sections_text_may_quote_its_estimates(chance):
     assert cell is not None
     section = Section("Findings", text=lambda: f"a = {cell.estimate.value:.3f}")
     estimates.compute(quiet=True)
-    assert rendering.text(section) == f"a = {task.reported('acc'):.3f}"
+    assert writing.text(section) == f"a = {task.reported('acc'):.3f}"
 
 
 def test_a_bootstrap_asked_twice_is_run_once(chance):
@@ -153,7 +155,7 @@ def test_the_findings_quote_the_tables_estimates_and_come_first(smollm2, chance)
     first = built[0]
     assert first.title.startswith("Findings") and callable(first.text)
     context.estimates.compute(quiet=True)
-    said = markup.markdown(rendering.text(first))  # its names marked: as report.md shows them
+    said = markup.markdown(writing.text(first))  # its names marked: as report.md shows them
     for sentence in (
         "No model is shown above chance in schema accuracy A on `wsc266` (two-sided p < 0.05): "
         "smollm2-135m (rules out A > 0.",
@@ -173,7 +175,7 @@ def test_the_findings_quote_the_tables_estimates_and_come_first(smollm2, chance)
 
 
 def test_a_symbol_in_a_column_header_has_its_meaning():
-    from wsc_tasks.reporting.symbols import GLOSSARY, describe
+    from wsc_tasks.report.symbols import GLOSSARY, describe
 
     assert describe("A") == "share of schemas with every problem right" == GLOSSARY["A"]
     assert describe("C̃").startswith("share of schemas solved both before and after")
@@ -194,8 +196,8 @@ def test_a_symbol_in_a_column_header_has_its_meaning():
 
 
 def test_a_p_against_chance_says_on_which_side_the_value_lies():
-    from wsc_tasks.reporting.markup import plain
-    from wsc_tasks.reporting.tables import Table, display, signed_p
+    from wsc_tasks.markup import plain
+    from wsc_tasks.report.tables import Table, display, signed_p
 
     below = stats.Estimate(0.1, 0.0, 0.2, 0.05, 0.007, 0.25, 40, 100, 0.99, 0.004)
     above = stats.Estimate(0.72, 0.6, 0.8, 0.05, 0.0004, 0.25, 40, 100, 0.0002, 1.0)
@@ -211,7 +213,7 @@ def test_a_p_against_chance_says_on_which_side_the_value_lies():
 def test_many_models_are_compared_each_with_the_next_by_schema_accuracy(chance, smollm2):
     from dataclasses import replace
 
-    from wsc_tasks.reporting.sections import models
+    from wsc_tasks.report.sections import models
 
     runs = [replace(run, label=f"{run.label}-{i}") for i in range(4) for run in (chance, smollm2)]
     assert len(runs) > models.ALL_PAIRS

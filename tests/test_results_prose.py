@@ -18,9 +18,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from wsc_tasks.claims import findings
 from wsc_tasks.metrics.stats import Estimate, format_p
-from wsc_tasks.reporting import findings
-from wsc_tasks.reporting.sections import findings as section
+from wsc_tasks.report.sections import findings as section
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -267,7 +267,7 @@ def test_the_versions_and_refreshed_figures_are_the_committed_runs():
     (smart before, partial now) and the peer run's acc on the same dev problems."""
     import json
 
-    from wsc_tasks.reporting import runs
+    from wsc_tasks.runs import folders as runs
 
     text = prose(RESULTS / "README.md")
     said = re.search(

@@ -1,8 +1,8 @@
 """The fixed text around the findings says the rule the findings apply.
 
 The README's blocks about the decision rule and the findings, the report's opening paragraph, its
-findings section's note and the leaderboard's are written from ``reporting.wording`` and
-``findings.SAYS``, which read ``claims.RULE``: a changed rule changes them, and the committed
+findings section's note and the leaderboard's are written from ``claims.wording`` and
+``findings.SAYS``, which read ``decision_rule.RULE``: a changed rule changes them, and the committed
 README must then be rewritten (``python tests/regenerate.py readme``) or this test fails.
 """
 
@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from wsc_tasks.claims import decision_rule as claims
+from wsc_tasks.claims import findings, wording
+from wsc_tasks.leaderboard import board
 from wsc_tasks.metrics.stats import Estimate
-from wsc_tasks.reporting import claims, findings, readme, rendering, wording
-from wsc_tasks.reporting.leaderboard import board
-from wsc_tasks.reporting.sections import decision
-from wsc_tasks.reporting.sections import findings as section
+from wsc_tasks.report import readme_blocks as readme
+from wsc_tasks.report import writing
+from wsc_tasks.report.sections import decision
+from wsc_tasks.report.sections import findings as section
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -40,7 +43,7 @@ def test_a_changed_rule_changes_the_readme_and_the_fixed_text(monkeypatch, chang
             how_p=wording.how_p(),
             power=wording.power_line(),
         )
-        return readme.fill(README), rendering.intro(100, 1), wording.claim_rule(), rule
+        return readme.fill(README), writing.intro(100, 1), wording.claim_rule(), rule
 
     before = said()
     monkeypatch.setattr(claims, "RULE", dataclasses.replace(claims.RULE, **change))
@@ -57,7 +60,7 @@ def test_a_changed_rule_changes_the_readme_and_the_fixed_text(monkeypatch, chang
 def test_the_fixed_text_says_the_rule_the_findings_apply():
     rule = claims.RULE
     assert rule.two_sided and rule.holm and rule.interval  # the words below are for this rule
-    said = [rendering.intro(10_000, 1234), section.HOW_TO_READ, board.HOW_TO_READ, README]
+    said = [writing.intro(10_000, 1234), section.HOW_TO_READ, board.HOW_TO_READ, README]
     for text in said:
         flat = " ".join(text.split())
         assert "one-sided" not in flat.replace("the task's one-sided", "")
@@ -65,7 +68,7 @@ def test_the_fixed_text_says_the_rule_the_findings_apply():
         assert "the models above chance" not in flat  # a family defined by its verdict
     assert wording.claim_rule() in section.HOW_TO_READ
     assert wording.claim_rule() in board.HOW_TO_READ
-    assert wording.which_p() in rendering.intro(10_000, 1234)
+    assert wording.which_p() in writing.intro(10_000, 1234)
     assert f"p below {findings.ALPHA:g}" in wording.claim_rule()
 
 

@@ -31,7 +31,7 @@ from conftest import needs
 
 from wsc_tasks.cli import main as cli
 from wsc_tasks.paths import DEFAULT_GGUF, default_model_folder
-from wsc_tasks.reporting import runs
+from wsc_tasks.runs import folders
 from wsc_tasks.serving import served
 
 LIMIT = 6
@@ -441,7 +441,7 @@ def test_wsc_tasks_run_stops_before_any_task_request_and_the_switch_skips(
     check = data["configs"]["wsc266"]["metadata"][served.RESULTS_KEY]
     assert check["outcome"] == "skipped (logprob_check=false)"
     assert data["config"]["model_args"]["logprob_check"] is False
-    notes = runs.load_run(out.iterdir().__next__()).notes()
+    notes = folders.load_run(out.iterdir().__next__()).notes()
     assert any("its log-probability check was skipped (logprob_check=false)" in n for n in notes)
 
 
@@ -449,14 +449,14 @@ def test_the_report_notes_a_passed_check():
     check = {"model": "local-completions", "base_url": "http://127.0.0.1:8000/v1/completions",
              "outcome": "passed", "largest_difference": 0.0123,
              "positions_compared": 15}  # fmt: skip
-    run = runs.Run("m", "local-completions", "", {}, logprob_check=check)
+    run = folders.Run("m", "local-completions", "", {}, logprob_check=check)
     assert run.notes() == [
         "m was scored by a served model (local-completions at "
         "http://127.0.0.1:8000/v1/completions); before the run its echoed prompt "
         "log-probabilities were checked against its generation path and agreed (largest "
         "difference 0.0123 over 15 probe positions)"
     ]
-    assert runs.LOGPROB_CHECK == served.RESULTS_KEY
+    assert folders.LOGPROB_CHECK == served.RESULTS_KEY
 
 
 # -- a real server: llama-cpp-python on the embedded model's GGUF ---------------------------------

@@ -1,4 +1,4 @@
-"""Each run's summary (``reporting.summaries``) and each model's leaderboard figures
+"""Each run's summary (``runs.decoded_samples``) and each model's leaderboard figures
 (``leaderboard.cache``): the same tables as the samples, a changed samples file re-read, a
 truncated or missing file rebuilt, never trusted."""
 
@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from wsc_tasks.reporting import leaderboard, runs, summaries
-from wsc_tasks.reporting.leaderboard import cache
-from wsc_tasks.reporting.runs import load_run
+from wsc_tasks import leaderboard
+from wsc_tasks.leaderboard import cache
+from wsc_tasks.runs import decoded_samples as summaries
+from wsc_tasks.runs import folders as runs
+from wsc_tasks.runs.folders import load_run
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 # the ranking task, a control baseline and a perturbation with its consistency task: every table
@@ -123,7 +125,7 @@ def test_a_samples_line_orjson_refuses_is_read_by_json(tmp_path: Path):
     orjson): such a line is read by ``json``; a cut last line is still an incomplete file."""
     import math
 
-    from wsc_tasks.reporting.output_files import LINE, IncompleteSamples, read_samples
+    from wsc_tasks.runs.output_files import LINE, IncompleteSamples, read_samples
 
     path = tmp_path / "samples_t_2026-01-01T00-00-00.jsonl"
     path.write_text('{"doc_id": 1, "resps": [[NaN]], "acc": 1}\n\n{"doc_id": 0, "acc": 0}\n')
@@ -237,8 +239,8 @@ def _no_samples_read(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(path: Path) -> list:
         raise AssertionError(f"{path.name}: samples decoded after the run's end")
 
-    monkeypatch.setattr("wsc_tasks.reporting.runs.read_samples", refuse)
-    monkeypatch.setattr("wsc_tasks.reporting.output_files.read_samples", refuse)
+    monkeypatch.setattr("wsc_tasks.runs.folders.read_samples", refuse)
+    monkeypatch.setattr("wsc_tasks.runs.output_files.read_samples", refuse)
 
 
 def test_the_end_of_a_run_writes_its_summary(sweep: Path, monkeypatch: pytest.MonkeyPatch):
@@ -277,8 +279,8 @@ def test_a_failed_summary_never_fails_the_run(tmp_path: Path, caplog: pytest.Log
 
 
 def test_the_lines_a_summary_keeps_find_the_shown_documents(sweep: Path):
-    from wsc_tasks.reporting.examples import shown_scores
-    from wsc_tasks.reporting.output_files import RunError
+    from wsc_tasks.report.examples import shown_scores
+    from wsc_tasks.runs.output_files import RunError
 
     folder = sweep / "chance" / "lm_eval"
     load_run(folder, "chance")  # writes the summary
@@ -296,8 +298,8 @@ def test_the_lines_a_summary_keeps_find_the_shown_documents(sweep: Path):
 def test_the_collector_is_paused_while_samples_are_decoded_and_restored_after(tmp_path: Path):
     import gc
 
-    from wsc_tasks.collector import paused
-    from wsc_tasks.reporting.output_files import read_samples
+    from wsc_tasks.garbage_collection import paused
+    from wsc_tasks.runs.output_files import read_samples
 
     seen = []
     path = tmp_path / "samples_t_2026-01-01T00-00-00.jsonl"

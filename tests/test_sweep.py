@@ -416,7 +416,7 @@ def test_a_task_whose_definition_changed_since_the_run_is_stale(tmp_path):
 
 
 def test_cost_in_the_leaderboard(tmp_path, data_dir):
-    from wsc_tasks.reporting import leaderboard
+    from wsc_tasks import leaderboard
 
     models = tmp_path / "models.txt"
     models.write_text("chance1 wsc-chance seed=1\nchance2 wsc-chance seed=2\n")
@@ -544,8 +544,8 @@ def test_the_sweeps_bar_shows_how_far_a_running_models_requests_got(tmp_path):
 def test_the_board_says_how_each_unranked_model_ended_and_what_brings_it_back(tmp_path):
     """A refused model and one whose weights could not be fetched are checked again by the next
     sweep; only a failed run needs --retry-failed, and the board says which is which."""
+    from wsc_tasks.leaderboard.board import build
     from wsc_tasks.paths import NOT_FETCHED, REFUSED
-    from wsc_tasks.reporting.leaderboard.board import build
 
     errors = {"a": REFUSED + "gated", "b": NOT_FETCHED + "HTTP 503", "c": "exit status 2"}
     for name, first in errors.items():

@@ -405,8 +405,8 @@ def test_ctrl_c_during_the_query_writes_no_list_of_models(tmp_path, monkeypatch,
 
 
 def test_ctrl_c_during_the_leaderboard_exits_130_naming_the_resume(tmp_path, monkeypatch, capsys):
+    from wsc_tasks import leaderboard
     from wsc_tasks.cli import sweep as command
-    from wsc_tasks.reporting import leaderboard
 
     models = tmp_path / "models.txt"
     models.write_text("chance1 wsc-chance seed=1\n")

@@ -11,7 +11,7 @@ import pytest
 from wsc_tasks.data.knowledge import CATEGORIES
 from wsc_tasks.metrics import accuracy, ratios, registry, stats
 from wsc_tasks.metrics.winowhy import make_aggregations
-from wsc_tasks.reporting.estimates import Estimates
+from wsc_tasks.report.estimates import Estimates
 
 
 def _loop(values, metric, indexes):

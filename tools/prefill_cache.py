@@ -11,6 +11,7 @@ that disagree on a request's answer stop the script.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import sys
@@ -21,6 +22,7 @@ from sqlitedict import SqliteDict
 
 
 def answers(folder: Path) -> dict[str, tuple[float, bool]]:
+    """Every logged request of ``folder``'s samples under lm-eval's cache key, with its answer."""
     out: dict[str, tuple[float, bool]] = {}
     for path in sorted(folder.rglob("samples_*.jsonl*")):
         opener = gzip.open if path.suffix == ".gz" else open
@@ -39,7 +41,11 @@ def answers(folder: Path) -> dict[str, tuple[float, bool]]:
 
 
 def main(argv: list[str]) -> int:
-    db, *folders = argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("db", help="the model's cache file (<key>_rank0.db); made if absent")
+    parser.add_argument("folders", nargs="+", help="lm-eval output folders with samples files")
+    args = parser.parse_args(argv)
+    db, folders = args.db, args.folders
     found: dict[str, tuple[float, bool]] = {}
     for folder in folders:
         for key, answer in answers(Path(folder)).items():

@@ -142,7 +142,7 @@ def summary_command(argv: list[str]) -> int:
         KEEP_PATHS, action="store_true", help="local model paths as given (default: <last part>)"
     )
     args = parser.parse_args(argv)
-    from wsc_tasks.reporting.summary import markdown, newest_results
+    from wsc_tasks.report.results_summary import markdown, newest_results
 
     print(markdown(newest_results(args.path), args.keep_paths), end="")
     return 0

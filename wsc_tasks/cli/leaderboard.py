@@ -7,10 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from wsc_tasks.metrics import stats
-from wsc_tasks.paths import SWEEP_DONE
-from wsc_tasks.reporting.foreign import details_hub
-from wsc_tasks.reporting.leaderboard import (
+from wsc_tasks.leaderboard import (
     DEFAULT_TASK,
     FOREIGN_TASK,
     build,
@@ -19,7 +16,10 @@ from wsc_tasks.reporting.leaderboard import (
     printed,
     save,
 )
-from wsc_tasks.reporting.runs import RunError
+from wsc_tasks.metrics import stats
+from wsc_tasks.paths import SWEEP_DONE
+from wsc_tasks.runs.folders import RunError
+from wsc_tasks.runs.foreign import details_hub
 
 
 def main(argv: list[str] | None = None) -> int:

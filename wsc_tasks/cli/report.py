@@ -1,4 +1,4 @@
-"""``wsc-tasks report [LABEL=]DIR…``: the report (``reporting.report``) of lm-eval output folders,
+"""``wsc-tasks report [LABEL=]DIR…``: the report (``report.build``) of lm-eval output folders,
 with a line of progress per folder read on stderr and the paths written on stdout."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 from wsc_tasks.metrics import registry, stats
 from wsc_tasks.paths import KEEP_PATHS
-from wsc_tasks.reporting.foreign import sources
-from wsc_tasks.reporting.report import build, nothing_to_show, write
-from wsc_tasks.reporting.runs import Run, RunError, parse_folder_argument
+from wsc_tasks.report.build import build, nothing_to_show, write
+from wsc_tasks.runs.folders import Run, RunError, parse_folder_argument
+from wsc_tasks.runs.foreign import sources
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     print(path)
     print(path.with_name("report.html"))
     if args.readme is not None:
-        from wsc_tasks.reporting.sections.findings import splice
+        from wsc_tasks.report.sections.findings import splice
 
         readme = args.readme.read_text(encoding="utf-8")
         spliced = splice(readme, path.read_text(encoding="utf-8"), str(args.readme))

@@ -28,7 +28,7 @@ from wsc_tasks.paths import (
     scrub,
     with_default_model,
 )
-from wsc_tasks.reporting.output_files import RESULTS_FILE
+from wsc_tasks.runs.output_files import RESULTS_FILE
 
 DEFAULT_TASKS = "wsc_group"
 DEFAULT_BATCH_SIZE = "32"  # lm-eval's default of 1 leaves a CPU idle between short sentences
@@ -340,10 +340,11 @@ def run_lm_eval(passthrough: list[str], lm_eval_tasks: bool | None = None) -> in
             }
             scrub(new, {**folders, **local_model_paths(model_args_of(argv))})
         check_written(target, new, samples)
-        from wsc_tasks.reporting import runs, summaries  # the run's summary: no leaderboard or
+        from wsc_tasks.runs import decoded_samples
+        from wsc_tasks.runs.folders import write_summaries
 
-        if samples and not os.environ.get(summaries.LATER):
-            runs.write_summaries(target)  # report decodes these samples again
+        if samples and not os.environ.get(decoded_samples.LATER):
+            write_summaries(target)  # report decodes these samples again
     if first:
         label = model_label(_model(argv), model_args_of(argv))
         print(ending(target, new if target is not None else [], samples, label, predict_only))

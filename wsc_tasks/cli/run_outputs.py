@@ -10,7 +10,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from wsc_tasks.reporting.output_files import RESULTS_FILE, RunError, read_results, stamp_of
+from wsc_tasks.runs.output_files import RESULTS_FILE, RunError, read_results, stamp_of
 
 
 class OutputError(RuntimeError):

@@ -14,11 +14,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from wsc_tasks import leaderboard
 from wsc_tasks.cli.run import DEFAULT_TASKS, check_task_names
 from wsc_tasks.cli.run_outputs import check_writable
 from wsc_tasks.metrics import stats
 from wsc_tasks.paths import KEEP_PATHS
-from wsc_tasks.reporting import leaderboard
 from wsc_tasks.sweep import hub
 from wsc_tasks.sweep.driver import sweep
 from wsc_tasks.sweep.launchers import DEFAULT, LAUNCHERS, Launcher, LauncherError

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from wsc_tasks.collector import survivors_frozen
+from wsc_tasks.garbage_collection import survivors_frozen
 from wsc_tasks.lm_eval_types import Answer
 from wsc_tasks.scoring.tokens import TokenCounter
 from wsc_tasks.serving import encoding, tries
@@ -85,7 +85,7 @@ def meet(lm: Any, requests: Sequence[TaskRequest]) -> list[Requester]:
 
 def serve(lm: Any, requests: list[TaskRequest], disable_tqdm: bool = False) -> list[Answer]:
     """lm-eval's answer to each of ``requests``; see the module docstring. Python's collector
-    walks once what the serving builds (``collector.survivors_frozen``)."""
+    walks once what the serving builds (``garbage_collection.survivors_frozen``)."""
     if not requests:
         return []
     with survivors_frozen():

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wsc_tasks.paths import read_done
-from wsc_tasks.reporting.progress import ModelLines, progress
+from wsc_tasks.progress import ModelLines, progress
 from wsc_tasks.sweep import folder as protocol
 from wsc_tasks.sweep import hub
 from wsc_tasks.sweep.identity import identify

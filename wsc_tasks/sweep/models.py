@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
+from wsc_tasks.markup import has_hidden, visible
 from wsc_tasks.paths import with_default_model
-from wsc_tasks.reporting.markup import has_hidden, visible
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 KEYS = ("name", "model", "model_args", "metadata")

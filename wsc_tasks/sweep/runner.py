@@ -24,7 +24,7 @@ from pathlib import Path
 
 from wsc_tasks.metrics import stats
 from wsc_tasks.paths import KEEP_PATHS, SWEEP_RESULTS, include_path, local_model_paths, scrub
-from wsc_tasks.reporting import summaries
+from wsc_tasks.runs import decoded_samples
 from wsc_tasks.sweep import folder as protocol
 from wsc_tasks.sweep import hub as weights
 from wsc_tasks.sweep import tether
@@ -180,7 +180,10 @@ def _run_locked(
     command = run_command(spec, folder, options, placement.processes)
     log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
     env = weights.env_for_run(spec, placement.env)
-    env = {**(env if env is not None else os.environ), summaries.LATER: "1"}  # after gzip, below
+    env = {
+        **(env if env is not None else os.environ),
+        decoded_samples.LATER: "1",
+    }  # after gzip, below
     if options.cache:  # lm-eval's request cache in the sweep's folder, unless one is chosen
         env.setdefault(REQUEST_CACHE_ENV, str(options.out / ".cache" / "requests"))
     started, clock, since = time.strftime("%FT%T%z"), time.monotonic(), time.time()
@@ -224,7 +227,7 @@ def _run_locked(
 def _summarise(name: str, folder: Path) -> None:
     """The run's summary and its leaderboard figures (default ranking task, R and seed) written
     now, so that neither the sweep's leaderboard nor a later one decodes its samples."""
-    from wsc_tasks.reporting.leaderboard import DEFAULT_TASK, Board
+    from wsc_tasks.leaderboard import DEFAULT_TASK, Board
 
     try:
         Board(DEFAULT_TASK, stats.DEFAULT_ITERS, stats.DEFAULT_SEED).load(name, folder, {})

@@ -1,1 +1,0 @@
-"""lm-eval's output read back: tables, figures, the report, the leaderboard, the summary."""
