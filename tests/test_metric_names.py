@@ -5,8 +5,8 @@ found by its catalog dataset and the kind of metrics it reports (``runs.folders.
 This test reads every module of ``wsc_tasks`` and fails on a string operation that would recognise
 a metric or task by a piece of its name: ``startswith``/``endswith``/``removeprefix``/``split``…
 with an argument that looks like a piece of a metric or dataset name, ``"<piece>" in name``, and
-slicing by ``len("<piece>")``. A piece is a literal that names or splits a record, a scoring method, a
-variant or a catalog dataset (``"acc_"``, ``"_to_"``, ``"reid250"``, ``",none"``…).
+slicing by ``len("<piece>")``. A piece is a literal that names or splits a record, a scoring
+method, a variant or a catalog dataset (``"acc_"``, ``"_to_"``, ``"reid250"``, ``",none"``…).
 """
 
 from __future__ import annotations
