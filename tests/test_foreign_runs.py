@@ -96,7 +96,7 @@ def run_dir(tmp_path_factory, tiny_gpt2_dir, builtin_dir) -> Path:
     manager = TaskManager(
         include_path=[str(include_path()), str(builtin_dir)],
         include_defaults=False,
-        metadata={"scoring": "partial", "headline": "partial"},
+        metadata={"scoring": "partial", "headline": "partial", "pretrained": str(tiny_gpt2_dir)},
     )
     results = lm_eval.simple_evaluate(
         model="hf", model_args=f"pretrained={tiny_gpt2_dir}", tasks=[*BUILTIN, *OURS],

@@ -43,7 +43,7 @@ def test_a_misspelt_metadata_key_is_one_line_naming_the_closest(capsys, data_dir
     )
 
 
-def test_known_keys_lm_evals_own_and_model_arguments_pass(caplog):
+def test_known_keys_lm_evals_own_and_model_arguments_pass(caplog, monkeypatch):
     """``wsc-tasks run`` knows ``--metadata`` apart from ``--model_args``: an unknown key there is
     an error. A task lm-eval builds sees them merged (and other packages' keys): a key spelt like
     one of its settings is a warning, once; any other (``dtype``, ``seed``…) passes."""
@@ -53,6 +53,7 @@ def test_known_keys_lm_evals_own_and_model_arguments_pass(caplog):
     with pytest.raises(metadata_keys.UnknownKey, match="'headlin' is unknown; did you mean head"):
         metadata_keys.check("wsc-tasks: --metadata", {"headlin": "full"})
     merged = {**given, "dtype": "float32", "seed": 1, "max_seq_lengths": [4096], "scorng": "x"}
+    monkeypatch.setattr(metadata_keys, "_warned", set())  # once per process: from here
     with caplog.at_level(logging.WARNING):
         metadata_keys.check("task t: metadata", merged, strict=False)
         metadata_keys.check("task u: metadata", merged, strict=False)
@@ -61,9 +62,10 @@ def test_known_keys_lm_evals_own_and_model_arguments_pass(caplog):
 
 
 @pytest.mark.slow
-def test_the_tasks_warn_of_a_misspelt_key_from_python(data_dir, task_manager, caplog):
+def test_the_tasks_warn_of_a_misspelt_key_from_python(data_dir, task_manager, caplog, monkeypatch):
     """From Python the tasks cannot tell the user's key from a model argument lm-eval merged
     into the same metadata: a key spelt like one of their settings is named with the closest."""
+    monkeypatch.setattr(metadata_keys, "_warned", set())  # once per process: from here
     manager = task_manager(scorng="partial")
     with caplog.at_level(logging.WARNING):
         lm_eval.simple_evaluate(model="wsc-chance", model_args="seed=1", tasks=["wsc266"],
