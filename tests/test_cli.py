@@ -144,6 +144,25 @@ def test_readme_has_the_two_setup_commands_and_ci_runs_the_test_one():
     assert tests in (repo / ".ci" / "run").read_text(encoding="utf-8").splitlines()
 
 
+
+def test_every_command_the_prose_and_messages_name_exists():
+    """A command that moved (the developer benchmarks left ``wsc-tasks`` for ``python -m
+    benchmarks``) must not live on in a README, a docstring or a sentence a report prints."""
+    import re
+
+    repo = cli.Path(__file__).resolve().parents[1]
+    docs = ["README.md", "CONTRIBUTING.md", "task_configs/README.md", "results/README.md"]
+    files = [*(repo / d for d in docs), *repo.glob("docs/*.md"), *repo.glob("wsc_tasks/**/*.py"),
+             *repo.glob("benchmarks/*.py"), *repo.glob("tools/*.py")]  # fmt: skip
+    named = {
+        f"{path.relative_to(repo)}:{number}: wsc-tasks {found}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for found in re.findall(r"\bwsc-tasks ([a-z][a-z0-9-]*)", line)
+        if found not in cli.COMMANDS
+    }
+    assert not named, sorted(named)
+
 def _pinned_tool(name: str) -> cli.Path:
     """The repository, where the exact ``name`` of the ``test`` extra is installed (another
     release has other rules); the test is skipped otherwise."""

@@ -36,8 +36,8 @@ HOW_TO_READ = (
     "theirs, each pair's studentised difference t is first read on Student's t scale, with the "
     "schemas the two models differ on, less one, as its degrees of freedom, and mapped to the "
     "normal scale before it meets the bootstrap's critical value, which keeps the simultaneous "
-    "sets' coverage at 95% or more on simulated boards of tied models (`wsc-tasks bench-ranks`): "
-    "`wsc_tasks/metrics/ranks.py`)."
+    "sets' coverage at 95% or more on simulated boards of tied models "
+    "(`python -m benchmarks ranks`): `wsc_tasks/metrics/ranks.py`)."
 )
 
 
