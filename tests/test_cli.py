@@ -144,7 +144,6 @@ def test_readme_has_the_two_setup_commands_and_ci_runs_the_test_one():
     assert tests in (repo / ".ci" / "run").read_text(encoding="utf-8").splitlines()
 
 
-
 def test_every_command_the_prose_and_messages_name_exists():
     """A command that moved (the developer benchmarks left ``wsc-tasks`` for ``python -m
     benchmarks``) must not live on in a README, a docstring or a sentence a report prints."""
@@ -162,6 +161,7 @@ def test_every_command_the_prose_and_messages_name_exists():
         if found not in cli.COMMANDS
     }
     assert not named, sorted(named)
+
 
 def _pinned_tool(name: str) -> cli.Path:
     """The repository, where the exact ``name`` of the ``test`` extra is installed (another
