@@ -40,7 +40,9 @@ GROUPS = {name: c["task"] for name, c in CONFIGS_BY_NAME.items() if "group" in c
 TASKS = {name: c for name, c in CONFIGS_BY_NAME.items() if "group" not in c}
 # the contamination check: one task per published dataset, in an optional group beside wsc_group
 CONTAMINATION = {t for t, c in TASKS.items() if c.get("include") == "_contamination_task.yml"}
-OPTIONAL_GROUPS = {"contamination_suite"}
+# the schema tasks asked as questions: one per catalog dataset, in a group of their own
+QUESTIONS = {t for t, c in TASKS.items() if c.get("include") == "_question_task.yml"}
+OPTIONAL_GROUPS = {"contamination_suite", "wsc_group_chat"}
 
 
 def _is_pair_task(config: dict) -> bool:
@@ -180,6 +182,8 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
         if task in CONTAMINATION:
             assert task == f"{dataset.removesuffix('_schemas')}_contamination"
             assert dataset in canonical.published()
+        elif task in QUESTIONS:
+            assert task == f"{dataset}_chat" and dataset in catalog.SPECS
         elif dataset is None:
             assert config["class"] == "wsc_task_classes.WinoWhyTask"
         elif _is_pair_task(config):
@@ -191,6 +195,7 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
         else:
             assert task == dataset
     assert set(catalog.SPECS) <= set(TASKS)
+    assert {_dataset(t) for t in QUESTIONS} == set(catalog.SPECS)  # every dataset asked too
 
 
 def test_every_task_is_in_exactly_one_group():
@@ -202,12 +207,14 @@ def _implied_groups() -> dict[str, set[str]]:
     """Each group's members as the roles imply them."""
 
     def of_root(root: str) -> set[str]:
-        return {t for t in TASKS if _root(t) == root and t not in CONTAMINATION}
+        return {t for t in TASKS if _root(t) == root and t not in CONTAMINATION | QUESTIONS}
 
     zeroshot = {
         t
         for t in TASKS
-        if _kind(t) == FORMULATION and catalog.role_of(_dataset(t)).change == "zeroshot"
+        if _kind(t) == FORMULATION
+        and catalog.role_of(_dataset(t)).change == "zeroshot"
+        and t not in QUESTIONS
     }
     wsc266 = of_root("wsc266")
     perturbations = {t for t in wsc266 if _kind(t) in (PERTURBATION, CONTROL, None)}
@@ -232,6 +239,7 @@ def _implied_groups() -> dict[str, set[str]]:
         "contamination_suite": {
             f"{d.removesuffix('_schemas')}_contamination" for d in canonical.published()
         },  # fmt: skip
+        "wsc_group_chat": QUESTIONS,
     }
 
 

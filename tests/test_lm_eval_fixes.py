@@ -16,6 +16,7 @@ from wsc_tasks.lm_eval_fixes import request_types
 from wsc_tasks.metrics import registry
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.methods import ScoringError
+from wsc_tasks.serving.generation import GENERATION_TYPE
 from wsc_tasks.serving.requests import REQUEST_TYPE
 
 EVERY = pytest.mark.parametrize("fix", lm_eval_fixes.FIXES, ids=lambda f: f.name)
@@ -67,7 +68,7 @@ def test_the_patch_adds_methods_to_lm_and_replaces_none():
     lm_eval_fixes.apply()
     assert lm_eval_fixes.apply() is False  # once
     added = request_types.methods()
-    assert set(added) == {REQUEST_TYPE} | {
+    assert set(added) == {REQUEST_TYPE, GENERATION_TYPE} | {
         f.request_type for f in families.FAMILIES.values() if f.request_type != "loglikelihood"
     }
     for name in added:

@@ -4,8 +4,9 @@ while it evaluates; a plain ``lm_eval`` run logs as lm-eval logs).
 - lm-eval's ``simple_evaluate`` advises ``--apply_chat_template`` for any model whose arguments
   contain "inst" or "chat" (the embedded SmolLM2-135M-Instruct among them), which these tasks
   refuse (``tasks.flags``): they score each option's sentence by log-likelihood with no prompt.
-  The advice is replaced by that explanation, lowered to INFO. lm-eval wraps it at 140
-  characters, so the words are matched with the whitespace collapsed.
+  The advice is replaced by that explanation, lowered to INFO (not in a run of question tasks
+  alone, which take the template). lm-eval wraps it at 140 characters, so the words are matched
+  with the whitespace collapsed.
 - This package's suites average a metric over the tasks that have it, by design
   (task_configs/README.md); lm-eval's "Group '<name>': metric '<m>' is missing in k/n tasks" is
   dropped for them, and only for them.
@@ -62,6 +63,8 @@ def our_groups() -> frozenset[str]:
     return frozenset(names)
 
 
-def filters() -> tuple[tuple[str, logging.Filter], ...]:
-    """(logger, filter) of each change, for ``lm_eval_run.logging_filters``."""
-    return ((EVALUATOR_LOGGER, ChatTemplateAdvice()), (GROUP_LOGGER, ExpectedGroupGaps()))
+def filters(scored: bool = True) -> tuple[tuple[str, logging.Filter], ...]:
+    """(logger, filter) of each change, for ``lm_eval_run.logging_filters``; lm-eval's advice
+    stands in a run of question tasks alone (``scored`` False), to which it applies."""
+    advice = ((EVALUATOR_LOGGER, ChatTemplateAdvice()),) if scored else ()
+    return (*advice, (GROUP_LOGGER, ExpectedGroupGaps()))
