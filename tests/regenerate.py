@@ -96,7 +96,10 @@ def _readme(root: Path) -> list[Path]:
     from wsc_tasks.report import readme_blocks as readme
 
     made = []
-    for name, fill in (("README.md", readme.fill), ("task_configs/README.md", readme.fill_tasks)):
+    for name, fill in (
+        ("README.md", readme.fill),
+        ("src/wsc_tasks/task_configs/README.md", readme.fill_tasks),
+    ):
         path = root / name
         if not path.exists():  # --check works on a copy
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -334,7 +334,7 @@ def test_the_leaderboards_lowest_c_is_the_one_the_findings_name():
 def test_the_contamination_cost_sentence_is_its_table():
     """task_configs/README.md's cost of the contamination check against its own table (before:
     "about a third" on WSC273 and WSC266, where the table gives a quarter)."""
-    text = (ROOT / "task_configs" / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "src" / "wsc_tasks" / "task_configs" / "README.md").read_text(encoding="utf-8")
     table = text[text.index("| task | published file | shards |") :].split("\n\n")[0]
     rows = {
         line.split("|")[1].strip(" `"): line.split("|")[-3:-1]

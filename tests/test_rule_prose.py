@@ -106,7 +106,9 @@ def test_the_tasks_readme_lists_every_causal_method_from_the_registry(monkeypatc
     states its score (its formula's ``text``, or its own)."""
     from wsc_tasks.scoring import causal
 
-    tasks_readme = (ROOT / "task_configs" / "README.md").read_text(encoding="utf-8")
+    tasks_readme = (ROOT / "src" / "wsc_tasks" / "task_configs" / "README.md").read_text(
+        encoding="utf-8"
+    )
     assert readme.fill_tasks(tasks_readme) == tasks_readme  # python tests/regenerate.py readme
     for method in causal.METHODS.values():
         assert method.text or method.formula.text, method.name
