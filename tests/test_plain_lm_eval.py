@@ -84,3 +84,20 @@ def test_a_plain_lm_eval_run_prints_the_headline_table_and_keeps_every_value(
     logged = registry.logged(first)
     assert registry.Key("acc", method="partial").name in logged  # every method's, in the samples
     assert "acc" in logged and "acc_stderr" not in logged
+
+
+@pytest.mark.slow
+def test_a_plain_lm_eval_run_asks_the_questions_with_the_chat_template(
+    monkeypatch, chat_gpt2_dir, data_dir, tmp_path, capsys
+):
+    """The question tasks take what the log-likelihood tasks refuse, in a plain lm-eval run."""
+    out = tmp_path / "runs"
+    extra = ["--tasks", "wsc266_chat", "--limit", "1", "--apply_chat_template", "--gen_kwargs",
+             "max_gen_toks=2", "--log_samples", "--output_path", str(out)]  # fmt: skip
+    _lm_eval(monkeypatch, chat_gpt2_dir, *extra)
+    table = capsys.readouterr().out
+    rows = {line.split("|")[5].strip() for line in table.splitlines() if line.count("|") == 10}
+    assert {"acc", "schema_acc", "unanswered", "n_unanswered", "first_option"} <= rows
+    [samples] = out.rglob("samples_wsc266_chat_*.jsonl")
+    first = json.loads(samples.read_text().splitlines()[0])
+    assert first["arguments"]["gen_args_0"]["arg_0"].endswith("Answer:\n<|assistant|>")

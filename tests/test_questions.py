@@ -339,25 +339,6 @@ def test_a_chat_model_without_the_chat_template_is_told_the_flag(data_dir, tmp_p
 
 
 # -- lm-eval's prompt machinery: the chat template, an instruction, examples -----------------------
-@pytest.fixture(scope="module")
-def chat_gpt2_dir(tiny_gpt2_dir, tmp_path_factory) -> Path:
-    """The tiny GPT-2 with a chat template of its own."""
-    import shutil
-
-    from transformers import AutoTokenizer
-
-    folder = tmp_path_factory.mktemp("chat-gpt2")
-    for item in tiny_gpt2_dir.iterdir():
-        shutil.copy(item, folder / item.name)
-    tokenizer = AutoTokenizer.from_pretrained(tiny_gpt2_dir)
-    tokenizer.chat_template = (
-        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-    )
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def test_hf_with_the_chat_template_an_instruction_and_examples(data_dir, chat_gpt2_dir, tmp_path):
     argv = ["run", "--model", "hf", "--model_args", f"pretrained={chat_gpt2_dir}", "--tasks",
             "wsc266_chat", "--limit", "2", "--apply_chat_template", "--system_instruction",

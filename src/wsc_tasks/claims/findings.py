@@ -67,7 +67,8 @@ every model label and task name enters a sentence through ``name`` and ``code``.
   labelled options, each problem in both orders of its options; a different formulation from
   the log-likelihood tasks, so said apart and never ranked with them). On its first question
   task (the ranking dataset's, where it ran): A and a against chance, by the rule above (one
-  test each), and the share of questions unanswered, which count as wrong. **Position:** the
+  test each), and the share of questions unanswered, which count as wrong; its control
+  baselines asked as questions by the rule of the controls above. **Position:** the
   share of answers naming the option shown first, f_A, against 0.5, Holm over the model's
   question tasks: each problem is asked with its options both ways, so answers that follow the
   options name A half the time; f_A above 0.5 (or below) on a task says *its answers follow the
@@ -142,6 +143,7 @@ from wsc_tasks.claims.wording import (
     number,
     signed,
 )
+from wsc_tasks.data import catalog
 from wsc_tasks.metrics import multiple_testing, stats
 from wsc_tasks.metrics.stats import Estimate, format_p
 
@@ -330,6 +332,26 @@ def _unanswered(found: Question) -> str:
     return f"{found.missing} of {found.asked} questions unanswered{share}, counted wrong"
 
 
+def _question_controls(model: Model) -> list[str]:
+    """The control baselines asked as questions, by the controls' rule (``controls``), Holm over
+    them: each against chance, and whether an artifact can explain part of a question score."""
+    by_dataset = {q.dataset: q for q in model.questions if q.dataset}
+    found = []
+    for q in model.questions:
+        try:
+            role = catalog.role_of(q.dataset) if q.dataset else None
+        except KeyError:
+            role = None
+        if role is None or role.kind != catalog.CONTROL or q.a is None:
+            continue
+        original = by_dataset.get(role.of) if role.of else None
+        of = original.task if original is not None else f"{role.of}_chat"
+        change = catalog.CHANGES.get(role.change, role.change)
+        found.append(Control(q.task, change, of, q.a, original.a if original else None))
+    said = controls(Model(model.label, controls=tuple(found)))
+    return [f"Asked as questions, c{said[0][1:]}", *said[1:]] if said else []
+
+
 def questions(model: Model) -> list[str]:
     """The question tasks: the first one's A, a and unanswered share; then the position rule
     (f_A against 0.5, Holm over the model's question tasks)."""
@@ -350,6 +372,7 @@ def questions(model: Model) -> list[str]:
         + (others if more else "")
         + "."
     ]
+    out += _question_controls(model)
     tested = position_tests(model)
     if not tested:
         return out
@@ -474,9 +497,10 @@ SAYS = (
     "shuffles, or no evidence of contamination",
     "a and A on Reid250 and on Winogrande against chance, a line each",
     "where it was asked questions (a different formulation, never ranked with the others): A, a "
-    "and the share unanswered on its first question task, and whether its answers follow the "
-    "position of the options (the share naming the option shown first against 0.5, Holm over "
-    "its question tasks)",
+    "and the share unanswered on its first question task, its control baselines asked as "
+    "questions by the controls' rule, and whether its answers follow the position of the "
+    "options (the share naming the option shown first against 0.5, Holm over its question "
+    "tasks)",
     "for a chance model instead, whether A on the ranking task is not distinguishable from chance "
     "and on how many tasks its intervals exclude chance (the calibration check)",
 )
