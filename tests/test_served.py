@@ -551,7 +551,7 @@ def test_llama_cpp_chat_endpoint_answers_the_questions_and_the_report_scores_sch
     tasks = ("wsc266_chat", "winogrande_twins_chat")
     argv = ["run", "--model", "local-chat-completions", "--model_args",
             f"model=smollm2,base_url={chat},max_retries=2", "--apply_chat_template", "--tasks",
-            ",".join(tasks), "--limit", "3", "--log_samples",
+            ",".join(tasks), "--limit", "2", "--log_samples",
             "--output_path", str(out)]  # fmt: skip
     assert cli(argv) == 0
     [folder] = [p for p in out.iterdir() if p.is_dir()]
@@ -559,17 +559,17 @@ def test_llama_cpp_chat_endpoint_answers_the_questions_and_the_report_scores_sch
     data = json.loads(results.read_text())
     for task in tasks:
         found = data["results"][task]
-        assert found["n_asked,none"] == 12 and 0 <= found["n_unanswered,none"] <= 12
+        assert found["n_asked,none"] == 8 and 0 <= found["n_unanswered,none"] <= 8
         [samples] = folder.glob(f"samples_{task}_*.jsonl")
         answers = [r[0] for line in samples.read_text().splitlines()
                    for r in json.loads(line)["resps"]]  # fmt: skip
-        assert len(answers) == 12 and any(answer.strip() for answer in answers)  # the model spoke
+        assert len(answers) == 8 and any(answer.strip() for answer in answers)  # the model spoke
     report = tmp_path / "report"
     assert cli(["report", str(folder), "--out", str(report), "--iters", "200"]) == 0
     text = (report / "report.md").read_text()
     section = text.split("## Asked as questions", 1)[1].split("\n## ", 1)[0]
     interval = r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]"
     for task in tasks:  # model, task, role, schemas, a, p (a), A, p (A)
-        row = rf"\| {task} \| \w+ \| 3 \| {interval} \| [^|]+ \| {interval} \| [^|]+ \|"
+        row = rf"\| {task} \| \w+ \| 2 \| {interval} \| [^|]+ \| {interval} \| [^|]+ \|"
         assert re.search(row, section), task
     assert "Asked as questions (a different formulation" in text.split("## Findings", 1)[1]

@@ -366,8 +366,9 @@ def questions(model: Model) -> list[str]:
     more = len(model.questions) - 1
     others = f" ({more} more question task{'s' if more > 1 else ''}: the report's table)"
     out = [
-        f"Asked as questions (a different formulation: answers generated and parsed, not "
-        f"log-likelihoods; never ranked with the tasks above), on {wording.code(first.task)}: "
+        "Asked as questions (a different formulation: answers generated and parsed, not "
+        "log-likelihoods; never ranked with the log-likelihood tasks), on "
+        f"{wording.code(first.task)}: "
         + "; ".join([*parts, _unanswered(first)])
         + (others if more else "")
         + "."

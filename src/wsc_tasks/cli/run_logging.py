@@ -23,7 +23,8 @@ CHAT_ADVICE = "appears to be an instruct or chat variant but chat template is no
 CHAT_EXPLANATION = (
     "wsc_tasks: the model looks like an instruct or chat model; these tasks score each option's "
     "sentence by log-likelihood with no prompt, so no chat template applies to them "
-    "(--apply_chat_template is refused while they run; run other tasks that need it separately)"
+    "(--apply_chat_template is refused while they run; run other tasks that need it separately, "
+    "such as this package's question tasks, <dataset>_chat: docs/chat.md)"
 )
 
 

@@ -172,6 +172,7 @@ def _config(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     return data
 
 
+@functools.cache
 def output_types(folder: Path) -> dict[str, frozenset[str]]:
     """Every task and group of the YAMLs under ``folder`` with the lm-eval output types its
     tasks send (a group: its members', through nested groups)."""

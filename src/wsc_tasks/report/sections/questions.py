@@ -13,8 +13,9 @@ from typing import Any
 from wsc_tasks.claims import findings
 from wsc_tasks.data import catalog
 from wsc_tasks.metrics import questions
+from wsc_tasks.metrics.consistency import pair_outcome
 from wsc_tasks.metrics.registry import ACC, Key, TaskKind
-from wsc_tasks.report.estimates import outcomes
+from wsc_tasks.report.estimates import form, outcomes
 from wsc_tasks.report.figures import Bar
 from wsc_tasks.report.sections import ACCURACIES, Context, Figure, Section
 from wsc_tasks.report.sections.headline import OTHER, order
@@ -24,6 +25,8 @@ from wsc_tasks.runs.folders import Run, TaskRun
 from wsc_tasks.scoring import questions as asking
 
 ORDER = 15
+# the consistency under a perturbation, its problems (c) and its schemas (C), by their records
+CONSISTENCY = tuple(form(name) for name in ("consistency", "schema_consistency"))
 UNANSWERED, FIRST, SAME = (Key(n).name for n in ("unanswered", "first_option", "order_consistency"))
 EVEN = 0.5  # f_A of answers that follow the options, not their order
 TITLE = "Asked as questions: the same schemas, a different formulation (answers generated)"
@@ -128,8 +131,10 @@ def build(context: Context) -> Section:
     changed = Table(
         "questions_perturbations",
         "Asked as questions: each perturbation against the schemas it was made from (the same "
-        "schemas), Δ = perturbation − original (paired), with p",
-        ["model", "perturbation", "schemas", "A original", "A", "ΔA"],
+        "schemas), Δ = perturbation − original (paired), with p; the consistency c (problems "
+        "right both times or wrong both times, problem transformations only) and C (schemas "
+        "with as many problems right)",
+        ["model", "perturbation", "schemas", "A original", "A", "ΔA", "c", "C"],
     )
     estimates = context.estimates
     bars = []
@@ -157,9 +162,12 @@ def build(context: Context) -> Section:
                 continue
             before, after = matched["A"]
             chosen = ACCURACIES["A"]
+            pairs = [pair_outcome(b, a) for b, a in zip(before, after, strict=True)]
+            both = CONSISTENCY if spec.role.problem_level else (None, CONSISTENCY[1])
             changed.rows.append([
                 run.label, task.task, len(before), estimates.interval(before, chosen),
                 estimates.interval(after, chosen), estimates.paired(after, before, chosen),
+                *(estimates.interval(pairs, form) if form else None for form in both),
             ])  # fmt: skip
     section.tables = [t for t in (table, changed) if t.rows]
     if not table.rows:
