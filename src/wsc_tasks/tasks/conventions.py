@@ -224,7 +224,7 @@ class TaskConventions(LmEvalTask):
         self.config.metric_list = [
             {"metric": name, "higher_is_better": directions.get(name)}
             for name in self.aggregation()
-            if not registry.is_stderr_name(name) and name != registry.MORE_METRICS
+            if not registry.is_stderr_name(name)
         ]
         found = dict(super().dump_config())
         found["metadata"] = notes.results_metadata(self)
