@@ -329,32 +329,3 @@ def test_the_leaderboards_lowest_c_is_the_one_the_findings_name():
         in page
     )
     assert "each pair's studentised difference t is first read on Student's t scale" in page
-
-
-def test_the_contamination_cost_sentence_is_its_table():
-    """task_configs/README.md's cost of the contamination check against its own table (before:
-    "about a third" on WSC273 and WSC266, where the table gives a quarter)."""
-    text = (ROOT / "src" / "wsc_tasks" / "task_configs" / "README.md").read_text(encoding="utf-8")
-    table = text[text.index("| task | published file | shards |") :].split("\n\n")[0]
-    rows = {
-        line.split("|")[1].strip(" `"): line.split("|")[-3:-1]
-        for line in table.splitlines()
-        if line.startswith("| `")
-    }
-    positions = {task: count(cells[0]) for task, cells in rows.items()}
-    said = re.search(
-        r"([\d,]+) token positions for the four files with SmolLM2's tokenizer \(([\d,]+) "
-        r"`loglikelihood_rolling` requests, no duplicates\), about a (\w+) of them on WSC273 and "
-        r"WSC266, (\w+) thirds on Winogrande dev",
-        " ".join(text.split()),
-    )
-    assert said is not None and len(rows) == 4
-    total = sum(positions.values())
-    assert count(said[1]) == total
-    assert count(said[2]) == sum(count(cells[1]) for cells in rows.values())
-    schemas = positions["wsc273_contamination"] + positions["wsc266_contamination"]
-    shares = {"quarter": 1 / 4, "third": 1 / 3}
-    assert abs(schemas / total - shares[said[3]]) < 0.02
-    assert abs(positions["winogrande_dev_contamination"] / total - WORDS[said[4]] / 3) < 0.02
-    readme = prose(ROOT / "README.md")
-    assert f"it adds {count(said[2]):,} requests and {total:,} token positions" in readme
