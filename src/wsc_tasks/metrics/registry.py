@@ -213,7 +213,7 @@ def is_stderr_name(name: str) -> bool:
 
 
 def lm_eval_values(
-    values: Mapping[str, Any], shown: Sequence[str], with_stderr: Sequence[str]
+    values: Mapping[str, Any], shown: Collection[str], with_stderr: Sequence[str]
 ) -> dict[str, Any]:
     """A document's metric values as a task hands them to lm-eval: those of ``shown`` under
     their names, then, for each of ``with_stderr``, the same value under its ``stderr_name``,
