@@ -23,7 +23,7 @@ name apart (tests/test_metric_names.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
