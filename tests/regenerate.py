@@ -110,15 +110,48 @@ def documents() -> dict[str, Callable[[str], str]]:
 
         return fill
 
+    def page(name: str, written: dict[str, Callable[[], str]], wrap: bool = True):
+        return lambda text: blocks.fill(text, name, written, wrap=wrap)
+
     found: dict[str, Callable[[str], str]] = {
-        "README.md": blocks.fill,
-        "docs/methods.md": lambda text: blocks.fill(
-            text, "docs/methods.md", blocks.METHODS_BLOCKS, wrap=False
+        "README.md": lambda text: page("README.md", {"headline": headline}, wrap=False)(
+            page("README.md", blocks.BLOCKS)(text)
         ),
+        "docs/methods.md": page("docs/methods.md", blocks.METHODS_BLOCKS, wrap=False),
+        "docs/statistics.md": page("docs/statistics.md", blocks.STATISTICS_BLOCKS),
+        "docs/reports.md": page("docs/reports.md", blocks.REPORTS_BLOCKS),
     }
     for name in configs.families():
         found[f"src/wsc_tasks/task_configs/{name}/README.md"] = family(name)
+
+    def simulated() -> str:
+        import levels
+
+        return levels.table(levels.simulate())
+
+    found["docs/validation.md"] = lambda text: blocks.fill(
+        text, "docs/validation.md", {"levels": simulated}, wrap=False
+    )
     return found
+
+
+# the README's opening table: rows of the committed report's overview (its own formatting)
+HEADLINE = [("smollm2-135m", "wsc266"), ("smollm2-135m-partial", "wsc266"), ("chance", "wsc266"),
+            ("chance-seed2", "wsc266"), ("smollm2-135m", "wsc266_associative_nocands")]  # fmt: skip
+
+
+def headline() -> str:
+    """The README's opening table: the committed report's overview rows of ``HEADLINE`` (model,
+    task, role, documents, a, p (a), A, p (A)), as the report wrote them."""
+    path = ROOT / RESULTS / "report" / "tables" / "overview.md"
+    rows = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 8:
+            rows[(cells[0], cells[1])] = cells
+    header = ["| model | task | role | schemas | a | p (a) | A | p (A) |",
+              "|---|---|---|---:|---|---|---|---|"]  # fmt: skip
+    return "\n".join([*header, *("| " + " | ".join(rows[k]) + " |" for k in HEADLINE)])
 
 
 def _readme(root: Path) -> list[Path]:

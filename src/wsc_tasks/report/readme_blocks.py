@@ -31,7 +31,8 @@ def _findings() -> str:
     return (
         "It opens with **the findings**: per model, a few sentences, each a stated rule applied "
         "to the estimates below (the rules: "
-        "[`src/wsc_tasks/claims/findings.py`](src/wsc_tasks/claims/findings.py)), in this order: "
+        "[`src/wsc_tasks/claims/findings.py`](../src/wsc_tasks/claims/findings.py)), in this "
+        "order: "
         f"{said}. A line over all models says which are shown above chance on the ranking task "
         f"(Holm over them) and, per model, {wording.power_line()}."
     )
@@ -67,11 +68,10 @@ def metrics_table() -> str:
     return "\n".join(lines)
 
 
-BLOCKS: dict[str, Callable[[], str]] = {
-    "opening": _opening,
-    "which-p": _which_p,
-    "findings": _findings,
-}
+# README.md's, docs/statistics.md's and docs/reports.md's blocks, wrapped at the line width
+BLOCKS: dict[str, Callable[[], str]] = {"opening": _opening}
+STATISTICS_BLOCKS: dict[str, Callable[[], str]] = {"which-p": _which_p}
+REPORTS_BLOCKS: dict[str, Callable[[], str]] = {"findings": _findings}
 # docs/methods.md's blocks, written as they are (tables, not wrapped)
 METHODS_BLOCKS: dict[str, Callable[[], str]] = {
     "causal-methods": causal_methods,
