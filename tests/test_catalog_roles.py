@@ -50,6 +50,7 @@ CONTAMINATION = {t for t, c in CLASSES.items() if c == "ContaminationTask"}
 # the schema tasks asked as questions: one per catalog dataset, in a group of their own
 QUESTIONS = {t for t, c in CLASSES.items() if c == "QuestionTask"}
 OPTIONAL_GROUPS = {"contamination_suite", "wsc_group_chat"}
+SCORED = {"SchemaTask", "CategorizedSchemaTask"}  # the log-likelihood tasks of one dataset
 
 
 def _is_pair_task(config: dict) -> bool:
@@ -189,8 +190,9 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
         if task in CONTAMINATION:
             assert task == f"{dataset.removesuffix('_schemas')}_contamination"
             assert dataset in canonical.published()
-        elif task in QUESTIONS:
-            assert task == f"{dataset}_chat" and dataset in catalog.SPECS
+        elif task in QUESTIONS:  # named for the log-likelihood task on its dataset
+            [scored] = [t for t in TASKS if _dataset(t) == dataset and CLASSES[t] in SCORED]
+            assert task == f"{scored}_chat"
         elif dataset is None:
             assert CLASSES[task] == "WinoWhyTask"
         elif _is_pair_task(config):
@@ -202,7 +204,10 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
         else:
             assert task == dataset
     assert set(catalog.SPECS) <= set(TASKS)
-    assert {_dataset(t) for t in QUESTIONS} == set(catalog.SPECS)  # every dataset asked too
+    # every dataset a task scores by log-likelihood is asked as questions too, once
+    scored = {_dataset(t) for t in TASKS} - {_dataset(t) for t in CONTAMINATION | QUESTIONS}
+    scored -= {_dataset(t) for t in TASKS if _is_pair_task(TASKS[t])} | {None}
+    assert sorted(_dataset(t) for t in QUESTIONS) == sorted(scored)
 
 
 def test_every_task_is_in_exactly_one_group():
@@ -260,5 +265,5 @@ def test_group_yamls_list_exactly_what_the_roles_imply():
 
 
 def test_every_task_and_group_has_a_readme_row():
-    text = (CONFIGS / "README.md").read_text(encoding="utf-8")
+    text = "".join(p.read_text(encoding="utf-8") for p in CONFIGS.rglob("README.md"))
     assert [name for name in CONFIGS_BY_NAME if f"`{name}`" not in text] == []

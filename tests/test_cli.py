@@ -175,7 +175,7 @@ def _pinned_tool(name: str) -> cli.Path:
     try:
         installed = version(name)
     except PackageNotFoundError:
-        pytest.skip(f"{name} is not installed (pip install -e '.[test]')")
+        pytest.skip(f"{name} is not installed (pip install '.[test]')")
     if installed != pinned:
         pytest.skip(f"{name} {installed} is installed; the check is defined by {name} {pinned}")
     return repo

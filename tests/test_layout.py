@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import wsc_tasks
 
 ROOT = Path(wsc_tasks.__file__).parent  # the package as installed
@@ -214,3 +216,22 @@ def test_every_benchmark_module_imports_alone_in_a_fresh_interpreter():
         [sys.executable, "-c", code, *names], capture_output=True, text=True, cwd=REPO
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_repository_root_holds_only_what_the_readme_or_contributing_names():
+    """A file at the root that no reader is told of (a stray database named ``--help`` once)
+    fails here: each tracked entry of the root is named in README.md or CONTRIBUTING.md."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout (an sdist): its root is pyproject.toml's")
+    entries = {line.split("/")[0] for line in tracked.stdout.splitlines()}
+    docs = "\n".join((REPO / name).read_text(encoding="utf-8") for name in DOCS_NAMING_THE_ROOT)
+    unnamed = sorted(
+        name for name in entries
+        if not any(f"{mark}{name}" in docs for mark in ("`", "](", "[", " "))
+        and name not in DOCS_NAMING_THE_ROOT
+    )  # fmt: skip
+    assert unnamed == [], f"name them in README.md or CONTRIBUTING.md, or remove them: {unnamed}"
+
+
+DOCS_NAMING_THE_ROOT = ("README.md", "CONTRIBUTING.md")

@@ -139,8 +139,7 @@ def test_the_answer_records_are_named_explained_and_printed_by_question_tasks():
         assert registry.Key.parse(record.name) == registry.Key(record.name)
         assert GLOSSARY[record.symbol] == record.description
     assert registry.headline(registry.TaskKind.QUESTION) == {
-        "acc", "schema_acc", "unanswered", "n_unanswered", "first_option", "order_consistency",
-        "n_asked",
+        "acc", "schema_acc", "unanswered", "first_option", "order_consistency",
     }  # fmt: skip
     keys = registry.parse_all(["acc", "schema_acc", "unanswered", "first_option"]).values()
     assert registry.task_kind(keys) is registry.TaskKind.QUESTION
@@ -187,7 +186,7 @@ def test_a_model_that_always_answers_a_gets_half_and_the_order_flags_it(always_a
     found = _results(always_a)["results"]["wsc266_chat"]
     assert found["acc,none"] == 0.5 and found["schema_acc,none"] == 0.0
     assert found["first_option,none"] == 1.0 and found["order_consistency,none"] == 0.0
-    assert found["n_asked,none"] == 532 and found["n_unanswered,none"] == 0
+    assert found["unanswered,none"] == 0.0 and "n_asked,none" not in found  # counts: the samples
     out = tmp_path / "report"
     assert cli(["report", str(always_a), "--out", str(out), "--iters", "200"]) == 0
     text = (out / "report.md").read_text()
@@ -293,8 +292,7 @@ def test_bad_answers_from_a_server_are_counted_and_named(data_dir, tmp_path, cap
     for does in expected:
         if does in unanswered:
             unanswered[does] += 1
-    assert len(asked) == 12 and found["n_asked,none"] == 12
-    assert found["n_unanswered,none"] == sum(unanswered.values()) > 0
+    assert len(asked) == 12 and sum(unanswered.values()) > 0
     assert found["unanswered,none"] == pytest.approx(sum(unanswered.values()) / 12)
     note = next(n for n in data["configs"]["wsc266_chat"]["metadata"]["notes"] if "unanswered" in n)
     assert note.startswith(f"{sum(unanswered.values())} of 12 questions unanswered, counted wrong")
@@ -363,7 +361,7 @@ def test_hf_with_the_chat_template_an_instruction_and_examples(data_dir, chat_gp
             assert prompt.count(first) == 1  # no example from the schema asked
         assert row["arguments"]["gen_args_0"]["arg_1"]["max_gen_toks"] == 4
     found = data["results"]["wsc266_chat"]
-    assert found["n_asked,none"] == 8 and 0 <= found["n_unanswered,none"] <= 8
+    assert 0 <= found["unanswered,none"] <= 1 and len(rows) == 2
 
 
 # -- the flags: taken by the question tasks, refused by the log-likelihood ones --------------------
@@ -390,10 +388,10 @@ def test_wsc_tasks_run_takes_the_chat_template_for_question_tasks_only(tasks, re
 
 def test_the_group_runs_every_question_task_and_none_of_the_others():
     from wsc_tasks.cli.task_names import output_types
-    from wsc_tasks.paths import include_path
 
-    types = output_types(include_path())
+    types = output_types()
     assert types["wsc_group_chat"] == {"generate_until"}
     assert types["wsc_group"] == {"loglikelihood"}
     chat = {name for name, found in types.items() if found == {"generate_until"}}
-    assert {f"{name}_chat" for name in catalog.SPECS} == chat - {"wsc_group_chat"}
+    assert {f"{name}_chat" for name in catalog.SPECS} < chat - {"wsc_group_chat"}
+    assert len(chat) == len(catalog.SPECS) + 4  # the dyads of the "That SCHEMA" wrapper, the group

@@ -20,6 +20,7 @@ from wsc_tasks.metrics import stats
 from wsc_tasks.paths import SWEEP_DONE
 from wsc_tasks.runs.folders import RunError
 from wsc_tasks.runs.foreign import details_hub
+from wsc_tasks.runs.foreign.pinned import ForeignError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,17 +73,24 @@ def main(argv: list[str] | None = None) -> int:
     repos = list(args.details_repo)
     if args.details_repos is not None:
         repos += _listed(args.details_repos)
+    unread: list[tuple[str, str]] = []  # a repository not fetched: listed, the rest ranked
     for number, repo in enumerate(repos, 1):
-        found = fetch(repo, out)
+        try:
+            found = fetch(repo, out)
+        except ForeignError as error:
+            name = folder_name(repo.partition("@")[0])
+            unread.append((name, f"not fetched: {error}"))
+            found = f"not fetched: {error}"
         print(f"wsc-tasks leaderboard: {number}/{len(repos)}: {found}", file=sys.stderr)
     names = model_folders(out)
     if not names:
         raise RunError(
             f"{out}: no model folder of a wsc-tasks sweep (<name>/{SWEEP_DONE}) and no run made "
             "elsewhere (<name>/ with lm-eval output or winogrande details files) in it"
+            + (f"; {len(unread)} details repositories could not be fetched" if unread else "")
         )
     task = args.rank_task or default_task(out, names)
-    board = build(names, out, task, args.iters, args.seed, above=args.above)
+    board = build(names, out, task, args.iters, args.seed, above=args.above, unread=unread)
     paths = save(board, out)
     print("\n".join([*printed(board), *map(str, paths)]))
     return 0

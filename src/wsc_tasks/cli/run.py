@@ -26,7 +26,6 @@ from wsc_tasks.paths import (
     local_model_paths,
     model_label,
     scrub,
-    task_yamls,
     with_default_model,
 )
 from wsc_tasks.runs.output_files import RESULTS_FILE
@@ -268,13 +267,9 @@ def _cuda_available() -> bool:
 
 def our_task_names() -> set[str]:
     """Every task and group name this package's YAMLs define."""
-    names = set()
-    for path in task_yamls():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            key, _, value = line.partition(":")
-            if key in ("task", "group") and value.strip():
-                names.add(value.strip())
-    return names
+    from wsc_tasks.tasks.configs import configs
+
+    return set(configs())
 
 
 def our_kinds(argv: list[str]) -> tuple[bool, bool]:
@@ -284,7 +279,7 @@ def our_kinds(argv: list[str]) -> tuple[bool, bool]:
     from wsc_tasks.serving.generation import LM_EVAL_GENERATION
 
     asked = task_names.asked_tasks(argv) or [DEFAULT_TASKS]
-    types = task_names.output_types(include_path())
+    types = task_names.output_types()
     sent = set().union(*(types.get(name, frozenset()) for name in asked))
     return bool(sent - {LM_EVAL_GENERATION}), LM_EVAL_GENERATION in sent
 

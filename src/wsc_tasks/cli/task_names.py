@@ -14,7 +14,6 @@ superset against lm-eval's own index, so the day lm-eval finds names elsewhere t
 from __future__ import annotations
 
 import difflib
-import functools
 import os
 import re
 from collections.abc import Iterable
@@ -147,53 +146,20 @@ def check(argv: list[str], our_folder: Path, user_folders: list[Path]) -> None:
 
 
 # -- what this package's tasks send -------------------------------------------------------------
-@functools.cache
-def _loader() -> type:
-    """A YAML loader that reads a tag (``!function …``) as its plain value."""
-    import yaml
+def output_types() -> dict[str, frozenset[str]]:
+    """Every task and group of this package with the lm-eval output types its tasks send (a
+    group: its members', through nested groups), as its YAMLs declare them (``tasks.configs``)."""
+    from wsc_tasks.tasks.configs import configs
 
-    class Tolerant(yaml.SafeLoader):
-        pass
-
-    Tolerant.add_multi_constructor("!", lambda loader, suffix, node: loader.construct_scalar(node))
-    return Tolerant
-
-
-def _config(path: Path, seen: tuple[Path, ...] = ()) -> dict:
-    """A YAML task config with the files it includes merged under it."""
-    import yaml
-
-    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_loader())  # noqa: S506
-    data = data if isinstance(data, dict) else {}
-    included = data.get("include")
-    if isinstance(included, str) and path not in seen:
-        base = _config(path.parent / included, (*seen, path))
-        data = {**base, **{k: v for k, v in data.items() if k != "include"}}
-    return data
-
-
-@functools.cache
-def output_types(folder: Path) -> dict[str, frozenset[str]]:
-    """Every task and group of the YAMLs under ``folder`` with the lm-eval output types its
-    tasks send (a group: its members', through nested groups)."""
-    tasks: dict[str, str] = {}
-    groups: dict[str, list[str]] = {}
-    for path in sorted(folder.rglob("*.yaml")):
-        data = _config(path)
-        if isinstance(data.get("group"), str):
-            members = data.get("task") or []
-            groups[data["group"]] = [m for m in members if isinstance(m, str)]
-        elif isinstance(data.get("task"), str):
-            tasks[data["task"]] = str(data.get("output_type", "loglikelihood"))
+    every = configs()
 
     def of(name: str, path: tuple[str, ...] = ()) -> frozenset[str]:
-        if name in tasks:
-            return frozenset({tasks[name]})
-        if name in path:
+        found = every.get(name)
+        if found is None or name in path:
             return frozenset()
-        found: set[str] = set()
-        for member in groups.get(name, []):
-            found |= of(member, (*path, name))
-        return frozenset(found)
+        if not found.group:
+            return frozenset({str(found.config.get("output_type", "loglikelihood"))})
+        members = [m for m in found.config.get("task", []) if isinstance(m, str)]
+        return frozenset().union(*(of(m, (*path, name)) for m in members))
 
-    return {name: of(name) for name in [*tasks, *groups]}
+    return {name: of(name) for name in every}

@@ -73,11 +73,14 @@ def build(
     iters: int,
     seed: int,
     above: Sequence[str] = (),
+    unread: Sequence[tuple[str, str]] = (),
 ) -> Leaderboard:
     """The leaderboard of the models of a sweep (their folder names under ``out``); for each
-    model named in ``above``, the findings say which models rank above it with 95% confidence."""
+    model named in ``above``, the findings say which models rank above it with 95% confidence;
+    ``unread``: (model, why) of those that could not be read at all (a details repository not
+    fetched), listed with the models without a result."""
     board = Board(task, iters, seed)
-    folders, problems = [], []
+    folders, problems = [], list(unread)
     for name in names:
         folder = out / name
         if (folder / SWEEP_DONE).is_file():

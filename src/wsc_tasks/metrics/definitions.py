@@ -8,7 +8,7 @@ records and writes and reads the names they are reported under.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from wsc_tasks.metrics import (
@@ -22,8 +22,6 @@ from wsc_tasks.metrics import (
 from wsc_tasks.metrics.record import (
     ACC,
     ANSWERS,
-    LOGGED,
-    MORE_METRICS,
     OUTCOME,
     PAIR,
     REASONS,
@@ -260,11 +258,6 @@ def _contamination(name: str, symbol: str, description: str, aggregate: Callable
                   headline=CONTAMINATION)  # fmt: skip
 
 
-def _more(items: Sequence[Mapping[str, Any]]) -> int:
-    """How many further metrics each document logged (every document logs the same ones)."""
-    return len(items[0]) if items else 0
-
-
 def _question(name: str, symbol: str, level: str, description: str,
               parts: ratios.Parts, of: str, oracle: Callable[[Sequence[Any]], float],
               higher_is_better: bool | None) -> Metric:  # fmt: skip
@@ -322,9 +315,9 @@ REGISTRY: tuple[Metric, ...] = (
            form=ratios.ANTI_SOLVED, higher_is_better=False, summary=("schemas",),
            oracle=_of_schemas(lambda r, n: r == 0)),
     _count("n_problems", "n", "problem", OUTCOME, "number of problems", accuracy.n_problems,
-           ("schemas",), headline=SCHEMA, variants=frozenset({"category"})),
+           ("schemas",), variants=frozenset({"category"})),
     _count("n_schemas", "N", "schema", OUTCOME, "number of schemas (schema-metric groups)",
-           accuracy.n_schemas, ("schemas",), headline=SCHEMA),
+           accuracy.n_schemas, ("schemas",)),
     Metric("share", "share", "problem", OUTCOME, "share of problems with a flag (token facts)",
            form=ratios.Ratio("share", ratios.problem_parts, "problem"), reported=False,
            variants=frozenset({"subset"}), higher_is_better=None),  # a fact of data and tokens
@@ -333,8 +326,7 @@ REGISTRY: tuple[Metric, ...] = (
     # a schema and its transformed schema: ConsistencyTask, method pairs (thesis §3.7.2–3.7.3)
     *CONSISTENCY,
     *_sides(),
-    _count("n_pairs", "pairs", "pair", PAIR, "number of document pairs", len, ("pairs",),
-           headline=frozenset({TaskKind.CONSISTENCY, TaskKind.ASSOCIATIVITY})),
+    _count("n_pairs", "pairs", "pair", PAIR, "number of document pairs", len, ("pairs",)),
     # associativity controls (thesis §4.4)
     *_associativity(),
     # WinoWhy reasons (``plausibility``); functions bound per task (``winowhy``, its headline score)
@@ -351,10 +343,9 @@ REGISTRY: tuple[Metric, ...] = (
            "the best threshold itself (not a quality: no direction)",
            higher_is_better=None, kind="plausibility"),
     _count("n_reasons", "reasons", "reason", REASONS, "number of reasons", None, ("reasons",),
-           headline=WINOWHY, variants=frozenset({"category"})),
+           variants=frozenset({"category"})),
     _count("n_positive", "positive", "reason", REASONS, "number of positive reasons", None),
-    _count("n_questions", "questions", "question", REASONS, "number of questions", len,
-           headline=WINOWHY),
+    _count("n_questions", "questions", "question", REASONS, "number of questions", len),
     # the sharded exchangeability test (Oren et al. 2024): ``metrics.contamination``
     _contamination("contamination_p", "p_order",
                    "one-sided p-value of the published order being more likely than shuffles "
@@ -366,11 +357,9 @@ REGISTRY: tuple[Metric, ...] = (
                    "lower end of the effect's 95% t interval", contamination.effect_low),
     _contamination("contamination_effect_high", "Δ_order high",
                    "upper end of the effect's 95% t interval", contamination.effect_high),
-    _count("n_shards", "shards", "shard", SHARDS, "number of shards", contamination.n_shards,
-           headline=CONTAMINATION),
+    _count("n_shards", "shards", "shard", SHARDS, "number of shards", contamination.n_shards),
     _count("n_positions", "positions", "shard", SHARDS,
-           "token positions sent (each shard once per order)", contamination.n_positions,
-           headline=CONTAMINATION),
+           "token positions sent (each shard once per order)", contamination.n_positions),
     # a schema's problems asked as questions, in both option orders: QuestionTask
     _question("unanswered", "u", "question",
               "share of questions whose answer names no option (no text, both, a refusal, "
@@ -390,14 +379,8 @@ REGISTRY: tuple[Metric, ...] = (
               questions.order_consistency_parts, "problem asked", _order_oracle,
               higher_is_better=True),
     _count("n_unanswered", "unanswered", "question", ANSWERS,
-           "number of questions whose answer names no option", questions.n_unanswered,
-           headline=QUESTION),
+           "number of questions whose answer names no option", questions.n_unanswered),
     _count("n_asked", "asked", "question", ANSWERS,
            "number of questions asked (every problem once in each order of its options)",
-           questions.n_asked, headline=QUESTION),
-    # every task: the metrics its documents log but lm-eval leaves out of its table
-    _count(MORE_METRICS, "more", "document", LOGGED,
-           "number of further metrics each document logs, left out of lm-eval's table (the "
-           "samples keep them; wsc-tasks report reads them; --metadata '{\"metrics\": \"all\"}' "
-           "prints them)", _more),
+           questions.n_asked),
 )  # fmt: skip

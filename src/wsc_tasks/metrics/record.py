@@ -20,7 +20,6 @@ TAGGED_PAIR = "tagged pair"  # a PairOutcome tagged with its associativity subse
 REASONS = "reasons"  # one WinoWhy question: its reasons' scores, labels and categories
 SPLITS = "splits"  # an int per schema: causal requests split after the first token(s)
 SHARDS = "shard"  # contamination.ShardOutcome: one shard's published and shuffled log-likelihoods
-LOGGED = "logged"  # every further metric's per-document value, by name (``registry.MORE``)
 ANSWERS = "answers"  # questions.Answers: one schema's problems asked as questions, each answer
 
 
@@ -45,7 +44,8 @@ CATEGORY_STEMS = {"n_problems": "n"}  # problems per knowledge category: n_cat_<
 # the two accuracy records every report and leaderboard asks for by name (no other module spells
 # them): a, the share of problems, and A, the share of schemas
 ACC, SCHEMA_ACC = "acc", "schema_acc"
-# the count that carries, per document, the metrics lm-eval's table leaves out (``LOGGED``)
+# where samples written before 0.2 carry, per document, the metrics lm-eval's table left out (now
+# a standard error carries them: ``registry.lm_eval_values``); read back, never written
 MORE_METRICS = "n_more_metrics"
 
 MetricKind = Literal[

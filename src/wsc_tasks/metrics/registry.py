@@ -37,7 +37,6 @@ from wsc_tasks.metrics.record import (
     BLANK_AT_END,
     CATEGORY_STEMS,
     EQUAL_LEN,
-    LOGGED,
     MORE_METRICS,
     OUTCOME,
     PAIR,
@@ -54,14 +53,13 @@ from wsc_tasks.metrics.record import (
 )
 
 __all__ = [
-    "ACC", "ANSWERS", "BLANK_AT_END", "BYPASS", "CATEGORY_STEMS", "CONSISTENCY", "EQUAL_LEN",
-    "FILTER", "LOGGED", "METRICS", "MORE_METRICS", "OUTCOME", "PAIR", "REASONS", "REGISTRY",
-    "SCHEMA_ACC", "SHARDS", "SPLITS", "STDERR",
-    "SUBSETS", "TAGGED_PAIR", "VARIANTS", "Aggregation", "Key", "Metric", "MetricKind",
-    "TaskKind", "aggregation", "aggregations", "bind", "by_name", "column", "form",
-    "headline", "higher_is_better", "in_summary", "lm_eval_values", "logged", "method_pairs",
-    "methods", "pair_aggregations", "parse_all", "predict_only", "record_of", "reported",
-    "select", "stderr_name", "is_stderr_name", "task_kind",
+    "ACC", "ANSWERS", "BLANK_AT_END", "BYPASS", "CARRIED", "CATEGORY_STEMS", "CONSISTENCY",
+    "EQUAL_LEN", "FILTER", "METRICS", "MORE_METRICS", "OTHERS", "OUTCOME", "PAIR", "REASONS",
+    "REGISTRY", "SCHEMA_ACC", "SHARDS", "SPLITS", "STDERR", "SUBSETS", "TAGGED_PAIR", "VARIANTS",
+    "aggregation", "Aggregation", "aggregations", "bind", "by_name", "carried", "column", "form",
+    "headline", "higher_is_better", "in_summary", "is_stderr_name", "Key", "lm_eval_values",
+    "logged", "method_pairs", "methods", "Metric", "MetricKind", "pair_aggregations", "parse_all",
+    "predict_only", "record_of", "reported", "select", "stderr_name", "task_kind", "TaskKind",
 ]  # fmt: skip
 
 
@@ -216,30 +214,55 @@ def is_stderr_name(name: str) -> bool:
 
 
 def lm_eval_values(
-    values: Mapping[str, Any], shown: Collection[str], with_stderr: Collection[str]
+    values: Mapping[str, Any], shown: Collection[str], with_stderr: Sequence[str]
 ) -> dict[str, Any]:
     """A document's metric values as a task hands them to lm-eval: those of ``shown`` under
-    their names, the rest in one mapping under ``MORE_METRICS`` (lm-eval aggregates and prints
-    every key it gets; ``--log_samples`` keeps them all), then, for each of ``with_stderr``, the
-    same value under its ``stderr_name``, whose aggregation is the metric's schema-bootstrap
-    error (after every metric: lm-eval writes it where it wrote ``N/A`` for the metric)."""
+    their names, then, for each of ``with_stderr``, the same value under its ``stderr_name``,
+    whose aggregation is the metric's schema-bootstrap error (after every metric: lm-eval writes
+    it where it wrote ``N/A`` for the metric).
+
+    lm-eval prints a table row for every key it gets but ``<name>_stderr`` (which it prints as
+    the ± of ``name``), and ``--log_samples`` keeps every key. So the values of the metrics not
+    shown (counts among them: no figure of the model) ride with the first standard error's value
+    (``carried``), where the samples keep them for ``wsc-tasks report`` and no row prints them."""
     out = {name: value for name, value in values.items() if name in shown}
-    more = {name: value for name, value in values.items() if name not in shown}
-    if more:
-        out[MORE_METRICS] = more
     out.update((stderr_name(name), values[name]) for name in with_stderr)
+    others = {name: value for name, value in values.items() if name not in shown}
+    if others:
+        if not with_stderr:
+            raise ValueError(
+                f"no shown metric has a standard error to carry the others ({sorted(others)})"
+            )
+        first = stderr_name(with_stderr[0])
+        out[first] = {CARRIED: values[with_stderr[0]], OTHERS: others}
     return out
+
+
+CARRIED, OTHERS = "value", "other_metrics"  # a carrying standard error's per-document value
+
+
+def carried(item: Any) -> Any:
+    """A standard error's per-document value without the other metrics' values it may carry
+    (``lm_eval_values``)."""
+    if isinstance(item, Mapping) and item.keys() == {CARRIED, OTHERS}:
+        return item[CARRIED]
+    return item
 
 
 def logged(row: Mapping[str, Any]) -> dict[str, Any]:
     """Every metric value of a logged sample (a row of lm-eval's samples file), by name: its
-    own keys (``row["metrics"]``) and those under ``MORE_METRICS``; standard errors left out."""
+    own keys (``row["metrics"]``), those a standard error carries and, in samples written before
+    that, those under ``MORE_METRICS``; standard errors left out."""
     out: dict[str, Any] = {}
     for name in row.get("metrics", ()):
-        if name == MORE_METRICS and isinstance(row.get(name), Mapping):
-            out.update(row[name])
-        elif not name.endswith(STDERR) and name in row:
-            out[name] = row[name]
+        value = row.get(name)
+        if isinstance(value, Mapping) and name == MORE_METRICS:
+            out.update(value)
+        elif name.endswith(STDERR):
+            if isinstance(value, Mapping) and value.keys() == {CARRIED, OTHERS}:
+                out.update(value[OTHERS])
+        elif name in row:
+            out[name] = value
     return out
 
 

@@ -1,5 +1,5 @@
-"""The README's sentences about the decision rule and the findings, and the tasks README's table
-of causal scoring methods, written from their code.
+"""The README's sentences about the decision rule and the findings, and the tables of scoring
+methods and metrics in docs/methods.md, written from their code.
 
 Each block sits between ``<!-- rule:NAME -->`` and ``<!-- end rule:NAME -->`` in the README;
 ``tests/regenerate.py`` rewrites it from ``BLOCKS`` (``--check`` says when one differs), so a
@@ -31,7 +31,8 @@ def _findings() -> str:
     return (
         "It opens with **the findings**: per model, a few sentences, each a stated rule applied "
         "to the estimates below (the rules: "
-        "[`src/wsc_tasks/claims/findings.py`](src/wsc_tasks/claims/findings.py)), in this order: "
+        "[`src/wsc_tasks/claims/findings.py`](../src/wsc_tasks/claims/findings.py)), in this "
+        "order: "
         f"{said}. A line over all models says which are shown above chance on the ranking task "
         f"(Holm over them) and, per model, {wording.power_line()}."
     )
@@ -54,13 +55,28 @@ def causal_methods() -> str:
     return "\n".join([*lines, *(f"| {name} | {text} |" for name, text in rows)])
 
 
-BLOCKS: dict[str, Callable[[], str]] = {
-    "opening": _opening,
-    "which-p": _which_p,
-    "findings": _findings,
+def metrics_table() -> str:
+    """Every metric record of the registry: its name, its symbol, what it is, the variants its
+    name takes."""
+    from wsc_tasks.metrics import registry
+
+    lines = ["| metric | symbol | what | variants |", "|---|---|---|---|"]
+    for m in registry.REGISTRY:
+        name = f"`{m.name}`" if m.reported else f"(`{m.name}_…`)"
+        variants = ", ".join(sorted(m.variants))
+        lines.append(f"| {name} | {m.symbol} | {m.description} | {variants} |")
+    return "\n".join(lines)
+
+
+# README.md's, docs/statistics.md's and docs/reports.md's blocks, wrapped at the line width
+BLOCKS: dict[str, Callable[[], str]] = {"opening": _opening}
+STATISTICS_BLOCKS: dict[str, Callable[[], str]] = {"which-p": _which_p}
+REPORTS_BLOCKS: dict[str, Callable[[], str]] = {"findings": _findings}
+# docs/methods.md's blocks, written as they are (tables, not wrapped)
+METHODS_BLOCKS: dict[str, Callable[[], str]] = {
+    "causal-methods": causal_methods,
+    "metrics": metrics_table,
 }
-# task_configs/README.md's blocks, written as they are (tables, not wrapped)
-TASK_BLOCKS: dict[str, Callable[[], str]] = {"causal-methods": causal_methods}
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -83,11 +99,6 @@ def fill(
         tail = rest.split(end, 1)[1]
         readme = f"{head}{begin}\n{_wrap(write()) if wrap else write()}\n{end}{tail}"
     return readme
-
-
-def fill_tasks(readme: str, where: str = "task_configs/README.md") -> str:
-    """task_configs/README.md with its blocks (``TASK_BLOCKS``) rewritten from the code."""
-    return fill(readme, where, TASK_BLOCKS, wrap=False)
 
 
 def _wrap(text: str, width: int = 100) -> str:

@@ -13,6 +13,7 @@ from wsc_tasks.paths import hide_model_paths, portable
 from wsc_tasks.runs.folders import (
     RunError,
     TaskRun,
+    groups_of,
     read_results,
     read_task,
     results_files,
@@ -48,7 +49,7 @@ def markdown(results_file: str | Path, keep_paths: bool = False) -> str:
     """The summary; an absolute model path reads ``<last component>`` unless ``keep_paths``."""
     data = read_results(Path(results_file))
     results = {name: registry.reported(row) for name, row in data["results"].items()}
-    groups = set(data.get("groups", {})) | set(data.get("group_subtasks", {}))
+    groups = groups_of(data)
     unfilled = _fill_from_samples(Path(results_file), data, results, groups)
     lines = [
         "| task | " + " | ".join(c.name for c in COLUMNS) + " |",

@@ -32,6 +32,7 @@ from wsc_tasks.runs.output_files import (
     RESULTS_FILE,
     IncompleteSamples,
     RunError,
+    groups_of,
     read_results,
     read_samples,
     results_files,
@@ -278,8 +279,7 @@ def _load_run(folder: Path, label: str | None, keep_paths: bool) -> Run:
         checks += [c for c in recorded if isinstance(c, dict)][:1]  # one check a run
         if data.get("config", {}).get("limit") is not None:
             limits.append(float(data["config"]["limit"]))
-        # a group without an aggregate of its own (wsc_group) is in "results" but not "groups"
-        groups = set(data.get("groups", {})) | set(data.get("group_subtasks", {}))
+        groups = groups_of(data)
         for task, row in data.get("results", {}).items():
             if task in groups:
                 continue

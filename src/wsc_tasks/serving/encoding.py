@@ -27,6 +27,7 @@ from wsc_tasks.scoring.tokens import (
     encoding_identity,
     same_encoding,
 )
+from wsc_tasks.serving.own_methods import hf_own
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -35,13 +36,6 @@ Memo = dict[tuple[str, bool | None], list[int]]
 _MEMOS: weakref.WeakKeyDictionary[object, Memo] = weakref.WeakKeyDictionary()
 ENCODINGS_FILE = "wsc_tasks-encodings"  # lm-eval cache file name prefix of the kept memos
 SAMPLE = 16  # encodings from another source checked against the model's tok_encode
-
-
-def hf_causal(lm: object) -> bool:
-    """Whether ``lm`` is lm-eval's Hugging Face causal model (whose encodings are remembered)."""
-    from lm_eval.models.huggingface import HFLM
-
-    return isinstance(lm, HFLM) and getattr(lm, "backend", None) == "causal"
 
 
 def memo_of(lm: object) -> Memo:
@@ -152,7 +146,7 @@ def _files(lm: Any, counters: Sequence[TokenCounter]) -> list[tuple[str, TokenCo
     found = {f"{ENCODINGS_FILE}-{c.identity}-{package}": c for c in counters if c.identity}
     files: list[tuple[str, TokenCounter | None]] = list(found.items())
     model = encoding_identity(getattr(lm, "tokenizer", None), getattr(lm, "add_bos_token", None))
-    if model is not None and hf_causal(lm):
+    if model is not None and hf_own(lm):
         files.append((f"{ENCODINGS_FILE}-model-{model}-{package}", None))
     return files
 

@@ -16,11 +16,14 @@ Before the requests reach the model, each task checks it against that plan
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TypeGuard
 
 from wsc_tasks.scoring import families
 from wsc_tasks.scoring.tokens import Tokenizer, named_tokenizer
+
+log = logging.getLogger(f"lm_eval.{__name__}")
 
 PASS_TOKENIZER = (
     "pass the model's tokenizer as task metadata, as lm-eval's CLI does from --model_args: "
@@ -77,7 +80,14 @@ def side_of(lm: object) -> ModelSide:
             )
             return ModelSide(label, token_free=True, why=why)
         return ModelSide(label, named=named_tokenizer(described))
-    tokenizer = getattr(model, "tokenizer", None)
+    try:
+        tokenizer = getattr(model, "tokenizer", None)
+    except Exception as error:  # a property that loads one and fails (lm-eval's dummy, offline)
+        log.info(
+            f"wsc_tasks: {label}'s tokenizer could not be read ({type(error).__name__}: "
+            f"{str(error)[:200]}); the tokenizer the task metadata names is taken as given"
+        )
+        tokenizer = None
     if not _is_hf_tokenizer(tokenizer):
         return ModelSide(label)
     config = getattr(model, "config", None)

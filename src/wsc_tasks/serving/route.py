@@ -11,12 +11,14 @@ log-likelihood requests, and only for them.
 4. lm-eval's request cache (``--use_cache``) is read and written with lm-eval's own keys
    (``hash_args("loglikelihood", arguments)``), so these answers and lm-eval's own tasks' share
    it; an unkeyed cache is warned of once.
-5. A Hugging Face causal model tokenizes them with lm-eval's own code on a view of the model
-   (``model_view``) that remembers its encodings (``encoding``), then scores every distinct token
-   prefix once (``tries``); where that route is refused, lm-eval's own loop scores them with its
-   logits cache off (lm-eval hands a cache hit the logits of a longer continuation and gathers
-   a shorter one's log-likelihood from the wrong positions: ``lm_eval_fixes``). Every other model
-   answers through its own ``loglikelihood``.
+5. lm-eval's Hugging Face causal model, its methods lm-eval's own (``own_methods``), tokenizes
+   them with lm-eval's own code on a view of the model (``model_view``) that remembers its
+   encodings (``encoding``), then scores every distinct token prefix once (``tries``); where that
+   route is refused, lm-eval's own loop scores them with its logits cache off (lm-eval hands a
+   cache hit the logits of a longer continuation and gathers a shorter one's log-likelihood from
+   the wrong positions: ``lm_eval_fixes``). A subclass of it that defines one of those methods
+   otherwise answers through its own ``loglikelihood``, its logits cache off too; every other
+   model through its own ``loglikelihood(requests)``, called as lm-eval's evaluator calls it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any, TypeVar
 from wsc_tasks.garbage_collection import survivors_frozen
 from wsc_tasks.lm_eval_types import Answer
 from wsc_tasks.scoring.tokens import TokenCounter
-from wsc_tasks.serving import encoding, tries
+from wsc_tasks.serving import encoding, own_methods, tries
 from wsc_tasks.serving.requests import LM_EVAL_TYPE, Requester, TaskRequest
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -168,17 +170,31 @@ def model_answers(
     if keep:
         read = encoding.load(lm, counters)
         log.info(f"wsc_tasks: {read} token encodings read from lm-eval's request cache")
-    if encoding.hf_causal(lm):
+    if own_methods.hf_own(lm):
         found = hf_causal_answers(lm, requests, counters, disable_tqdm)
     else:
-        found = list(lm.loglikelihood(requests, disable_tqdm=disable_tqdm))
-        hook: Any = getattr(lm, "cache_hook", None)
-        if hook is not None and getattr(hook, "dbdict", None) is not None:  # as CachingLM does
-            for request, answer in zip(requests, found, strict=True):
-                hook.add_partial(LM_EVAL_TYPE, request.args, answer)
+        found = own_answers(lm, requests)
     if keep:
         written = encoding.save(lm, counters)
         log.info(f"wsc_tasks: {written} token encodings kept in lm-eval's request cache")
+    return found
+
+
+def own_answers(lm: Any, requests: list[TaskRequest]) -> list[Answer]:
+    """The model's own ``loglikelihood(requests)``, as lm-eval's evaluator calls it (an HFLM
+    subclass on a view with its logits cache off), each answer kept in lm-eval's request cache
+    (``--use_cache``) as ``CachingLM`` keeps its own."""
+    from lm_eval.models.huggingface import HFLM
+
+    from wsc_tasks.serving.model_view import view
+
+    own_methods.say_own_route(lm)
+    asked = view(lm, logits_cache=False) if isinstance(lm, HFLM) else lm
+    found = list(asked.loglikelihood(requests))
+    hook: Any = getattr(lm, "cache_hook", None)
+    if hook is not None and getattr(hook, "dbdict", None) is not None:
+        for request, answer in zip(requests, found, strict=True):
+            hook.add_partial(LM_EVAL_TYPE, request.args, answer)
     return found
 
 

@@ -112,7 +112,7 @@ class TaskConventions(LmEvalTask):
         """Keep a served model's log-probability check in the results config."""
         from wsc_tasks.serving.served import RESULTS_KEY
 
-        self.config.metadata = {**(self.config.metadata or {}), RESULTS_KEY: dict(outcome)}
+        notes.results_metadata(self)[RESULTS_KEY] = dict(outcome)
 
     # -- the model -------------------------------------------------------------------------------
     def meet_model(self, lm: object) -> None:
@@ -215,13 +215,20 @@ class TaskConventions(LmEvalTask):
 
     # -- what lm-eval's loggers read ------------------------------------------------------------
     def dump_config(self) -> dict:
+        """lm-eval's dump of the config, its ``metric_list`` naming the metrics the task reports,
+        and its ``metadata`` the task's own dict, not a copy: lm-eval 0.4.10 and 0.4.11 dump a
+        task's config before it runs, so what the task records while it runs (notes, a served
+        model's check) reaches the results file through this dict alone
+        (``lm_eval_fixes.early_config_dump``)."""
         directions = self.higher_is_better()
         self.config.metric_list = [
             {"metric": name, "higher_is_better": directions.get(name)}
             for name in self.aggregation()
-            if not registry.is_stderr_name(name) and name != registry.MORE_METRICS
+            if not registry.is_stderr_name(name)
         ]
-        return super().dump_config()
+        found = dict(super().dump_config())
+        found["metadata"] = notes.results_metadata(self)
+        return found
 
     # -- undefined metrics -------------------------------------------------------------------------
     def why_undefined(self, metric: str, items: Sequence[Any]) -> str:

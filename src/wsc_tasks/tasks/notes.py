@@ -10,6 +10,7 @@ is undefined on the documents evaluated.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from wsc_tasks.lm_eval_types import ConfiguredTask
 
@@ -19,16 +20,25 @@ _RECORDED: dict[str, list[str]] = {}  # note -> the tasks that recorded it, firs
 LISTED = 6  # task names a footer line lists before "and N more"
 
 
+def results_metadata(task: ConfiguredTask) -> dict[str, Any]:
+    """The task's metadata dict, which lm-eval writes into the results file: what the task records
+    while it runs is written into it in place (``TaskConventions.dump_config`` says why)."""
+    meta = task.config.metadata
+    if not isinstance(meta, dict):
+        meta = task.config.metadata = dict(meta or {})
+    return meta
+
+
 def add(task: ConfiguredTask, text: str, replaces: str | None = None) -> None:
     """Record ``text`` for ``task`` (an lm-eval task of this package); once per task and text.
     ``replaces``: an earlier note of the task that ``text`` says more completely (in its place)."""
     name = str(task.config.task)
-    meta = dict(task.config.metadata or {})
+    meta = results_metadata(task)
     found = meta.get("notes")
     notes = [str(note) for note in found] if isinstance(found, list | tuple) else []
     if replaces in notes:
         notes[notes.index(replaces)] = text
-        task.config.metadata = {**meta, "notes": list(dict.fromkeys(notes))}
+        meta["notes"] = list(dict.fromkeys(notes))
         log.warning(f"wsc_tasks: {name}: {text}")
         earlier = _RECORDED.get(replaces, [])
         if name in earlier:
@@ -36,7 +46,7 @@ def add(task: ConfiguredTask, text: str, replaces: str | None = None) -> None:
             if not earlier:
                 del _RECORDED[replaces]
     elif text not in notes:
-        task.config.metadata = {**meta, "notes": [*notes, text]}
+        meta["notes"] = [*notes, text]
         log.warning(f"wsc_tasks: {name}: {text}")
     tasks = _RECORDED.setdefault(text, [])
     if name not in tasks:

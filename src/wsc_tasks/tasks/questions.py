@@ -20,7 +20,8 @@ The questions of a document are listed from a place fixed by its schema's id
 (``rotation``), so that the question a few-shot example shows, its first, is not always the
 first problem in the given order (whose answer in WSC is mostly A).
 
-Metadata: ``dataset`` (a catalog dataset) and ``metrics`` (``headline`` or ``all``).
+Metadata: ``dataset`` (a catalog dataset, or a ``dyads:`` recipe) and ``metrics`` (``headline`` or
+``all``).
 """
 
 from __future__ import annotations
@@ -53,12 +54,16 @@ Asked = tuple[int, int]  # (problem, order) of one question
 
 
 def check_dataset(task: str, meta: Mapping[str, Any]) -> None:
-    """``dataset``: a dataset of the catalog, else one line naming the task and the fix."""
+    """``dataset``: a dataset of the catalog (or a recipe of dyads), else one line naming the
+    task and the fix."""
     name = meta.get("dataset")
-    if not isinstance(name, str) or name not in catalog.SPECS:
+    if not isinstance(name, str) or not (
+        name in catalog.SPECS or name.startswith(catalog.DYADS_PREFIX)
+    ):
         raise ValueError(
             f"task {task}: metadata dataset={name!r} is invalid; allowed: one of "
-            f"{', '.join(sorted(catalog.SPECS))}"
+            f"{', '.join(sorted(catalog.SPECS))}, or {catalog.DYADS_PREFIX}<base>:<grouping>:"
+            "<wrapper>"
         )
 
 
@@ -192,18 +197,19 @@ class QuestionTask(RequestTask):
         return out
 
     def aggregation(self) -> dict[str, Any]:
-        """lm-eval's aggregations; the count of unanswered questions also notes their reasons."""
+        """lm-eval's aggregations; the share of unanswered questions (always shown) also notes
+        their number and reasons."""
         found = super().aggregation()
-        name = Key("n_unanswered").name
+        name = Key("unanswered").name
         if name in found:
-            count = found[name]
+            share = found[name]
 
-            def counted(items: Any) -> Any:
+            def noted(items: Any) -> Any:
                 self._note_unanswered(items)
-                return count(items)
+                return share(items)
 
-            counted.__name__ = name
-            found[name] = counted
+            noted.__name__ = name
+            found[name] = noted
         return found
 
     def _note_unanswered(self, items: Any) -> None:

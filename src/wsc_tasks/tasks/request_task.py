@@ -7,9 +7,10 @@ lm-eval hands to ``serving`` apart from every other task's. Each task gives lm-e
 aggregations of every metric it reports (``all_aggregations``, bound to their records in
 ``wsc_tasks.metrics.registry``); ``metadata.metrics`` says which of them lm-eval computes and
 prints: ``headline`` (default: the task's ``HEADLINE_METRICS``, the few metrics that define it) or
-``all``. Every per-document value is logged with ``--log_samples`` either way (the others under
-``registry.MORE_METRICS``), so ``wsc-tasks report`` recomputes the rest from the samples; each
-printed metric's schema-bootstrap error comes as ``<metric>_stderr`` (``stderr``).
+``all``. Every per-document value is logged with ``--log_samples`` either way (the others carried
+by the first standard error's value, ``registry.lm_eval_values``, so that no table row counts
+them), and ``wsc-tasks report`` recomputes the rest from the samples; each printed metric's
+schema-bootstrap error comes as ``<metric>_stderr`` (``stderr``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def select_metrics(
 ) -> dict[str, F]:
     """``functions`` restricted to the names in ``headline`` unless ``metrics`` is ``all``.
 
-    The other metrics' per-document values are still logged, under ``registry.MORE_METRICS``.
+    The other metrics' per-document values are still logged (``registry.lm_eval_values``).
     """
     if metric_choice(task, metadata) == "all":
         return functions
@@ -195,19 +196,17 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
         return [name for name, function in self.shown().items() if stderr.has_stderr(function)]
 
     def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
-        """The shown metrics' values, the others under ``registry.MORE_METRICS`` and each shown
-        metric's value again for its standard error (``registry.lm_eval_values``)."""
+        """The shown metrics' values and each shown metric's value again for its standard error,
+        the first of which carries the others' (``registry.lm_eval_values``)."""
         values = self.document_values(doc, results)
         return registry.lm_eval_values(values, self.shown(), self._with_stderr())
 
     def aggregation(self) -> dict[str, Any]:
         """What lm-eval aggregates: the shown metrics (``N/A`` where one has no value on the
-        documents evaluated, with a note saying why), the count of the others, and each shown
-        metric's schema-bootstrap standard error (``stderr``)."""
+        documents evaluated, with a note saying why) and each shown metric's schema-bootstrap
+        standard error (``stderr``)."""
         shown = self.shown()
         found: dict[str, Any] = {name: self._noting(name, f) for name, f in shown.items()}
-        if len(shown) < len(self.all_aggregations()):
-            found[registry.MORE_METRICS] = registry.aggregation(registry.MORE_METRICS)
         for name in self._with_stderr():
             found[registry.stderr_name(name)] = stderr.stderr_of(shown[name])
         return found
@@ -233,9 +232,6 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
         return aggregate
 
     def higher_is_better(self) -> dict[str, bool | None]:
-        shown = dict(self.shown())
-        if len(shown) < len(self.all_aggregations()):
-            shown[registry.MORE_METRICS] = registry.aggregation(registry.MORE_METRICS)
-        directions = registry.higher_is_better(shown)
+        directions = registry.higher_is_better(self.shown())
         directions.update((registry.stderr_name(name), None) for name in self._with_stderr())
         return directions

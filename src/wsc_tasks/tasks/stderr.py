@@ -65,7 +65,8 @@ def stderr_of(aggregation: Callable[..., object]) -> Callable[[Sequence[object]]
     def stderr(items: Sequence[object]) -> float | str:
         if len(items) < 2:
             return "N/A"
-        value = schema_stderr(aggregation, items, MAX_ITERS)
+        own = [registry.carried(item) for item in items]  # the others' values left aside
+        value = schema_stderr(aggregation, own, MAX_ITERS)
         return "N/A" if math.isnan(value) else value
 
     stderr.__name__ = f"{getattr(aggregation, '__name__', 'metric')}_stderr"

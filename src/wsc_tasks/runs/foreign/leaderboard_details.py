@@ -14,7 +14,13 @@ leaderboard's harness commit, option1 then option2; a list of floats, in some fi
 ``metrics`` a struct with the row's ``acc`` (in older files an ``acc`` column of its own), and
 ``choices``, ``gold`` and ``gold_index`` empty. So a row has no answer and no id: the problem is
 found by its sentence in the pinned dev file, which gives the answer, and the row's ``acc`` must
-be what its log-likelihoods give against it (``pinned.match``).
+be what its log-likelihoods give against it (``pinned.match``). Where lighteval could not write a
+column's values as they were, it wrote every column as its text (``"[-1.5, -2.25]"``,
+``"{'acc': 1.0}"``, ``"5"``): such a file is read from that text. A row whose log-likelihoods
+include a NaN has no verdict (``pinned.UNDEFINED``). A file is a details file by its columns; its
+name (``details_<suite>|winogrande|<shots>_<time>.parquet``, as the repositories hold them) gives
+the run's time and num_fewshot, and a copy saved under another name (``load_dataset(...)
+.to_parquet(...)``) is read too, its num_fewshot from its ``num_effective_few_shots`` column.
 
 ``write`` writes the same layout (the tests' fixture, written from a local lm-eval run, and the
 benchmark's copies); ``read`` reads only the columns it needs.
@@ -25,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +58,7 @@ NAME = re.compile(
     r"^details_(?P<suite>[^|/]+)\|(?P<task>[^|/]+)\|(?P<shots>\d+)_(?P<date>.+)\.parquet$"
 )
 NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|-?inf|nan")
+ACC_IN_TEXT = re.compile(r"""['"]acc['"]\s*:\s*(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan)""")
 TASKS = (WINOGRANDE,)  # the details read (the leaderboard ran no wsc273)
 
 
@@ -71,13 +79,55 @@ class DetailsFile:
             return None
         return cls(path, found["suite"], found["task"], int(found["shots"]), found["date"])
 
+    @classmethod
+    def unnamed(cls, path: Path) -> DetailsFile | None:
+        """A Parquet file not named as a details file whose columns are a details file's (a copy
+        saved under another name): winogrande's if its rows are (``read`` checks them), its
+        time unknown (the file's modification time orders it)."""
+        if path.suffix != ".parquet" or NAME.match(path.name) or not _has_details_columns(path):
+            return None
+        stamp = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%dT%H-%M-%S")
+        return cls(path, "", WINOGRANDE, -1, stamp)
+
+
+def _has_details_columns(path: Path) -> bool:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        names = set(pq.read_schema(path).names)
+    except (OSError, pa.ArrowException):
+        return False
+    return {"example", "predictions"} <= names and bool({"metrics", VERDICT} & names)
+
 
 def details_files(folder: Path) -> list[DetailsFile]:
-    """The winogrande details files at or below ``folder``, oldest run first."""
+    """The winogrande details files at or below ``folder``, oldest run first: those named as the
+    repositories name them, else copies saved under another name (``DetailsFile.unnamed``)."""
     found = [DetailsFile.of(p) for p in folder.rglob("details_*.parquet")]
     chosen = [f for f in found if f is not None and f.task in TASKS]
+    if not chosen:
+        chosen = [f for p in folder.rglob("*.parquet") if (f := DetailsFile.unnamed(p))]
     # the time is written with ':' or '-' between its parts, as the runs wrote it
     return sorted(chosen, key=lambda f: (f.date.replace(":", "-"), str(f.path)))
+
+
+def _acc_of_text(value: Any) -> Any:
+    """The ``acc`` of a ``metrics`` cell written as text (``"{'acc': 1.0}"``), or the value."""
+    if not isinstance(value, str):
+        return value
+    found = ACC_IN_TEXT.search(value)
+    return float(found[1]) if found else None
+
+
+def _number(value: Any) -> Any:
+    """A number written as text (``"1.0"``), or the value."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return value
 
 
 def _predictions(value: Any) -> tuple[float, ...]:
@@ -114,12 +164,15 @@ def scored(path: Path) -> list[Scored]:
     accs: list[Any]
     if verdict == "metrics":
         column = table.column("metrics").combine_chunks()
-        if not pa.types.is_struct(column.type) or column.type.get_field_index(VERDICT) < 0:
+        if pa.types.is_struct(column.type) and column.type.get_field_index(VERDICT) >= 0:
+            accs = column.field(VERDICT).to_pylist()
+        elif pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            accs = [_acc_of_text(v) for v in column.to_pylist()]  # every column as its text
+        else:
             raise ForeignError(f"{shown}: its metrics column has no acc ({column.type}); nothing "
                                "read")  # fmt: skip
-        accs = column.field(VERDICT).to_pylist()
     else:
-        accs = table.column(VERDICT).to_pylist()
+        accs = [_number(v) for v in table.column(VERDICT).to_pylist()]
     column = table.column("predictions")
     listed = pa.types.is_list(column.type) and pa.types.is_floating(column.type.value_type)
     predictions: list[Any] = column.to_pylist()
@@ -141,15 +194,31 @@ def scored(path: Path) -> list[Scored]:
 
 def read(path: Path, shown: str | None = None) -> dict[str, TaskRun]:
     """The tasks of one details file (``shown``: how the outputs name it; no path of this
-    machine)."""
-    named = DetailsFile.of(path)
+    machine). A file named as another task's details is refused; one not named as details is
+    read as winogrande's, and its rows must be winogrande's (``pinned.match``)."""
+    named = DetailsFile.of(path) or DetailsFile.unnamed(path)
     shown = shown or path.name
     if named is None or named.task not in TASKS:
-        raise ForeignError(f"{path}: not named as a winogrande details file "
-                           "(details_<suite>|winogrande|<shots>_<time>.parquet)")  # fmt: skip
+        raise ForeignError(f"{path}: not a winogrande details file (its name is another task's, "
+                           "or it lacks the example, predictions and metrics columns)")  # fmt: skip
     found = pinned(named.task)
     right = match(found, scored(path), str(path))
-    return tasks(found, right, Origin(DETAILS, named.task, shown, named.shots), path)
+    shots = named.shots if named.shots >= 0 else _recorded_shots(path)
+    return tasks(found, right, Origin(DETAILS, named.task, shown, shots), path)
+
+
+def _recorded_shots(path: Path) -> int | None:
+    """num_fewshot as a details file's ``num_effective_few_shots`` column records it (one value
+    for every row), None where it records none."""
+    import pyarrow.parquet as pq
+
+    if "num_effective_few_shots" not in pq.read_schema(path).names:
+        return None
+    column = pq.read_table(path, columns=["num_effective_few_shots"]).column(0)
+    values = {_number(v) for v in column.to_pylist()}
+    if len(values) != 1 or not isinstance(shots := values.pop(), int | float):
+        return None
+    return int(shots)
 
 
 def write(path: Path, rows: Sequence[dict[str, Any]]) -> None:

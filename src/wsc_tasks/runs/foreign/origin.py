@@ -35,10 +35,16 @@ class Origin:
     problems: int = 0  # problems of the pinned dataset
     read: int = 0  # of them, the problems the run scored
     apart: tuple[str, ...] = ()  # problems scored whose schema partner is not in the run
+    undefined: tuple[str, ...] = ()  # problems in the run with a NaN log-likelihood: no verdict
 
     @property
     def partial(self) -> bool:
-        return self.read < self.problems
+        return self.held < self.problems
+
+    @property
+    def held(self) -> int:
+        """The problems the file holds: scored, or with a NaN log-likelihood."""
+        return self.read + len(self.undefined)
 
     def shots(self) -> str:
         return (
@@ -74,27 +80,37 @@ class Origin:
         out = []
         if self.partial:
             out.append(
-                f"{label}, {name}: partial: {self.file} holds {self.read:,} of the "
+                f"{label}, {name}: partial: {self.file} holds {self.held:,} of the "
                 f"{self.problems:,} problems of the pinned dataset; its figures are of those"
             )
+        if self.undefined:
+            out.append(
+                f"{label}, {name}: {len(self.undefined):,} problem(s) have a NaN log-likelihood "
+                f"in {self.file}: no verdict, so they and their schemas are left out of a and A: "
+                f"{_listed(self.undefined)}"
+            )
         if self.apart:
-            shown = ", ".join(self.apart[:SHOWN_APART])
-            more = len(self.apart) - SHOWN_APART
-            shown += f" and {more} more" if more > 0 else ""
             out.append(
                 f"{label}, {name}: {len(self.apart)} problem(s) whose schema partner is not in "
-                f"the run, counted in a and not in A: {shown}"
+                f"the run, counted in a and not in A: {_listed(self.apart)}"
             )
         return out
 
     def to_json(self) -> dict[str, Any]:
         found = asdict(self)
-        found["apart"] = list(self.apart)
+        found["apart"], found["undefined"] = list(self.apart), list(self.undefined)
         return found
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Origin:
-        return cls(**{**data, "apart": tuple(data.get("apart") or ())})
+        listed = {key: tuple(data.get(key) or ()) for key in ("apart", "undefined")}
+        return cls(**{**data, **listed})
+
+
+def _listed(problems: tuple[str, ...]) -> str:
+    """The first ``SHOWN_APART`` problems, then "and N more"."""
+    more = len(problems) - SHOWN_APART
+    return ", ".join(problems[:SHOWN_APART]) + (f" and {more} more" if more > 0 else "")
 
 
 CELL = "absent"  # a table cell of a figure a foreign run cannot have

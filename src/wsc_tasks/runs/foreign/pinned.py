@@ -207,9 +207,14 @@ def _same_options(ours: Sequence[str], theirs: Sequence[str]) -> bool:
     )
 
 
+UNDEFINED = -2  # ``match``: a problem in the run whose log-likelihoods include a NaN
+
+
 def match(found: Pinned, scored: Sequence[Scored], file: str) -> list[int]:
-    """Per problem of the dataset (``Place.at``): 1 answered right, 0 wrong, -1 not in the run;
-    ``ForeignError`` when the run does not match the pinned dataset (module docstring)."""
+    """Per problem of the dataset (``Place.at``): 1 answered right, 0 wrong, -1 not in the run,
+    ``UNDEFINED`` in it with a NaN log-likelihood (no verdict: a NaN is no score, whichever option
+    lm-eval's argmax then picks); ``ForeignError`` when the run does not match the pinned dataset
+    (module docstring)."""
     unknown, answers, verdicts = [], [], []
     right = [-1] * found.size
     seen: dict[int, str] = {}
@@ -218,7 +223,7 @@ def match(found: Pinned, scored: Sequence[Scored], file: str) -> list[int]:
         if place is None:
             unknown.append(f"{item.where}: {' … '.join(item.key)[:80]!r}")
             continue
-        if right[place.at] >= 0 or place.at in seen:
+        if right[place.at] != -1 or place.at in seen:
             first = seen.get(place.at, "")
             raise ForeignError(
                 f"{file}: problem {place.uid} of {found.source} appears twice ({first} and "
@@ -229,6 +234,9 @@ def match(found: Pinned, scored: Sequence[Scored], file: str) -> list[int]:
             item.options is not None and not _same_options(item.options, place.options)
         ):
             answers.append(f"{item.where} ({place.uid})")
+            continue
+        if any(math.isnan(ll) for ll in item.lls):
+            right[place.at] = UNDEFINED
             continue
         correct = item.predicted() == place.label
         if item.acc is not None and bool(item.acc) != correct:
@@ -262,6 +270,13 @@ def tasks(
     for Winogrande its twin pairs (``winogrande (twin pairs)``), as this package's tasks on the
     same datasets would have them (``samples``: the file they were read from)."""
     docs, outcomes, apart, pairs, pair_outcomes = [], [], [], [], []
+    undefined = tuple(
+        schema.problems[p].uid
+        for schema, members in zip(found.schemas, found.members, strict=True)
+        for p, at in enumerate(members)
+        if right[at] == UNDEFINED
+    )
+    right = [-1 if c == UNDEFINED else c for c in right]  # no verdict: out of a and A
     for s, (schema, members) in enumerate(zip(found.schemas, found.members, strict=True)):
         correct = tuple(right[i] for i in members)
         if -1 not in correct:  # the whole schema: its document and groups as they are
@@ -290,7 +305,9 @@ def tasks(
             docs.append(found.document(s, (p,), []))
             outcomes.append(found.outcome((correct[p],), []))
     read = sum(1 for c in right if c >= 0)
-    origin = replace(origin, problems=found.size, read=read, apart=tuple(apart))
+    origin = replace(
+        origin, problems=found.size, read=read, apart=tuple(apart), undefined=undefined
+    )
     out = {origin.task: _task(origin.task, found.dataset, docs, outcomes, origin, samples)}
     if found.twins and pairs:
         name = f"{origin.task} ({TWINS})"
