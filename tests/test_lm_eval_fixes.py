@@ -101,8 +101,9 @@ def test_lm_eval_still_writes_the_stderr_metric_where_it_writes_a_stderr(
     row = out["results"]["wsc266"]
     stderr = row[registry.column(registry.stderr_name(registry.SCHEMA_ACC))]
     assert isinstance(stderr, float)  # lm-eval alone writes N/A there
-    assert row[registry.column(registry.stderr_name("n_problems"))] == "N/A"  # a count
+    assert registry.column("n_problems") not in row  # a count: not a figure of lm-eval's table
     from lm_eval.utils import make_table
 
-    [line] = [x for x in make_table(out).splitlines() if "|schema_acc " in x]
+    [line] = [x for x in make_table(out).splitlines() if x.count("|") > 5 and
+              x.split("|")[5].strip() == registry.SCHEMA_ACC]  # fmt: skip
     assert "N/A" not in line

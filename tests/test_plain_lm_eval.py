@@ -100,7 +100,7 @@ def test_a_plain_lm_eval_run_asks_the_questions_with_the_chat_template(
     _lm_eval(monkeypatch, chat_gpt2_dir, *extra, tasks="wsc266_chat")
     table = capsys.readouterr().out
     rows = {line.split("|")[5].strip() for line in table.splitlines() if line.count("|") == 10}
-    assert {"acc", "schema_acc", "unanswered", "n_unanswered", "first_option"} <= rows
+    assert {"acc", "schema_acc", "unanswered", "first_option", "order_consistency"} <= rows
     [samples] = out.rglob("samples_wsc266_chat_*.jsonl")
     first = json.loads(samples.read_text().splitlines()[0])
     assert first["arguments"]["gen_args_0"]["arg_0"].endswith("Answer:\n<|assistant|>")
