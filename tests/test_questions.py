@@ -174,19 +174,23 @@ def _results(folder: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def always_a(data_dir, tmp_path_factory) -> Path:
+    """The stub asked every question task in one command: the group."""
     out = tmp_path_factory.mktemp("always-a")
-    tasks = "wsc266_chat,wsc266_switched_chat"
-    argv = ["run", "--model", "wsc-test-always-a", "--model_args", "seed=1", "--tasks", tasks,
-            "--log_samples", "--output_path", str(out)]  # fmt: skip
+    argv = ["run", "--model", "wsc-test-always-a", "--model_args", "seed=1", "--tasks",
+            "wsc_group_chat", "--log_samples", "--output_path", str(out)]  # fmt: skip
     assert cli(argv) == 0
     return next(p for p in out.iterdir() if p.is_dir())
 
 
 def test_a_model_that_always_answers_a_gets_half_and_the_order_flags_it(always_a, tmp_path):
-    found = _results(always_a)["results"]["wsc266_chat"]
-    assert found["acc,none"] == 0.5 and found["schema_acc,none"] == 0.0
-    assert found["first_option,none"] == 1.0 and found["order_consistency,none"] == 0.0
-    assert found["unanswered,none"] == 0.0 and "n_asked,none" not in found  # counts: the samples
+    results = _results(always_a)["results"]
+    asked = {name for name in results if name.endswith("_chat")} - {"wsc_group_chat"}
+    assert len(asked) == len(catalog.SPECS) + 3  # the group: every question task
+    for found in (results[name] for name in asked):  # both orders asked: half, whatever the data
+        assert found["acc,none"] == 0.5 and found["first_option,none"] == 1.0
+        assert found["order_consistency,none"] == 0.0 and found["unanswered,none"] == 0.0
+    found = results["wsc266_chat"]
+    assert found["schema_acc,none"] == 0.0 and "n_asked,none" not in found  # counts: the samples
     out = tmp_path / "report"
     assert cli(["report", str(always_a), "--out", str(out), "--iters", "200"]) == 0
     text = (out / "report.md").read_text()
@@ -194,6 +198,7 @@ def test_a_model_that_always_answers_a_gets_half_and_the_order_flags_it(always_a
     assert "Asked as questions (a different formulation" in findings
     assert "Its answers follow the position of the options" in findings
     assert "f_A = 1.000 [" in findings and "more often than half the time" in findings
+    assert f"and on {len(asked) - 3} more of its {len(asked)} question tasks" in findings
     assert "a = 0.500 [" in findings and "A = 0.000 [" in findings
     section = text.split("## Asked as questions", 1)[1].split("\n## ", 1)[0]
     assert "| wsc266_chat |" in section and "| wsc266_switched_chat |" in section

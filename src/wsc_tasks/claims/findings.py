@@ -332,6 +332,9 @@ def _unanswered(found: Question) -> str:
     return f"{found.missing} of {found.asked} questions unanswered{share}, counted wrong"
 
 
+NAMED = 3  # question tasks a position sentence names; the rest it counts
+
+
 def _question_controls(model: Model) -> list[str]:
     """The control baselines asked as questions, by the controls' rule (``controls``), Holm over
     them: each against chance, and whether an artifact can explain part of a question score."""
@@ -381,7 +384,7 @@ def questions(model: Model) -> list[str]:
     biased = [(q, t) for q, t in tested if t.verdict != UNCLEAR]
     if biased:
         cells = []
-        for q, t in biased:
+        for q, t in biased[:NAMED]:
             side = "more" if t.verdict == ABOVE else "less"
             order = f"; c_o = {interval(q.order)}" if q.order is not None else ""
             cells.append(
@@ -389,6 +392,9 @@ def questions(model: Model) -> list[str]:
                 f"{interval(t.estimate)} of its answers, {side} often than half the time "
                 f"({_p_text(t, over)}){order}"
             )
+        rest = len(biased) - NAMED
+        if rest > 0:
+            cells.append(f"and on {rest} more of {over} (the report's table)")
         out.append(
             f"Its answers follow the position of the options, not only the sentence: "
             f"{'; '.join(cells)}."
