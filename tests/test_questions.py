@@ -400,3 +400,23 @@ def test_the_group_runs_every_question_task_and_none_of_the_others():
     chat = {name for name, found in types.items() if found == {"generate_until"}}
     assert {f"{name}_chat" for name in catalog.SPECS} < chat - {"wsc_group_chat"}
     assert len(chat) == len(catalog.SPECS) + 4  # the dyads of the "That SCHEMA" wrapper, the group
+
+
+def test_lm_evals_request_cache_answers_the_questions_again(
+    data_dir, chat_gpt2_dir, tmp_path, caplog
+):
+    """``--use_cache``: the model's own generate_until writes each answer; a second run reads all
+    of them back (the path keyed by the model, as for the log-likelihood tasks) and agrees."""
+    answers = []
+    for run in ("first", "again"):
+        out = tmp_path / run
+        argv = ["run", "--model", "hf", "--model_args", f"pretrained={chat_gpt2_dir}", "--tasks",
+                "wsc266_chat", "--limit", "1", "--apply_chat_template", "--gen_kwargs",
+                "max_gen_toks=3", "--use_cache", str(tmp_path / "cache"), "--log_samples",
+                "--output_path", str(out)]  # fmt: skip
+        caplog.clear()
+        assert cli(argv) == 0
+        [samples] = out.rglob("samples_wsc266_chat_*.jsonl")
+        answers.append(json.loads(samples.read_text().splitlines()[0])["resps"])
+    assert "lm-eval's request cache answered 4 of 4 questions" in caplog.text
+    assert answers[0] == answers[1]
