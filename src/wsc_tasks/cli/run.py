@@ -59,7 +59,7 @@ lm-eval's options that matter here, with the defaults run uses:
   --limit N             the first N documents (schemas) of each task, or a share
   --metadata JSON       scoring, headline, smart_limit, metrics, … (no default)
   --predict_only        the samples with every score, no metric
-  --use_cache PATH      lm-eval's request cache, keyed here by the model
+  --use_cache PATH      lm-eval's answer cache, keyed here by the model
   --include_path DIR    your own task folder, beside this package's
 Every other `lm_eval run` flag passes through (`lm_eval run --help`), except
 those the log-likelihood tasks refuse: they score sentences, with no prompt and
