@@ -402,7 +402,7 @@ def test_the_group_runs_every_question_task_and_none_of_the_others():
     assert len(chat) == len(catalog.SPECS) + 4  # the dyads of the "That SCHEMA" wrapper, the group
 
 
-def test_lm_evals_request_cache_answers_the_questions_again(
+def test_lm_evals_answer_cache_answers_the_questions_again(
     data_dir, chat_gpt2_dir, tmp_path, caplog
 ):
     """``--use_cache``: the model's own generate_until writes each answer; a second run reads all
@@ -418,5 +418,5 @@ def test_lm_evals_request_cache_answers_the_questions_again(
         assert cli(argv) == 0
         [samples] = out.rglob("samples_wsc266_chat_*.jsonl")
         answers.append(json.loads(samples.read_text().splitlines()[0])["resps"])
-    assert "lm-eval's request cache answered 4 of 4 questions" in caplog.text
+    assert "lm-eval's answer cache (--use_cache) answered 4 of 4 questions" in caplog.text
     assert answers[0] == answers[1]

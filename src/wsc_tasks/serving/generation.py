@@ -10,9 +10,10 @@ server happens to that answer alone:
    here one line names the flag, before any request is sent.
 2. Each distinct request goes to the model once (greedy decoding: its answer depends on its
    arguments only), and the answers are fanned back out.
-3. lm-eval's request cache (``--use_cache``) is read with lm-eval's own keys
+3. lm-eval's answer cache (``--use_cache``) is read with lm-eval's own keys
    (``hash_args("generate_until", arguments)``); the model's own ``generate_until`` writes the
-   answers it gives, as it does for lm-eval's tasks. Sampled generations are not read from it.
+   answers it gives, as it does for lm-eval's tasks. Sampled generations are not read from it;
+   a cache not keyed by the model is warned of once, as for the log-likelihood requests.
 4. The model answers through its own ``generate_until``, ``CHUNK`` requests a call. When a call
    fails (an HTTP error after lm-eval's retries, a dropped connection), its requests are asked
    again one at a time, and one that still fails gets ``failure(reason)`` as its answer, logged,
@@ -97,12 +98,16 @@ def check_messages(lm: Any, requests: Sequence[Any]) -> None:
 
 
 def cached(lm: Any, requests: Sequence[Any]) -> list[str | None]:
-    """Each request's answer in lm-eval's request cache (``--use_cache``), or None."""
+    """Each request's answer in lm-eval's answer cache (``--use_cache``), or None."""
     hook = getattr(lm, "cache_hook", None)
     db = getattr(hook, "dbdict", None)
     if db is None:
         return [None] * len(requests)
     from lm_eval.api.model import hash_args
+
+    from wsc_tasks.serving.route import _warn_unkeyed  # one warning, whatever the request type
+
+    _warn_unkeyed(str(getattr(db, "filename", "")))
 
     found: list[str | None] = []
     for request in requests:
@@ -110,7 +115,10 @@ def cached(lm: Any, requests: Sequence[Any]) -> list[str | None]:
         key = hash_args(LM_EVAL_GENERATION, request.args)
         found.append(None if sampled or key not in db else str(db[key]))
     hits = sum(answer is not None for answer in found)
-    log.info(f"wsc_tasks: lm-eval's request cache answered {hits} of {len(requests)} questions")
+    log.info(
+        f"wsc_tasks: lm-eval's answer cache (--use_cache) answered {hits} of {len(requests)} "
+        "questions"
+    )
     return found
 
 
