@@ -126,7 +126,7 @@ class QuestionTask(RequestTask):
 
     def fewshot_context(self, doc: dict, num_fewshot: int = 0, **kwargs: Any) -> Any:
         """lm-eval's own: system instruction, description, examples, chat template."""
-        return ConfigurableTask.fewshot_context(self, doc, num_fewshot, **kwargs)
+        return ConfigurableTask.fewshot_context(self, doc=doc, num_fewshot=num_fewshot, **kwargs)
 
     # -- requests and answers -------------------------------------------------------------------
     def construct_requests(self, doc: dict, ctx: Any, **kwargs: Any) -> list[TaskRequest]:
