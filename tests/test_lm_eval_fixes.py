@@ -1,7 +1,8 @@
 """Every entry of ``wsc_tasks.lm_eval_fixes``, through the record in its module: the installed
 lm-eval is among the releases it was checked on, and lm-eval, unchanged, still behaves as the
-entry says (``Fix.still_needed``). The one patch adds methods and replaces nothing; what the
-package relies on in lm-eval beyond the entries is tested here too (``test_lm_eval_still_*``)."""
+entry says (``Fix.still_needed``). The patch of request types adds methods and replaces nothing;
+what the package relies on in lm-eval beyond the entries is tested here too
+(``test_lm_eval_still_*``)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def test_every_module_has_its_record_and_one_is_a_patch():
     assert [f.name for f in lm_eval_fixes.FIXES if f.kind == lm_eval_fixes.PATCH] == [
         "class_task_metadata",
         "request_types",
+        "wandb_groups",
     ]
     assert all(f.kind in (lm_eval_fixes.PATCH, lm_eval_fixes.AVOIDED) for f in lm_eval_fixes.FIXES)
 

@@ -5,13 +5,14 @@ report, the lm-eval releases checked, and its check ``still_needed`` (lm-eval's 
 small case, True while lm-eval still behaves so; ``tests/test_lm_eval_fixes.py`` runs every one).
 ``FIXES`` lists them, found here as the package is imported (a new entry is a new module).
 
-Two entries change lm-eval's code (``kind == "patch"``), applied by ``apply()`` when the tasks
+Three entries change lm-eval's code (``kind == "patch"``), applied by ``apply()`` when the tasks
 load: ``request_types`` gives lm-eval's ``LM`` a method for each request type of this package (it
 adds names lm-eval does not define and replaces nothing); ``class_task_metadata``, on lm-eval
 0.4.10 and 0.4.11 only, offers a ``TaskManager``'s metadata to this package's task classes while
-it loads them (a context variable no other task reads). Every other task runs as without this
-package. The other entries are ``avoided``: this package's own code keeps them away from its
-requests and results, and lm-eval is left as it is.
+it loads them (a context variable no other task reads); ``wandb_groups`` lets lm-eval's W&B
+logger tell a group without an aggregate row from a task (it logged nothing). Every other task
+runs as without this package. The other entries are ``avoided``: this package's own code keeps
+them away from its requests and results, and lm-eval is left as it is.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import warnings
 from wsc_tasks.lm_eval_fixes.base import AVOIDED, PATCH, SUPPORTED, Fix, installed_lm_eval, within
 from wsc_tasks.lm_eval_fixes.class_task_metadata import offer_metadata
 from wsc_tasks.lm_eval_fixes.request_types import serve_request_types
+from wsc_tasks.lm_eval_fixes.wandb_groups import name_every_group
 
 FIXES: tuple[Fix, ...] = tuple(
     importlib.import_module(f"{__name__}.{m.name}").FIX
@@ -52,10 +54,11 @@ def applies(fix: Fix) -> bool:
 
 
 def apply() -> bool:
-    """The patches (``request_types``; ``class_task_metadata`` on the releases that need it),
-    once per process; True if any was applied now."""
+    """The patches (``request_types``, ``wandb_groups``; ``class_task_metadata`` on the
+    releases that need it), once per process; True if any was applied now."""
     added = serve_request_types()
-    return offer_metadata() or added
+    named = name_every_group()
+    return offer_metadata() or added or named
 
 
 for _line in version_warnings(installed_lm_eval()):
