@@ -31,7 +31,7 @@ from wsc_tasks.sweep.models import (
     resolved_args,
 )
 from wsc_tasks.sweep.options import SweepOptions
-from wsc_tasks.sweep.runner import run_command, run_one
+from wsc_tasks.sweep.runner import Run, child_command, run_command, run_one
 
 TASK = "wsc266_associative"  # 25 schemas: quick, and a real task
 
@@ -83,7 +83,7 @@ def test_command_and_shared_cache_of_two_scoring_setups(tmp_path):
     limited = SweepOptions(tmp_path / "c", "wsc266", ("--limit", "3"))
     one = run_command(plain, tmp_path / "smol", limited)
     two = run_command(partial, tmp_path / "p", options)
-    assert one[1:5] == ["-m", "wsc_tasks.cli", "run", "--model"]
+    assert one[0] == "--model"
     assert one[one.index("--model_args") + 1] == default_model_args()
     assert "--log_samples" in one and one[-2:] == ["--limit", "3"]
     assert one[one.index("--use_cache") + 1] == two[two.index("--use_cache") + 1]
@@ -92,9 +92,13 @@ def test_command_and_shared_cache_of_two_scoring_setups(tmp_path):
     chance = ModelSpec("chance", "wsc-chance", "default,seed=1")
     assert resolved_args(chance) == f"{default_model_args()},seed=1"
     uncached = SweepOptions(tmp_path, "wsc266", cache=False)
-    launched = run_command(plain, tmp_path, uncached, processes=4)
+    argv = run_command(plain, tmp_path, uncached)
+    assert "--use_cache" not in argv
+    lock = FileLock(tmp_path / "x.lock", "x")
+    alone = child_command(Run("smol", argv, tmp_path / "log.txt", {}, lock))
+    assert alone[1:4] == ["-m", "wsc_tasks.cli", "run"] and alone[4:] == argv
+    launched = child_command(Run("smol", argv, tmp_path / "log.txt", {}, lock, processes=4))
     assert launched[1:5] == ["-m", "accelerate.commands.launch", "--num_processes", "4"]
-    assert "--use_cache" not in launched
 
 
 def _sweep_argv(models: Path, out: Path) -> list[str]:
@@ -151,9 +155,9 @@ held = threading.Lock()
 held.acquire()  # held at the fork, as a prefetching thread holds huggingface_hub's HTTP client
 os.register_at_fork(after_in_child=held.acquire)  # a library's hook that waits for it
 folder = Path(sys.argv[1])
+runner.child_command = lambda run: [sys.executable, "-c", "print('ran')"]
 with FileLock(folder / "model.lock", "the model") as lock:
-    run = [sys.executable, "-c", "print('ran')"]
-    code = runner._run_child(run, folder / "log.txt", None, lock, runner._stops[0])
+    code = runner.in_child(runner.Run("m", [], folder / "log.txt", {}, lock))
 print(code, (folder / "log.txt").read_text().strip())
 """
 
@@ -298,7 +302,10 @@ def test_new_weights_at_the_same_path_never_read_the_old_cache(tmp_path, data_di
     assert len(old) == len(new) == 4 and old == new != before
     assert len(list((out / ".cache").glob("*.db"))) == 2
     # the model's path is written <model>, as the embedded model's is (before: verbatim)
-    written = [p for p in out.rglob("*") if p.is_file() and p.suffix in (".json", ".txt", ".md")]
+    written = [  # the sweep's bookkeeping (.sweep/) aside: its queue names what to load
+        p for p in out.rglob("*") if p.is_file() and p.suffix in (".json", ".txt", ".md")
+        and ".sweep" not in p.parts
+    ]  # fmt: skip
     assert {p.name for p in written} >= {"spec.json", "done.json", "log.txt", "leaderboard.md"}
     assert [p for p in written if str(model) in p.read_text()] == []
     spec = json.loads((out / "old" / protocol.SPEC).read_text())["spec"]
