@@ -214,6 +214,71 @@ def test_a_launcher_added_to_the_registry_is_on_the_command_line(tmp_path, data_
     assert _scored_chance_model(_board(tmp_path / "out")["chance1"])
 
 
+# local: the warm worker against a process per model, and a worker killed mid-model
+
+
+def _worker_pids(out: Path) -> dict[str, set[int]]:
+    """The processes that took each model, from the queue's lines."""
+    found: dict[str, set[int]] = {}
+    for path in queues(out):
+        for line in Queue.read(path).lines():
+            found.setdefault(line["model"], set()).add(line["pid"])
+    return found
+
+
+def _without_times(path: Path) -> dict:
+    """A results file without what two runs of one model never share (its date and duration)."""
+    results = json.loads(path.read_text())
+    for key in ("date", "start_time", "end_time", "total_evaluation_time_seconds"):
+        results.pop(key, None)
+    return results
+
+
+@pytest.mark.slow
+def test_a_worker_gives_each_model_the_files_of_a_run_of_its_own(three, tmp_path):
+    """One worker ran the three models in one process (the ``three`` fixture); a model's
+    samples are byte for byte, and its results value for value but the date and duration, those
+    of ``--process-per-model``, where each is a ``wsc-tasks run`` of its own; the leaderboards
+    agree."""
+    pids = _worker_pids(three / "local")
+    assert len(set.union(*pids.values())) == 1 and len(pids) == 3
+    out = tmp_path / "own"
+    assert sweep.main(_argv(three / "models.txt", out, "--process-per-model")) == 0
+    assert len(set.union(*_worker_pids(out).values())) == 1  # the worker; the runs its children
+    for name in ("chance1", "tiny1", "tiny2"):
+        warm, own = (sorted((root / name / "lm_eval").iterdir()) for root in (three / "local", out))
+        assert [p.name.split("_20")[0] for p in warm] == [p.name.split("_20")[0] for p in own]
+        for one, two in zip(warm, own, strict=True):
+            if one.name.startswith("samples_"):
+                assert one.read_bytes() == two.read_bytes(), one.name
+            elif one.suffix == ".json":
+                assert _without_times(one) == _without_times(two), one.name
+    assert _board(out) == _board(three / "local")
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_model_is_replaced_and_its_model_run_again(three, tmp_path):
+    """``kill -9`` of the worker (as the kernel's out-of-memory killer does) while it runs tiny1:
+    a new worker runs tiny1 again and goes on; the finished model stays done, the leaderboard is
+    the local launcher's."""
+    out = tmp_path / "killed"
+    process = _start(_argv(three / "models.txt", out))
+    try:
+        first = _the_run(out, "tiny1")
+        done_before = (out / "chance1" / "done.json").stat().st_mtime_ns
+        os.kill(first, signal.SIGKILL)
+        output, _ = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, output
+    assert (out / "chance1" / "done.json").stat().st_mtime_ns == done_before  # not run again
+    pids = _worker_pids(out)
+    assert first in pids["tiny1"] and len(pids["tiny1"]) == 2
+    assert _cost(out, "tiny1")["worker"].endswith(".1")  # the worker that replaced the first
+    assert _board(out) == _board(three / "local")
+
+
 # local: GPU packing (the CPU part: slots, environment, recorded GPUs, parallel runs)
 
 

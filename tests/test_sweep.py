@@ -572,3 +572,47 @@ def test_the_board_says_how_each_unranked_model_ended_and_what_brings_it_back(tm
         "1 model not fetched, not in the ranking: b (their errors: the last table; the next "
         "sweep downloads them again)",
     ]
+
+
+# the warm worker, in this process: one model after another, a failing one alone, no model left
+
+
+@pytest.mark.slow
+def test_a_worker_runs_one_model_after_another_and_keeps_none_in_memory(tmp_path, data_dir):
+    """The worker's loop with the worker command's own evaluation, in this process: a model whose
+    run fails ends alone (its error.txt) and the worker takes the next; the two GPT-2s are done;
+    when each run starts no model of an earlier one is alive (its memory was handed back), and
+    none is after the last."""
+    import gc
+
+    from transformers import PreTrainedModel
+
+    from wsc_tasks.cli import sweep_worker
+    from wsc_tasks.sweep import worker
+    from wsc_tasks.sweep.queue import Queue
+
+    def models_alive() -> int:
+        gc.collect()
+        return sum(isinstance(o, PreTrainedModel) for o in gc.get_objects())
+
+    for seed in (1, 2):
+        tiny_models.gpt2(tmp_path / f"tiny{seed}", seed, size="1x16")
+    specs = [ModelSpec("tiny1", "hf", f"pretrained={tmp_path / 'tiny1'}"),
+             ModelSpec("broken", "no-such-model", "x=1"),
+             ModelSpec("tiny2", "hf", f"pretrained={tmp_path / 'tiny2'}")]  # fmt: skip
+    options = SweepOptions(tmp_path / "out", TASK, ("--limit", "4"), cache=False)
+    queue = Queue.write("local", options, specs)
+    alive = []
+
+    def evaluate(run):
+        alive.append(models_alive())
+        return sweep_worker.evaluate(run)
+
+    states = worker.work(queue, 0, worker.placement(queue, 0), evaluate)
+    assert states == {"tiny1": "done", "broken": "failed", "tiny2": "done"}
+    assert alive == [0, 0, 0] and models_alive() == 0
+    error = (options.out / "broken" / "error.txt").read_text()
+    assert error.startswith("exit status 2: wsc-tasks: error: Attempted to load model")
+    read = [line.get("read_ahead", {}) for line in queue.lines() if line["event"] == "end"]
+    assert read[2]["model"] == "tiny2" and read[2]["state"] == "read" and read[2]["bytes"] > 0
+    assert "tiny2: wsc-tasks run --model hf" not in (options.out / "tiny1" / "log.txt").read_text()

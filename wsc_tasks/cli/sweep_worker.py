@@ -27,19 +27,24 @@ OFFLINE = "HF_HUB_OFFLINE"
 
 @contextmanager
 def output_to(path: Path) -> Iterator[None]:
-    """This process's standard output and error (the file descriptors, so every writer's) into
-    ``path`` while the block runs."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    """This process's standard output and error into ``path`` while the block runs: the file
+    descriptors (every writer's, C libraries' too) and Python's ``sys.stdout`` and
+    ``sys.stderr`` (which a host such as a test runner may have pointed elsewhere)."""
+    streams = sys.stdout, sys.stderr
+    for stream in streams:
+        stream.flush()
     saved = os.dup(1), os.dup(2)
     try:
         with path.open("w", encoding="utf-8") as log:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
+        sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
+        sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
         yield
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = streams
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
         for descriptor in saved:

@@ -134,7 +134,9 @@ class Queue:
         deaths: dict[str, int] = {}
         open_start: dict[int, str] = {}  # worker -> the model of its start without an end yet
         for position, line in enumerate(lines):
-            if position in skipped:
+            if position in skipped:  # what a model held by others last saw: that it was held
+                if line["event"] == "end" and line["model"] not in last:
+                    last[line["model"]] = line
                 continue
             worker, model = line["worker"], line["model"]
             if line["event"] == "start":
@@ -144,7 +146,7 @@ class Queue:
                 open_start[worker] = model
             elif line["event"] == "end" and open_start.get(worker) == model:
                 del open_start[worker]
-            if model not in last or line["time"] >= last[model]["time"]:
+            if model not in last or _held(last[model]) or line["time"] >= last[model]["time"]:
                 last[model] = line
         for model in open_start.values():  # running now, or died with it: ``next`` tells
             deaths[model] = deaths.get(model, 0) + 1
@@ -233,6 +235,10 @@ class Queue:
         """The scheduler's job of the worker that took the model last (None if none did)."""
         last = self.history().last.get(name)
         return str(last["job"]) if last and last.get("job") else None
+
+
+def _held(line: dict[str, Any]) -> bool:
+    return bool(line["event"] == "end" and line.get("state") == "busy")
 
 
 def queues(out: Path) -> list[Path]:
