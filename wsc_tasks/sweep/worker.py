@@ -75,15 +75,20 @@ def release_memory() -> None:
             pass
 
 
+def chosen(queue: Queue, evaluate: Evaluate) -> Evaluate:
+    """``evaluate`` (in this process), unless the queue asks for a process per model
+    (``--process-per-model``, ``--accelerate``): ``runner.in_child``."""
+    if queue.options.process_per_model or queue.processes > 1:
+        return in_child
+    return evaluate
+
+
 def work(
-    queue: Queue, index: int, where: Placement, evaluate: Evaluate | None = None
+    queue: Queue, index: int, where: Placement, evaluate: Evaluate = in_child
 ) -> dict[str, str]:
     """Run the models of ``queue`` that worker ``index`` may take, one at a time, until none is
-    left; returns each one's state. ``evaluate``: how a run is made (``runner.in_child`` with
-    ``--process-per-model``, ``--accelerate`` or without one)."""
+    left; returns each one's state. ``evaluate``: how a run is made (``chosen``)."""
     options = queue.options
-    if evaluate is None or options.process_per_model or where.processes > 1:
-        evaluate = in_child
     reading = ReadAhead()
     states: dict[str, str] = {}
     try:
@@ -107,7 +112,7 @@ def work(
     return states
 
 
-def main(argv: list[str], evaluate: Evaluate | None) -> int:
+def main(argv: list[str], evaluate: Evaluate) -> int:
     """``QUEUE INDEX``: the worker of ``WORKER_MODULE``, with its way to evaluate."""
     if len(argv) != 2:
         print(f"usage: python -m {WORKER_MODULE} QUEUE INDEX", file=sys.stderr)
@@ -119,7 +124,7 @@ def main(argv: list[str], evaluate: Evaluate | None) -> int:
     where = placement(queue, index)
     print(f"wsc-tasks sweep: worker {queue.worker(index)} (job {where.job})", flush=True)
     try:
-        work(queue, index, where, evaluate)
+        work(queue, index, where, chosen(queue, evaluate))
     except SystemExit as stopped:
         if stopped.code == STOPPED:
             print("wsc-tasks sweep: worker stopped (SIGTERM)", flush=True)

@@ -57,7 +57,7 @@ class Worker:
         actor = ray.get_runtime_context().get_actor_id()
         where = worker.placement(queue, index, f"ray:{actor}")
         command = importlib.import_module(worker.WORKER_MODULE)
-        return worker.work(queue, index, where, command.evaluate)
+        return worker.work(queue, index, where, worker.chosen(queue, command.evaluate))
 
 
 @register
