@@ -13,8 +13,9 @@ What it writes, each with the command a test compares against (``OUTPUTS``):
 - ``results/smollm2-135m/summary.md``: ``wsc-tasks summary`` of the main job;
 - ``tests/fixtures/reference_metrics.json``: the chance model's every metric
   (``tests/test_reference_metrics.py``, with the same ``--metadata``);
-- ``README.md``'s blocks about the decision rule and the findings (``<!-- rule:NAME -->``),
-  written by ``wsc_tasks.report.readme_blocks`` (``tests/test_rule_prose.py``).
+- the blocks of the hand-written Markdown (``<!-- rule:NAME -->``, ``documents``): README.md's
+  sentences about the decision rule and the findings, docs/methods.md's tables of methods and
+  metrics, each task family's tables of tasks and groups (``tests/test_rule_prose.py``).
 
 A change that moves a figure (a new metric, section, method or launcher column) is followed by
 this command; the model runs behind ``results/`` are not repeated (``results/README.md``).
@@ -92,11 +93,70 @@ def _fixture(root: Path) -> list[Path]:
     return [path]
 
 
-def _readme(root: Path) -> list[Path]:
-    from wsc_tasks.report import readme_blocks as readme
+def documents() -> dict[str, Callable[[str], str]]:
+    """Every hand-written Markdown file with blocks the code writes (``<!-- rule:NAME -->``), and
+    how its blocks are written: the README's rule and findings sentences, docs/methods.md's
+    tables, each task family's tables of tasks and groups."""
+    from wsc_tasks.report import readme_blocks as blocks
+    from wsc_tasks.tasks import configs, task_tables
 
+    def family(name: str) -> Callable[[str], str]:
+        written = {"tasks": lambda: task_tables.table(name),
+                   "groups": lambda: task_tables.groups(name)}  # fmt: skip
+
+        def fill(text: str) -> str:
+            present = {k: w for k, w in written.items() if f"<!-- rule:{k} -->" in text}
+            return blocks.fill(text, f"{name}/README.md", present, wrap=False)
+
+        return fill
+
+    def page(name: str, written: dict[str, Callable[[], str]], wrap: bool = True):
+        return lambda text: blocks.fill(text, name, written, wrap=wrap)
+
+    found: dict[str, Callable[[str], str]] = {
+        "README.md": lambda text: page("README.md", {"headline": headline}, wrap=False)(
+            page("README.md", blocks.BLOCKS)(text)
+        ),
+        "docs/methods.md": page("docs/methods.md", blocks.METHODS_BLOCKS, wrap=False),
+        "docs/statistics.md": page("docs/statistics.md", blocks.STATISTICS_BLOCKS),
+        "docs/reports.md": page("docs/reports.md", blocks.REPORTS_BLOCKS),
+    }
+    for name in configs.families():
+        found[f"src/wsc_tasks/task_configs/{name}/README.md"] = family(name)
+
+    def simulated() -> str:
+        import levels
+
+        return levels.table(levels.simulate())
+
+    found["docs/validation.md"] = lambda text: blocks.fill(
+        text, "docs/validation.md", {"levels": simulated}, wrap=False
+    )
+    return found
+
+
+# the README's opening table: rows of the committed report's overview (its own formatting)
+HEADLINE = [("smollm2-135m", "wsc266"), ("smollm2-135m-partial", "wsc266"), ("chance", "wsc266"),
+            ("chance-seed2", "wsc266"), ("smollm2-135m", "wsc266_associative_nocands")]  # fmt: skip
+
+
+def headline() -> str:
+    """The README's opening table: the committed report's overview rows of ``HEADLINE`` (model,
+    task, role, documents, a, p (a), A, p (A)), as the report wrote them."""
+    path = ROOT / RESULTS / "report" / "tables" / "overview.md"
+    rows = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 8:
+            rows[(cells[0], cells[1])] = cells
+    header = ["| model | task | role | schemas | a | p (a) | A | p (A) |",
+              "|---|---|---|---:|---|---|---|---|"]  # fmt: skip
+    return "\n".join([*header, *("| " + " | ".join(rows[k]) + " |" for k in HEADLINE)])
+
+
+def _readme(root: Path) -> list[Path]:
     made = []
-    for name, fill in (("README.md", readme.fill), ("task_configs/README.md", readme.fill_tasks)):
+    for name, fill in documents().items():
         path = root / name
         if not path.exists():  # --check works on a copy
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,9 +12,10 @@ import yaml
 from wsc_tasks import leaderboard
 from wsc_tasks.data import audit, canonical, catalog, transforms
 from wsc_tasks.data.catalog import CONTROL, FORMULATION, FULL, PERTURBATION, SUBSET
+from wsc_tasks.paths import include_path
 from wsc_tasks.report.sections import perturbations
 
-CONFIGS = Path(__file__).resolve().parents[1] / "task_configs"
+CONFIGS = include_path()
 
 
 class _Loader(yaml.SafeLoader):
@@ -24,13 +25,18 @@ class _Loader(yaml.SafeLoader):
 _Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
 
 
+def _read(path: Path) -> dict:
+    """A YAML as lm-eval merges it: what it includes (relative to its folder), then its own keys."""
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+    include = config.pop("include", None)
+    return {**(_read(path.parent / include) if include else {}), **config}
+
+
 def _configs() -> dict[str, dict]:
-    """task or group name -> its YAML, for every YAML of the plugin but the shared includes."""
+    """task or group name -> its YAML (merged with its includes), for every task and group."""
     found = {}
-    for path in sorted(CONFIGS.glob("*.yaml")):
-        if path.name.startswith("_"):
-            continue
-        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+    for path in sorted(CONFIGS.rglob("*.yaml")):
+        config = _read(path)
         found[config.get("group") or config["task"]] = config
     return found
 
@@ -38,13 +44,14 @@ def _configs() -> dict[str, dict]:
 CONFIGS_BY_NAME = _configs()
 GROUPS = {name: c["task"] for name, c in CONFIGS_BY_NAME.items() if "group" in c}
 TASKS = {name: c for name, c in CONFIGS_BY_NAME.items() if "group" not in c}
+CLASSES = {name: c["class"].rpartition(".")[2] for name, c in TASKS.items()}
 # the contamination check: one task per published dataset, in an optional group beside wsc_group
-CONTAMINATION = {t for t, c in TASKS.items() if c.get("include") == "_contamination_task.yml"}
+CONTAMINATION = {t for t, c in CLASSES.items() if c == "ContaminationTask"}
 OPTIONAL_GROUPS = {"contamination_suite"}
 
 
 def _is_pair_task(config: dict) -> bool:
-    return config.get("include") == "_consistency_task.yml"
+    return config["class"].rpartition(".")[2] in ("ConsistencyTask", "AssociativityTask")
 
 
 def _dataset(task: str) -> str | None:
@@ -181,10 +188,10 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
             assert task == f"{dataset.removesuffix('_schemas')}_contamination"
             assert dataset in canonical.published()
         elif dataset is None:
-            assert config["class"] == "wsc_task_classes.WinoWhyTask"
+            assert CLASSES[task] == "WinoWhyTask"
         elif _is_pair_task(config):
             assert dataset in catalog.PAIR_SPECS
-            if "class" not in config:  # ConsistencyTask (not the associativity task)
+            if CLASSES[task] == "ConsistencyTask":  # not the associativity task
                 assert task == f"{dataset}_consistency"
         elif dataset.startswith(catalog.DYADS_PREFIX):
             catalog.role_of(dataset)
@@ -245,5 +252,5 @@ def test_group_yamls_list_exactly_what_the_roles_imply():
 
 
 def test_every_task_and_group_has_a_readme_row():
-    text = (CONFIGS / "README.md").read_text(encoding="utf-8")
+    text = "".join(p.read_text(encoding="utf-8") for p in CONFIGS.rglob("README.md"))
     assert [name for name in CONFIGS_BY_NAME if f"`{name}`" not in text] == []

@@ -25,7 +25,7 @@ def test_include_path_holds_every_yaml():
         text=True,
         check=True,
     ).stdout.strip()
-    names = {p.split("/")[-1] for p in map(str, cli.Path(out).glob("*.yaml"))}
+    names = {p.name for p in cli.Path(out).rglob("*.yaml")}
     assert {"wsc_group.yaml", "winogrande_dev.yaml", "wsc273_schemas.yaml"} <= names
 
 
@@ -150,8 +150,9 @@ def test_every_command_the_prose_and_messages_name_exists():
     import re
 
     repo = cli.Path(__file__).resolve().parents[1]
-    docs = ["README.md", "CONTRIBUTING.md", "task_configs/README.md", "results/README.md"]
-    files = [*(repo / d for d in docs), *repo.glob("docs/*.md"), *repo.glob("wsc_tasks/**/*.py"),
+    docs = ["README.md", "CONTRIBUTING.md", "results/README.md"]
+    files = [*(repo / d for d in docs), *repo.glob("docs/*.md"), *repo.glob("src/**/*.md"),
+             *repo.glob("src/wsc_tasks/**/*.py"),
              *repo.glob("benchmarks/*.py"), *repo.glob("tools/*.py")]  # fmt: skip
     named = {
         f"{path.relative_to(repo)}:{number}: wsc-tasks {found}"
@@ -174,7 +175,7 @@ def _pinned_tool(name: str) -> cli.Path:
     try:
         installed = version(name)
     except PackageNotFoundError:
-        pytest.skip(f"{name} is not installed (pip install -e '.[test]')")
+        pytest.skip(f"{name} is not installed (pip install '.[test]')")
     if installed != pinned:
         pytest.skip(f"{name} {installed} is installed; the check is defined by {name} {pinned}")
     return repo
@@ -187,11 +188,11 @@ def _run_tool(repo: cli.Path, *argv: str) -> subprocess.CompletedProcess:
 def test_ruff_clean():
     """Lint and format check with the exact ruff of the ``test`` extra."""
     repo = _pinned_tool("ruff")
-    check = _run_tool(repo, "ruff", "check", "wsc_tasks", "benchmarks", "tests", "tools")
+    check = _run_tool(repo, "ruff", "check", "src", "benchmarks", "tests", "tools")
     assert check.returncode == 0, check.stdout + check.stderr
-    form = _run_tool(repo, "ruff", "format", "--check", "wsc_tasks", "benchmarks", "tests", "tools")
+    form = _run_tool(repo, "ruff", "format", "--check", "src", "benchmarks", "tests", "tools")
     assert form.returncode == 0, (
-        f"run `ruff format wsc_tasks benchmarks tests tools`:\n{form.stdout}{form.stderr}"
+        f"run `ruff format src benchmarks tests tools`:\n{form.stdout}{form.stderr}"
     )
 
 

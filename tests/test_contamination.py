@@ -66,7 +66,7 @@ def test_registry_records_and_task_kind():
     names = {m.name for m in registry.REGISTRY if m.value == registry.SHARDS}
     assert {"contamination_p", "contamination_effect", "n_shards", "n_positions"} <= names
     assert registry.task_kind([Key("contamination_p")]) is TaskKind.CONTAMINATION
-    assert registry.headline(TaskKind.CONTAMINATION) == names
+    assert registry.headline(TaskKind.CONTAMINATION) == names - {"n_shards", "n_positions"}
     items = [{"canonical": -9.0, "shuffled": [-10.0], "n": 2}, {"canonical": -8.0,
              "shuffled": [-10.0, -10.0], "n": 2}]  # fmt: skip
     assert registry.bind("contamination_effect")(items) == 0.75  # (0.5 + 1) / 2
@@ -215,7 +215,10 @@ def run(model_dir: Path, folder: Path) -> Path:
 
 
 def figures(folder: Path) -> dict:
-    return runs.load_run(folder).tasks["wsc273_contamination"].row
+    """lm-eval's figures, and the counts (no figures of the model: in the samples alone)."""
+    task = runs.load_run(folder).tasks["wsc273_contamination"]
+    counts = {f"{n},none": registry.bind(n)(task.values[n]) for n in ("n_shards", "n_positions")}
+    return {**task.row, **counts}
 
 
 @pytest.fixture(scope="module")

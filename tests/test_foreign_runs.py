@@ -36,7 +36,7 @@ from wsc_tasks.data import catalog, parsers
 from wsc_tasks.metrics import ratios, stats
 from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC
 from wsc_tasks.paths import include_path
-from wsc_tasks.runs.folders import Run, TaskRun, load_run
+from wsc_tasks.runs.folders import Run, RunError, TaskRun, load_run
 from wsc_tasks.runs.foreign import leaderboard_details, sources
 from wsc_tasks.runs.foreign.pinned import pinned
 from wsc_tasks.scoring.causal import partial_request
@@ -488,6 +488,67 @@ def test_a_partial_details_file_is_reported_as_partial(details, tmp_path, capsys
     assert "holds 1,264 of the 1,267 problems" in (out / "report.md").read_text()
 
 
+def test_a_details_file_written_as_text_reads_to_the_same_outcomes(details, tmp_path):
+    """lighteval writes every column as its text when it cannot write one as it is
+    (``"[-1.5, -2.25]"``, ``"{'acc': 1.0}"``, ``"0"``): read from that text, the same run."""
+    import pyarrow as pa
+
+    table = pq.read_table(details)
+    text = pa.table({name: pa.array([str(v) for v in table.column(name).to_pylist()], pa.string())
+                     for name in table.column_names})  # fmt: skip
+    path = tmp_path / "details_org__text" / DATE / DETAILS
+    path.parent.mkdir(parents=True)
+    pq.write_table(text, path)
+    assert pq.read_schema(path).field("metrics").type == pa.string()
+    theirs, ours = sources.load(str(details)), sources.load(str(path))
+    assert outcomes(ours.tasks["winogrande"]) == outcomes(theirs.tasks["winogrande"])
+    assert ours.notes() == []
+
+
+def test_rows_with_a_nan_log_likelihood_are_named_and_left_out(details, tmp_path, capsys):
+    """A NaN log-likelihood is no score: its problem has no verdict (not the option lm-eval's
+    argmax then picks), it and its schema leave a and A, and a note names it."""
+    found = pinned("winogrande")
+
+    def nan(rows):
+        for row in rows[3:5]:
+            row["predictions"] = [float("nan"), row["predictions"][1]]
+        return rows
+
+    path = _details_copy(details, tmp_path / "details_org__nan", nan)
+    rows = pq.read_table(path).to_pylist()
+    uids = {found.find((row["example"],)).uid for row in rows[3:5]}
+    run = sources.load(str(path))
+    task = run.tasks["winogrande"]
+    assert task.origin is not None and set(task.origin.undefined) == uids
+    assert task.origin.read == 1265 and task.partial
+    [note] = [n for n in run.notes() if "NaN" in n]
+    assert note.startswith("org__nan, winogrande: 2 problem(s) have a NaN log-likelihood in ")
+    assert "no verdict, so they and their schemas are left out of a and A: " in note
+    assert all(uid in note for uid in uids)
+    code, err = _report(str(path), "--out", str(tmp_path / "report"), capsys=capsys)
+    assert code == 0, err
+
+
+def test_a_details_file_saved_under_another_name_is_read(details, tmp_path):
+    """``load_dataset(...).to_parquet("train.parquet")``: a details file by its columns and rows,
+    whatever its name; num_fewshot from its ``num_effective_few_shots`` column."""
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    shutil.copy(details, folder / "train-00000-of-00001.parquet")
+    pq.write_table(pq.read_table(details).select(["example", "instruction"]),
+                   folder / "other.parquet")  # fmt: skip
+    for given in (folder, folder / "train-00000-of-00001.parquet"):
+        run = sources.load(str(given))
+        task = run.tasks["winogrande"]
+        assert outcomes(task) == outcomes(sources.load(str(details)).tasks["winogrande"])
+        assert task.origin is not None and task.origin.num_fewshot == 0
+    named_otherwise = tmp_path / "details_harness|hellaswag|10_2023-07-19T15-58-12.parquet"
+    shutil.copy(details, named_otherwise)
+    with pytest.raises(RunError, match="not a winogrande details file"):
+        sources.load(str(named_otherwise))
+
+
 # -- the Hub --------------------------------------------------------------------------------------
 def test_details_from_a_hub_dataset_repository(details, tmp_path):
     """Through the real huggingface_hub client and HF_ENDPOINT: the report of
@@ -520,12 +581,23 @@ def test_details_from_a_hub_dataset_repository(details, tmp_path):
     text = (tmp_path / "report" / "report.md").read_text()
     assert "read from `open-llm-leaderboard-old/details_org__tiny@" in text
     assert DETAILS.replace("|", "\\|") in text or DETAILS in text
-    assert board.returncode == 2
-    last = board.stderr.strip().splitlines()[-1]
-    assert last.startswith(
-        "wsc-tasks: error: hub:open-llm-leaderboard-old/details_org__absent (on "
-    )
+    # one repository missing: the board of the others, and one line for it
+    assert board.returncode == 0, board.stderr
+    said = [line for line in board.stderr.splitlines() if line.startswith("wsc-tasks leaderboard")]
+    assert said[1].startswith(
+        "wsc-tasks leaderboard: 2/2: not fetched: hub:open-llm-leaderboard-old/details_org__absent"
+        " (on "
+    ), said
+    assert "no such dataset repository" in said[1]
     assert (tmp_path / "board" / "org__tiny" / DATE / DETAILS).is_file()
+    written = (tmp_path / "board" / "leaderboard.md").read_text().replace("\\_", "_")
+    assert (
+        "| org__tiny | Open LLM Leaderboard (lm-eval) winogrande, partial scoring, 0-shot | 1 |"
+        in (written)
+    )  # ranked
+    assert "| org__absent | not fetched: hub:open-llm-leaderboard-old/details_org__absent (on " in (
+        written
+    )  # listed with the models without a result
 
 
 # -- the leaderboard ------------------------------------------------------------------------------

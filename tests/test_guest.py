@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -92,8 +93,9 @@ def their_folder(tmp_path_factory, data_dir) -> Path:
 def beside_folder(tmp_path_factory, their_folder) -> Path:
     """Their YAMLs and this package's, in one folder (lm-eval's CLI takes one --include_path)."""
     folder = tmp_path_factory.mktemp("beside")
-    for source in [*their_folder.glob("*.yaml"), *include_path().glob("*.yaml")]:
+    for source in their_folder.glob("*.yaml"):
         (folder / source.name).symlink_to(source)
+    shutil.copytree(include_path(), folder / "wsc_tasks")  # lm-eval does not follow a linked folder
     return folder
 
 

@@ -240,7 +240,7 @@ def _browser():
     if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
         needs("BROWSER", "needs Chromium: apt-get install -y chromium chromium-driver")
     if importlib.util.find_spec("selenium") is None:
-        needs("BROWSER", "needs selenium: pip install -e '.[test]'")
+        needs("BROWSER", "needs selenium: pip install '.[test]'")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -65,26 +66,90 @@ def test_the_tasks_pass_lm_evals_new_task_checks_on_the_oldest(oldest):
     assert done.returncode == 0, done.stdout[-3000:]
 
 
-def _samples(release: Path | None, model: Path, out: Path) -> list[dict]:
+def _wsc266(release: Path | None, model: Path, out: Path) -> Path:
+    """``wsc-tasks run`` of ``wsc266`` (10 schemas, samples kept) on ``release``; its folder."""
     command = [sys.executable, "-m", "wsc_tasks.cli", "run", "--model", "hf", "--model_args",
                f"pretrained={model},dtype=float32", "--tasks", "wsc266", "--limit", "10",
                "--log_samples", "--output_path", str(out)]  # fmt: skip
     done = _run(command, release, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    [path] = out.rglob("samples_wsc266_*.jsonl")
+    assert f"Next: wsc-tasks report {out / model.name}" in done.stderr + done.stdout
+    return out / model.name
+
+
+@pytest.fixture(scope="module")
+def runs(oldest, tiny_gpt2_dir, tmp_path_factory) -> dict[str, Path]:
+    """The same ``wsc266`` run on the oldest release and on the newest, each folder named after
+    the model (so that the reports label both alike)."""
+    folder = tmp_path_factory.mktemp("releases")
+    return {
+        "oldest": _wsc266(oldest, tiny_gpt2_dir, folder / "oldest"),
+        "newest": _wsc266(None, tiny_gpt2_dir, folder / "newest"),
+    }
+
+
+def _samples(run: Path) -> list[dict]:
+    [path] = run.rglob("samples_wsc266_*.jsonl")
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_wsc266_gives_the_same_samples_on_the_oldest_and_the_newest(
-    oldest, tiny_gpt2_dir, tmp_path
-):
-    old = _samples(oldest, tiny_gpt2_dir, tmp_path / "oldest")
-    new = _samples(None, tiny_gpt2_dir, tmp_path / "newest")
+def test_wsc266_gives_the_same_samples_on_the_oldest_and_the_newest(runs):
+    old, new = _samples(runs["oldest"]), _samples(runs["newest"])
     assert len(old) == len(new) == 10
     for a, b in zip(old, new, strict=True):
         for field in ("doc_id", "doc", "target", "arguments", "resps", "filtered_resps"):
             assert a[field] == b[field], field
         assert registry.logged(a) == registry.logged(b)
+
+
+def test_the_oldest_keeps_the_tasks_notes_in_its_results_file(runs):
+    """lm-eval 0.4.10 dumps a task's config before it runs (``early_config_dump``): the notes
+    the task records while it runs reach the results file all the same."""
+    found = {}
+    for release, run in runs.items():
+        [path] = run.glob("results_*.json")
+        data = json.loads(path.read_text())
+        found[release] = data["configs"]["wsc266"]["metadata"]["notes"]
+        assert data["group_subtasks"] == {"wsc266": []} if release == "oldest" else True
+    assert found["oldest"] == found["newest"]
+    assert any("--limit 10" in note for note in found["oldest"])
+
+
+def _report(run: Path, release: Path | None, out: Path) -> dict[str, bytes]:
+    command = [sys.executable, "-m", "wsc_tasks.cli", "report", str(run), "--out", str(out),
+               "--iters", "200"]  # fmt: skip
+    done = _run(command, release, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.suffix in (".md", ".csv")
+    }
+
+
+def test_a_run_on_the_oldest_is_reported_as_one_on_the_newest(runs, oldest, tmp_path):
+    """Read back on its own release, the oldest's run gives the newest's report, file by file
+    (its Markdown and CSV tables)."""
+    old = _report(runs["oldest"], oldest, tmp_path / "oldest")
+    new = _report(runs["newest"], None, tmp_path / "newest")
+    assert "report.md" in old and len(old) > 10
+    assert old == new
+
+
+def test_runs_of_both_releases_are_ranked_on_one_leaderboard(runs, oldest, tmp_path):
+    board = tmp_path / "board"
+    for release, run in runs.items():
+        shutil.copytree(run, board / release)
+    command = [sys.executable, "-m", "wsc_tasks.cli", "leaderboard", str(board), "--rank-task",
+               "wsc266", "--iters", "200"]  # fmt: skip
+    done = _run(command, oldest, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows: dict[str, list[str]] = {}  # each model's first row: the ranking table's
+    for line in (board / "leaderboard.md").read_text().splitlines():
+        if line.startswith(("| oldest |", "| newest |")):
+            rows.setdefault(line.split("|")[1].strip(), line.split("|")[5:9])
+    assert rows.keys() == {"oldest", "newest"}
+    assert rows["oldest"] == rows["newest"]  # A, p (A), a, p (a)
 
 
 def test_a_plain_lm_eval_run_prints_its_table_on_the_oldest(oldest, tiny_gpt2_dir):

@@ -28,20 +28,47 @@ def task_aggregations(tiny_gpt2_dir, data_dir, task_manager) -> dict[str, dict]:
     return {name: tasks[name].all_aggregations() for name in TASKS}
 
 
-def test_what_lm_eval_aggregates_is_the_shown_metrics_their_errors_and_the_count_of_the_rest(
+def test_what_lm_eval_aggregates_is_the_shown_metrics_and_their_errors(
     tiny_gpt2_dir, data_dir, task_manager
 ):
+    """No table row that is no figure of the model: no count, no count of the metrics not shown
+    (their values ride with the first standard error's, ``registry.lm_eval_values``)."""
     task = task_manager(tokenizer=str(tiny_gpt2_dir)).load(["wsc266"])["tasks"]["wsc266"]
     given = task.aggregation()
     shown = task.shown()
-    assert set(shown) == registry.headline(registry.TaskKind.SCHEMA) - {"share"}
+    assert set(shown) == registry.headline(registry.TaskKind.SCHEMA) == {"acc", "schema_acc"}
     errors = {registry.stderr_name(n) for n, f in shown.items() if stderr.has_stderr(f)}
-    assert errors == {"acc_stderr", "schema_acc_stderr"}  # the headline's accuracies, no count
-    assert set(given) == set(shown) | errors | {registry.MORE_METRICS}
-    assert registry.stderr_name("n_problems") not in given  # a count: no standard error
+    assert errors == {"acc_stderr", "schema_acc_stderr"}
+    assert set(given) == set(shown) | errors
     directions = task.higher_is_better()
-    assert directions[registry.MORE_METRICS] is None
     assert all(directions[name] is None for name in errors)
+
+
+def test_every_task_kind_shows_a_figure_with_a_standard_error_and_no_count():
+    """The first standard error carries the other metrics' per-document values."""
+    for kind in registry.TaskKind:
+        shown = registry.headline(kind)
+        assert any(registry.METRICS[name].stderr for name in shown), kind
+        assert not [n for n in shown if registry.METRICS[n].kind == "count"], kind
+
+
+def test_a_documents_values_reach_lm_eval_and_come_back_from_its_samples():
+    values = {"acc": {"correct": [1, 0], "groups": [[0, 1]]}, "n_problems": 2, "acc_partial": 1}
+    handed = registry.lm_eval_values(values, ["acc"], ["acc"])
+    assert handed["acc"] == values["acc"]
+    assert handed["acc_stderr"] == {
+        registry.CARRIED: values["acc"],
+        registry.OTHERS: {"n_problems": 2, "acc_partial": 1},
+    }
+    assert registry.carried(handed["acc_stderr"]) == values["acc"]
+    row = {"metrics": list(handed), **handed}
+    assert registry.logged(row) == values
+    assert registry.lm_eval_values(values, list(values), ["acc"])["acc_stderr"] == values["acc"]
+    old = {"metrics": ["acc", registry.MORE_METRICS], "acc": values["acc"],
+           registry.MORE_METRICS: {"n_problems": 2, "acc_partial": 1}}  # fmt: skip
+    assert registry.logged(old) == values  # samples written before
+    with pytest.raises(ValueError, match="no shown metric has a standard error"):
+        registry.lm_eval_values(values, ["n_problems"], [])
 
 
 def test_every_registered_metric_has_exactly_one_record(task_aggregations):
@@ -59,7 +86,7 @@ def test_every_registered_metric_has_exactly_one_record(task_aggregations):
 
 def test_every_record_is_used_by_some_task(task_aggregations):
     used = {f.metric.name for functions in task_aggregations.values() for f in functions.values()}
-    assert used | {registry.MORE_METRICS} == set(registry.METRICS)  # the carrier: any task
+    assert used == set(registry.METRICS)
 
 
 def test_schema_transformations_get_only_schema_matched_metrics(task_aggregations):
@@ -76,7 +103,6 @@ def test_record_names_are_unique_and_fields_valid():
         assert m.level in {"problem", "schema", "pair", "reason", "question", "shard",
                            "document"}, m.name  # fmt: skip
         assert m.value in {
-            registry.LOGGED,
             registry.OUTCOME,
             registry.PAIR,
             registry.TAGGED_PAIR,
@@ -98,7 +124,7 @@ def test_pure_aggregates_are_known_by_identity():
 
 def test_stderr_classification_reads_the_records():
     assert stderr.has_stderr(registry.bind("consistency"))
-    for count in ("n_schemas", "n_questions", registry.MORE_METRICS):
+    for count in ("n_schemas", "n_questions"):
         assert not stderr.has_stderr(registry.bind(count)), count
     assert not stderr.has_stderr(registry.bind("n_reasons", lambda items: len(items)))  # a count
     assert not stderr.has_stderr(np.mean)
@@ -163,19 +189,18 @@ def test_counts_and_differences_get_no_arrow_in_lm_evals_table():
 
 def test_headline_flags_are_the_metrics_each_task_kind_prints():
     kinds = registry.TaskKind
-    assert registry.headline(kinds.SCHEMA) == {"acc", "schema_acc", "n_problems", "n_schemas"}
+    assert registry.headline(kinds.SCHEMA) == {"acc", "schema_acc"}
     assert registry.headline(kinds.CONSISTENCY) == {
         "acc_original", "acc_perturbed", "acc_diff", "schema_acc_diff", "consistency",
-        "schema_consistency", "n_pairs",
+        "schema_consistency",
     }  # fmt: skip
     assert registry.headline(kinds.ASSOCIATIVITY) == {
         f"{m}_{s}_adjusted"
         for m in ("acc", "schema_acc")
         for s in ("wsc266", "associative", "nonassociative")
-    } | {"n_pairs"}
+    }
     assert registry.headline(kinds.WINOWHY) == {
-        "acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc", "n_reasons",
-        "n_questions",
+        "acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc",
     }  # fmt: skip
 
 

@@ -77,10 +77,13 @@ def test_a_plain_lm_eval_run_prints_the_headline_table_and_keeps_every_value(
     _lm_eval(monkeypatch, tiny_gpt2_dir, *extra)
     table = capsys.readouterr().out
     rows = {line.split("|")[5].strip() for line in table.splitlines() if line.count("|") == 10}
-    assert {"acc", "schema_acc", "n_problems", "n_schemas", registry.MORE_METRICS} <= rows
+    assert {"acc", "schema_acc"} <= rows  # figures of the model, no count
+    assert not {"n_problems", "n_schemas", registry.MORE_METRICS} & rows
     assert not any(name.endswith("_stderr") or "_smart" in name for name in rows)
     [samples] = out.rglob("samples_wsc266_*.jsonl")
     first = json.loads(samples.read_text().splitlines()[0])
     logged = registry.logged(first)
     assert registry.Key("acc", method="partial").name in logged  # every method's, in the samples
+    counts = {n: registry.bind(n)([logged[n]]) for n in ("n_problems", "n_schemas")}
+    assert counts == {"n_problems": 2, "n_schemas": 1}  # the counts too
     assert "acc" in logged and "acc_stderr" not in logged

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from regenerate import documents
 
 from wsc_tasks.claims import decision_rule as claims
 from wsc_tasks.claims import findings, wording
@@ -29,6 +30,14 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def test_the_readme_blocks_are_written_from_the_rule():
     assert readme.fill(README) == README
+
+
+@pytest.mark.parametrize("name", sorted(documents()))
+def test_every_written_block_of_the_docs_is_what_the_code_writes(name):
+    """README.md, docs/methods.md and each task family's README: ``python tests/regenerate.py
+    readme`` writes their blocks."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    assert documents()[name](text) == text
 
 
 @pytest.mark.parametrize(
@@ -98,14 +107,15 @@ def test_the_findings_say_what_the_readme_says_they_say():
     assert re.search(r"least consistent only when", findings.SAYS[3])
 
 
-def test_the_tasks_readme_lists_every_causal_method_from_the_registry(monkeypatch):
-    """task_configs/README.md's table of causal methods is written from ``causal.METHODS``: a
-    method added in its own module gets its row when the docs are regenerated, and every method
-    states its score (its formula's ``text``, or its own)."""
+def test_the_methods_page_lists_every_causal_method_from_the_registry(monkeypatch):
+    """docs/methods.md's table of causal methods is written from ``causal.METHODS``: a method
+    added in its own module gets its row when the docs are regenerated, and every method states
+    its score (its formula's ``text``, or its own)."""
     from wsc_tasks.scoring import causal
 
-    tasks_readme = (ROOT / "task_configs" / "README.md").read_text(encoding="utf-8")
-    assert readme.fill_tasks(tasks_readme) == tasks_readme  # python tests/regenerate.py readme
+    page = (ROOT / "docs" / "methods.md").read_text(encoding="utf-8")
+    fill = documents()["docs/methods.md"]
+    assert fill(page) == page  # python tests/regenerate.py readme
     for method in causal.METHODS.values():
         assert method.text or method.formula.text, method.name
         assert f"`{method.name}`" in readme.causal_methods(), method.name
@@ -122,4 +132,4 @@ def test_the_tasks_readme_lists_every_causal_method_from_the_registry(monkeypatc
     table = readme.causal_methods()
     assert "| `doubled` | 2 × full |" in table
     assert "`smart_mean`, `doubled_mean` |" in table
-    assert readme.fill_tasks(tasks_readme) != tasks_readme
+    assert fill(page) != page

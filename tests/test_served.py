@@ -533,3 +533,33 @@ def test_llama_cpp_python_server_wants_text_one_prompt_at_a_time(llama_cpp_serve
                          tokenized_requests=False, batch_size=4)  # fmt: skip
     with pytest.raises(served.ServedModelError, match="HTTP 500 .*run with --batch_size 1$"):
         served.check(lm)
+
+
+@pytest.mark.slow
+def test_local_completions_on_a_real_server_gets_its_own_answers(llama_cpp_server, task_manager):
+    """lm-eval's ``local-completions`` against the llama.cpp server: ``wsc266``'s samples hold,
+    for every request, the answer the model's own ``loglikelihood`` gives for it (llama.cpp's
+    echo is refused by the check, so it is skipped here as a user who trusts the server would)."""
+    import lm_eval
+    from lm_eval.api.instance import Instance
+
+    base_url, tokenizer_dir = llama_cpp_server
+    lm = _completions_lm(base_url.removesuffix("/v1/completions"), tokenizer_dir,
+                         tokenized_requests=False, batch_size=1)  # fmt: skip
+    manager = task_manager(tokenizer=str(tokenizer_dir), logprob_check=False)
+    found = lm_eval.simple_evaluate(model=lm, tasks=["wsc266"], task_manager=manager, limit=2,
+                                    log_samples=True)  # fmt: skip
+    samples = found["samples"]["wsc266"]
+    recorded = {
+        tuple(pair): tuple(resp[0])
+        for sample in samples
+        for pair, resp in zip(sample["arguments"], sample["resps"], strict=True)
+    }
+    pairs = list(recorded)
+    own = lm.loglikelihood(
+        [Instance("loglikelihood", doc={}, arguments=p, idx=i) for i, p in enumerate(pairs)]
+    )
+    assert len(pairs) > 10
+    for pair, (value, greedy) in zip(pairs, own, strict=True):
+        assert recorded[pair][0] == pytest.approx(value, abs=1e-4), pair
+        assert recorded[pair][1] == greedy, pair
