@@ -5,6 +5,7 @@ what a batch writes lm-eval's own lookup finds, both ways in lm-eval's format.""
 from __future__ import annotations
 
 from lm_eval.api.model import CachingLM, hash_args
+from test_model_classes import _pairs
 
 from wsc_tasks.serving import answer_cache
 
@@ -48,4 +49,30 @@ def test_a_batch_writes_what_lm_evals_own_lookup_finds_and_reads_what_it_wrote(t
         keys[1]: (-0.25, True),
         keys[2]: (-4.0, True),
     }
+    db.close()
+
+
+def test_a_runs_answers_reach_lm_evals_cache_in_batches_not_one_at_a_time(
+    task_manager, tiny_gpt2_dir, tmp_path, monkeypatch
+):
+    """``simple_evaluate(use_cache=…)`` of ``wsc266`` (its first schemas): every distinct request's
+    answer is in lm-eval's cache afterwards, and none went through the dictionary one at a
+    time (its ``__setitem__``, a transaction each)."""
+    import lm_eval
+    from lm_eval.models.huggingface import HFLM
+    from sqlitedict import SqliteDict
+
+    singles: list[str] = []
+    setitem = SqliteDict.__setitem__
+    monkeypatch.setattr(SqliteDict, "__setitem__", lambda db, k, v: singles.append(k) or setitem(
+        db, k, v))  # fmt: skip
+    lm = HFLM(pretrained=str(tiny_gpt2_dir), batch_size=8, device="cpu", dtype="float32")
+    cache = str(tmp_path / "answers")
+    out = lm_eval.simple_evaluate(model=lm, tasks=["wsc266"], limit=4, log_samples=True,
+                                  task_manager=task_manager(tokenizer=str(tiny_gpt2_dir)),
+                                  use_cache=cache)  # fmt: skip
+    asked = set(_pairs(out["samples"]["wsc266"]))
+    keys = [hash_args("loglikelihood", args) for args in asked]
+    db = SqliteDict(f"{cache}_rank0.db")
+    assert asked and len(answer_cache.read(db, keys)) == len(asked) and singles == []
     db.close()

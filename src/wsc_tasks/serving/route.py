@@ -242,7 +242,7 @@ def hf_causal_answers(
         check_length(lm, token_requests)
         reason = tries.refusal(lm, inputs)
         if reason is None:
-            return tries.answers(lm, token_requests, inputs, disable_tqdm, override_bs)
+            return tries.answers(self, token_requests, inputs, disable_tqdm, override_bs)
         tries.say_once(reason)
         own: Callable[..., list[Answer]] = type(lm)._loglikelihood_tokens
         return own(self, token_requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
