@@ -114,6 +114,25 @@ def tiny_gpt2_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def chat_gpt2_dir(tiny_gpt2_dir, tmp_path_factory) -> Path:
+    """The tiny GPT-2 with a chat template of its own (the question tasks' ``hf`` tests)."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("chat-gpt2")
+    for item in tiny_gpt2_dir.iterdir():
+        shutil.copy(item, folder / item.name)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_gpt2_dir)
+    tokenizer.chat_template = (
+        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def tiny_roberta_dir(tmp_path_factory) -> Path:
     """A 1-layer random RoBERTa with GPT-2's BPE renumbered as RoBERTa numbers its vocabulary."""
     return tiny_models.roberta(tmp_path_factory.mktemp("tiny-roberta"))

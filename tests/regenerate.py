@@ -102,7 +102,8 @@ def documents() -> dict[str, Callable[[str], str]]:
 
     def family(name: str) -> Callable[[str], str]:
         written = {"tasks": lambda: task_tables.table(name),
-                   "groups": lambda: task_tables.groups(name)}  # fmt: skip
+                   "groups": lambda: task_tables.groups(name),
+                   "questions": lambda: task_tables.questions(name)}  # fmt: skip
 
         def fill(text: str) -> str:
             present = {k: w for k, w in written.items() if f"<!-- rule:{k} -->" in text}

@@ -47,7 +47,10 @@ TASKS = {name: c for name, c in CONFIGS_BY_NAME.items() if "group" not in c}
 CLASSES = {name: c["class"].rpartition(".")[2] for name, c in TASKS.items()}
 # the contamination check: one task per published dataset, in an optional group beside wsc_group
 CONTAMINATION = {t for t, c in CLASSES.items() if c == "ContaminationTask"}
-OPTIONAL_GROUPS = {"contamination_suite"}
+# the schema tasks asked as questions: one per catalog dataset, in a group of their own
+QUESTIONS = {t for t, c in CLASSES.items() if c == "QuestionTask"}
+OPTIONAL_GROUPS = {"contamination_suite", "wsc_group_chat"}
+SCORED = {"SchemaTask", "CategorizedSchemaTask"}  # the log-likelihood tasks of one dataset
 
 
 def _is_pair_task(config: dict) -> bool:
@@ -187,6 +190,9 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
         if task in CONTAMINATION:
             assert task == f"{dataset.removesuffix('_schemas')}_contamination"
             assert dataset in canonical.published()
+        elif task in QUESTIONS:  # named for the log-likelihood task on its dataset
+            [scored] = [t for t in TASKS if _dataset(t) == dataset and CLASSES[t] in SCORED]
+            assert task == f"{scored}_chat"
         elif dataset is None:
             assert CLASSES[task] == "WinoWhyTask"
         elif _is_pair_task(config):
@@ -198,6 +204,9 @@ def test_every_dataset_has_its_task_and_every_task_its_dataset():
         else:
             assert task == dataset
     assert set(catalog.SPECS) <= set(TASKS)
+    # every dataset a task scores by log-likelihood is asked as questions too, once
+    scored = [_dataset(t) for t in TASKS if CLASSES[t] in SCORED]
+    assert sorted(_dataset(t) for t in QUESTIONS) == sorted(scored)
 
 
 def test_every_task_is_in_exactly_one_group():
@@ -209,12 +218,14 @@ def _implied_groups() -> dict[str, set[str]]:
     """Each group's members as the roles imply them."""
 
     def of_root(root: str) -> set[str]:
-        return {t for t in TASKS if _root(t) == root and t not in CONTAMINATION}
+        return {t for t in TASKS if _root(t) == root and t not in CONTAMINATION | QUESTIONS}
 
     zeroshot = {
         t
         for t in TASKS
-        if _kind(t) == FORMULATION and catalog.role_of(_dataset(t)).change == "zeroshot"
+        if _kind(t) == FORMULATION
+        and catalog.role_of(_dataset(t)).change == "zeroshot"
+        and t not in QUESTIONS
     }
     wsc266 = of_root("wsc266")
     perturbations = {t for t in wsc266 if _kind(t) in (PERTURBATION, CONTROL, None)}
@@ -239,6 +250,7 @@ def _implied_groups() -> dict[str, set[str]]:
         "contamination_suite": {
             f"{d.removesuffix('_schemas')}_contamination" for d in canonical.published()
         },  # fmt: skip
+        "wsc_group_chat": QUESTIONS,
     }
 
 

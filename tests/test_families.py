@@ -206,7 +206,7 @@ def test_wsc266_and_winogrande_dev_end_to_end(
     arch, tok_name, family, model_dir, data_dir, task_manager, _record_causal
 ):
     folder = model_dir(arch, tok_name)
-    manager = task_manager(pretrained=str(folder))
+    manager = task_manager(pretrained=str(folder), metrics="all")  # the counts among them
     Recording.seen = {}
     if family == "masked":
         model, model_args = "hf-mlm", f"pretrained={folder}"

@@ -75,8 +75,10 @@ def test_run_help_gives_the_defaults_run_uses_and_no_refused_flag(helps):
     assert f"default {cli_run.DEFAULT_TASKS}" in text
     for flag in ("--model_args", "--output_path", "--log_samples", "--limit", "--metadata"):
         assert flag in text
+    scored, asked = text.split("The question tasks", 1)
     for flag in WHY:  # --apply_chat_template, --gen_kwargs, …: refused, so never offered
-        assert flag not in text, flag
+        assert flag not in scored, flag  # but to the question tasks, which take them
+    assert "--apply_chat_template" in asked and "docs/chat.md" in asked
     assert "lm_eval run --help" in text
     assert "SmolLM2-135M-Instruct" in text and "default 1\n" not in text
 

@@ -25,6 +25,7 @@ import lm_eval.evaluator as evaluator
 import pytest
 
 from wsc_tasks.cli.run import our_task_names
+from wsc_tasks.cli.task_names import output_types
 from wsc_tasks.models import chance  # noqa: F401  registers wsc-chance
 
 LIMIT = 10  # lm-eval's ``limit`` fixture
@@ -32,8 +33,15 @@ GROUPS = ["wsc_group", "wsc266_suite", "wsc266_perturbations", "winogrande_suite
           "reid250_suite", "zeroshot_suite"]  # fmt: skip
 OPTIONAL = "contamination_suite"  # beside wsc_group, not in it (it needs rolling log-likelihoods)
 CHECKS = sorted(name for name in our_task_names() if name.endswith("_contamination"))
-# every task YAML of wsc_group; with CHECKS, every task of the package
-ALL_TASKS = sorted(our_task_names() - set(GROUPS) - {OPTIONAL} - set(CHECKS))
+# the question tasks: a group of their own, beside wsc_group (they generate)
+ASKING = "wsc_group_chat"
+QUESTIONS = sorted(
+    name for name, sent in output_types().items() if sent == {"generate_until"} and name != ASKING
+)
+# every task YAML of wsc_group; with CHECKS and QUESTIONS, every task of the package
+ALL_TASKS = sorted(
+    our_task_names() - set(GROUPS) - {OPTIONAL, ASKING} - set(CHECKS) - set(QUESTIONS)
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +49,8 @@ def tasks(tiny_gpt2_dir, data_dir, task_manager) -> dict:
     """Every task, loaded through ``wsc_group`` and the contamination suite as lm-eval's
     ``task_class`` loads them; the tokenizer named in the metadata, as lm-eval's test builds
     requests without a model."""
-    return task_manager(tokenizer=str(tiny_gpt2_dir)).load(["wsc_group", OPTIONAL])["tasks"]
+    manager = task_manager(tokenizer=str(tiny_gpt2_dir))
+    return manager.load(["wsc_group", OPTIONAL, ASKING])["tasks"]
 
 
 def _docs(task) -> list[dict]:
@@ -51,14 +60,15 @@ def _docs(task) -> list[dict]:
 
 def test_wsc_group_holds_every_task_and_group(tasks, task_manager):
     loaded = task_manager().load(["wsc_group"])
-    assert set(tasks) == set(ALL_TASKS) | set(CHECKS)
+    assert set(tasks) == set(ALL_TASKS) | set(CHECKS) | set(QUESTIONS)
+    assert set(task_manager().load([ASKING])["tasks"]) == set(QUESTIONS)
     assert set(loaded["tasks"]) == set(ALL_TASKS)
     assert {group.name for group in loaded["groups"].values()} == set(GROUPS)
     checks = task_manager().load([OPTIONAL])
     assert set(checks["tasks"]) == set(CHECKS)
 
 
-@pytest.mark.parametrize("name", ALL_TASKS + CHECKS)
+@pytest.mark.parametrize("name", ALL_TASKS + CHECKS + QUESTIONS)
 def test_task_checks_of_lm_evals_test_tasks(tasks, name):
     task = tasks[name]
     task.download(task.config.dataset_kwargs)
@@ -76,6 +86,17 @@ def test_task_checks_of_lm_evals_test_tasks(tasks, name):
         assert task._config["doc_to_decontamination_query"] is not None
     docs = _docs(task)
     assert len(docs) == LIMIT
+    if task.multiple_input:  # the questions: lm-eval's multiple inputs, one prompt a question
+        for doc in docs:
+            prompts, target = task.doc_to_choice(doc), task.doc_to_target(doc)
+            assert isinstance(task.doc_to_text(doc), int) and len(prompts) == len(target)
+            assert all(isinstance(p, str) and not p[-1].isspace() for p in prompts)
+            assert set(target) <= {"A", "B"}
+        requests = [task.construct_requests(doc=d, ctx=task.doc_to_choice(d)) for d in docs]
+        assert len(requests) == LIMIT and all(requests)
+        task.build_all_requests(rank=1, limit=LIMIT, world_size=1)
+        assert task.instances
+        return
     for doc in docs:
         text = task.doc_to_text(doc)
         assert isinstance(text, str)

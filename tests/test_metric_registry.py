@@ -18,6 +18,7 @@ TASKS = [
     "wsc266_associativity",
     "winowhy",
     "wsc273_contamination",  # ContaminationTask
+    "wsc266_chat",  # QuestionTask
 ]
 
 
@@ -109,6 +110,7 @@ def test_record_names_are_unique_and_fields_valid():
             registry.REASONS,
             registry.SPLITS,
             registry.SHARDS,
+            registry.ANSWERS,
         }, m.name
         assert m.aggregate is not None or m.value == registry.REASONS, m.name
         assert m.symbol, m.name
@@ -199,6 +201,9 @@ def test_headline_flags_are_the_metrics_each_task_kind_prints():
         for m in ("acc", "schema_acc")
         for s in ("wsc266", "associative", "nonassociative")
     }
+    assert registry.headline(kinds.QUESTION) == {
+        "acc", "schema_acc", "unanswered", "first_option", "order_consistency",
+    }  # fmt: skip
     assert registry.headline(kinds.WINOWHY) == {
         "acc_best_threshold", "majority_baseline", "roc_auc", "question_group_acc",
     }  # fmt: skip
@@ -251,6 +256,7 @@ def test_task_kind_is_read_from_the_metric_names():
     assert kind("schema_consistency", "acc_diff") == registry.TaskKind.CONSISTENCY
     assert kind("acc_wsc266_adjusted", "n_pairs") == registry.TaskKind.ASSOCIATIVITY
     assert kind("roc_auc", "n_questions") == registry.TaskKind.WINOWHY
+    assert kind("acc", "schema_acc", "unanswered", "n_asked") == registry.TaskKind.QUESTION
     assert kind("word_perplexity") is None
     names = ["acc_full", "schema_acc_full", "acc_equal_len", "acc_cat_single", "acc_partial",
              "schema_acc_partial", "acc_smart"]  # fmt: skip

@@ -208,4 +208,4 @@ def test_a_model_in_lm_evals_request_cache_gets_its_own_answers(
         again = _run(task_manager, tiny_gpt2_dir, _hf(HFLM, tiny_gpt2_dir), use_cache=cache)
     assert _answers(again) == _answers(first)
     distinct = len(_pairs(first))
-    assert f"request cache answered {distinct} of {distinct} distinct requests" in caplog.text
+    assert f"answer cache (--use_cache) answered {distinct} of {distinct} distinct" in caplog.text

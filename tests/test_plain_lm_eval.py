@@ -25,7 +25,7 @@ from wsc_tasks.tasks import flags, metadata_keys
 LIMIT_S = 10  # every refusal, from the command line to the error
 
 
-def _lm_eval(monkeypatch, model_dir, *extra: str) -> None:
+def _lm_eval(monkeypatch, model_dir, *extra: str, tasks: str = "wsc266") -> None:
     from lm_eval.__main__ import cli_evaluate
     from lm_eval.tasks import manager
 
@@ -36,7 +36,7 @@ def _lm_eval(monkeypatch, model_dir, *extra: str) -> None:
         init(self, *args, **kwargs)
 
     argv = ["lm_eval", "run", "--model", "hf", "--model_args", f"pretrained={model_dir}"]
-    argv += ["--device", "cpu", "--include_path", str(include_path()), "--tasks", "wsc266"]
+    argv += ["--device", "cpu", "--include_path", str(include_path()), "--tasks", tasks]
     monkeypatch.setattr(sys, "argv", [*argv, *extra])
     monkeypatch.setattr(manager.TaskManager, "__init__", ours_only)
     cli_evaluate()
@@ -87,3 +87,20 @@ def test_a_plain_lm_eval_run_prints_the_headline_table_and_keeps_every_value(
     counts = {n: registry.bind(n)([logged[n]]) for n in ("n_problems", "n_schemas")}
     assert counts == {"n_problems": 2, "n_schemas": 1}  # the counts too
     assert "acc" in logged and "acc_stderr" not in logged
+
+
+@pytest.mark.slow
+def test_a_plain_lm_eval_run_asks_the_questions_with_the_chat_template(
+    monkeypatch, chat_gpt2_dir, data_dir, tmp_path, capsys
+):
+    """The question tasks take what the log-likelihood tasks refuse, in a plain lm-eval run."""
+    out = tmp_path / "runs"
+    extra = ["--limit", "1", "--apply_chat_template", "--gen_kwargs", "max_gen_toks=2",
+             "--log_samples", "--output_path", str(out)]  # fmt: skip
+    _lm_eval(monkeypatch, chat_gpt2_dir, *extra, tasks="wsc266_chat")
+    table = capsys.readouterr().out
+    rows = {line.split("|")[5].strip() for line in table.splitlines() if line.count("|") == 10}
+    assert {"acc", "schema_acc", "unanswered", "first_option", "order_consistency"} <= rows
+    [samples] = out.rglob("samples_wsc266_chat_*.jsonl")
+    first = json.loads(samples.read_text().splitlines()[0])
+    assert first["arguments"]["gen_args_0"]["arg_0"].endswith("Answer:\n<|assistant|>")

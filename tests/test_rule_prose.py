@@ -97,13 +97,15 @@ def test_the_findings_say_what_the_readme_says_they_say():
         contamination=(findings.Contamination("k", "wsc273", 0.5, 0.0, -0.1, 0.1, 10),),
         reid250=findings.Accuracy("reid250", ranking.a, ranking.schema),
         winogrande=findings.Accuracy("winogrande_dev", ranking.a, ranking.schema),
+        questions=(findings.Question("q", "wsc266", ranking.a, ranking.schema, first=control),),
     )
     said = findings.sentences(model)
     starts = ["Schema accuracy", "Problem accuracy", "Control baselines", "No control",
-              "Under the", "No evidence of contamination", "Reid250", "Winogrande"]  # fmt: skip
+              "Under the", "No evidence of contamination", "Reid250", "Winogrande",
+              "Asked as questions", "No position bias shown"]  # fmt: skip
     assert len(said) == len(starts)
     assert all(s.startswith(start) for s, start in zip(said, starts, strict=True))
-    assert len(findings.SAYS) == 7  # the six parts of a model, and a chance model's
+    assert len(findings.SAYS) == 8  # the seven parts of a model, and a chance model's
     assert re.search(r"least consistent only when", findings.SAYS[3])
 
 

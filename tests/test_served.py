@@ -8,13 +8,15 @@ vLLM's) or wrong in one of the ways the check names: the next token's log-probab
 llama-cpp-python 0.3.36's), missing, all equal, raw logits. ``wsc266`` through the right one must
 give, per request, the HF backend's log-likelihoods. The last tests start a real
 llama-cpp-python server on the embedded model's GGUF (skipped where ``llama_cpp`` cannot be
-imported, unless ``WSC_TASKS_REQUIRE_LLAMA_CPP=1``, as in CI).
+imported, unless ``WSC_TASKS_REQUIRE_LLAMA_CPP=1``, as in CI): its completions endpoint refused,
+its chat endpoint asked the schemas as questions.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -563,3 +565,41 @@ def test_local_completions_on_a_real_server_gets_its_own_answers(llama_cpp_serve
     for pair, (value, greedy) in zip(pairs, own, strict=True):
         assert recorded[pair][0] == pytest.approx(value, abs=1e-4), pair
         assert recorded[pair][1] == greedy, pair
+
+
+@pytest.mark.slow
+def test_llama_cpp_chat_endpoint_answers_the_questions_and_the_report_scores_schemas(
+    llama_cpp_server, data_dir, tmp_path
+):
+    """The same server's chat endpoint, which gives no log-probabilities, asked ``wsc266`` and
+    ``winogrande_twins`` as questions (``local-chat-completions``, the GGUF's own chat template
+    applied by the server): every answer read or counted unanswered, and the report gives A with
+    its interval, apart from the log-likelihood tasks."""
+    base_url, _ = llama_cpp_server
+    chat = base_url.replace("/v1/completions", "/v1/chat/completions")
+    out = tmp_path / "runs"
+    tasks = ("wsc266_chat", "winogrande_twins_chat")
+    argv = ["run", "--model", "local-chat-completions", "--model_args",
+            f"model=smollm2,base_url={chat},max_retries=2", "--apply_chat_template", "--tasks",
+            ",".join(tasks), "--limit", "2", "--log_samples",
+            "--output_path", str(out)]  # fmt: skip
+    assert cli(argv) == 0
+    [folder] = [p for p in out.iterdir() if p.is_dir()]
+    [results] = folder.glob("results_*.json")
+    data = json.loads(results.read_text())
+    for task in tasks:
+        found = data["results"][task]
+        assert 0 <= found["unanswered,none"] <= 1
+        [samples] = folder.glob(f"samples_{task}_*.jsonl")
+        answers = [r[0] for line in samples.read_text().splitlines()
+                   for r in json.loads(line)["resps"]]  # fmt: skip
+        assert len(answers) == 8 and any(answer.strip() for answer in answers)  # the model spoke
+    report = tmp_path / "report"
+    assert cli(["report", str(folder), "--out", str(report), "--iters", "200"]) == 0
+    text = (report / "report.md").read_text()
+    section = text.split("## Asked as questions", 1)[1].split("\n## ", 1)[0]
+    interval = r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]"
+    for task in tasks:  # model, task, role, schemas, a, p (a), A, p (A)
+        row = rf"\| {task} \| \w+ \| 2 \| {interval} \| [^|]+ \| {interval} \| [^|]+ \|"
+        assert re.search(row, section), task
+    assert "Asked as questions (a different formulation" in text.split("## Findings", 1)[1]

@@ -93,6 +93,24 @@ class Contamination:
 
 
 @dataclass(frozen=True)
+class Question:
+    """A task asked as questions (a different formulation, generated answers read by a parser):
+    a and A against chance, the share of questions unanswered (``missing`` of ``asked``), the
+    share of answers naming the option shown first (f_A, against 0.5: a model that answers by
+    position shows here) and the share of problems answered alike in both orders (c_o)."""
+
+    task: str
+    dataset: str | None = None
+    a: Estimate | None = None
+    schema: Estimate | None = None  # A
+    unanswered: Estimate | None = None
+    missing: int = 0
+    asked: int = 0
+    first: Estimate | None = None  # f_A, its null 0.5
+    order: Estimate | None = None  # c_o
+
+
+@dataclass(frozen=True)
 class Model:
     """Everything the findings of one model need (any part may be missing)."""
 
@@ -107,6 +125,7 @@ class Model:
     winogrande: Accuracy | None = None
     tasks: Sequence[Accuracy] = ()  # every task: a chance model's calibration
     contamination: Sequence[Contamination] = ()  # the contamination check, per published file
+    questions: Sequence[Question] = ()  # the tasks asked as questions, the ranking dataset's first
 
 
 @dataclass(frozen=True)
@@ -174,6 +193,13 @@ def perturbation_tests(model: Model, rule: Rule = RULE) -> list[tuple[Perturbati
     """ΔA of the model's perturbations, one family."""
     chosen = [p for p in model.perturbations if p.delta is not None]
     found = tests([p.delta for p in chosen if p.delta is not None], rule)
+    return list(zip(chosen, found, strict=True))
+
+
+def position_tests(model: Model, rule: Rule = RULE) -> list[tuple[Question, Test]]:
+    """f_A of the model's question tasks against 0.5, one family (Holm over them)."""
+    chosen = [q for q in model.questions if q.first is not None]
+    found = tests([q.first for q in chosen if q.first is not None], rule)
     return list(zip(chosen, found, strict=True))
 
 

@@ -63,6 +63,17 @@ every model label and task name enters a sentence through ``name`` and ``code``.
   scores on it and on the tasks made from it may be memory. The others share one sentence, *no
   evidence of contamination* (with their p), which does not show the files unseen. A published
   order *less* likely than shuffles is no claim the check makes.
+- **Asked as questions** (``tasks.questions``: the schemas asked as questions with two
+  labelled options, each problem in both orders of its options; a different formulation from
+  the log-likelihood tasks, so said apart and never ranked with them). On its first question
+  task (the ranking dataset's, where it ran): A and a against chance, by the rule above (one
+  test each), and the share of questions unanswered, which count as wrong; its control
+  baselines asked as questions by the rule of the controls above. **Position:** the
+  share of answers naming the option shown first, f_A, against 0.5, Holm over the model's
+  question tasks: each problem is asked with its options both ways, so answers that follow the
+  options name A half the time; f_A above 0.5 (or below) on a task says *its answers follow the
+  position of the options*, with the share of problems answered alike in both orders (c_o);
+  otherwise *no position bias shown*.
 - **Reid250 and Winogrande.** a and A on ``reid250`` and on ``winogrande_dev`` against chance, a
   line each.
 - **Chance models** (random log-likelihoods) are the calibration check, not models: A on the
@@ -104,6 +115,7 @@ from wsc_tasks.claims.decision_rule import (
     Control,
     Model,
     Perturbation,
+    Question,
     Rule,
     Test,
     contaminated,
@@ -113,6 +125,7 @@ from wsc_tasks.claims.decision_rule import (
     explained_by_artifacts,
     headline_tests,
     perturbation_tests,
+    position_tests,
     survives,
     test,
     tests,
@@ -130,18 +143,20 @@ from wsc_tasks.claims.wording import (
     number,
     signed,
 )
+from wsc_tasks.data import catalog
 from wsc_tasks.metrics import multiple_testing, stats
 from wsc_tasks.metrics.stats import Estimate, format_p
 
 # fmt: off
 __all__ = [
     "ABOVE", "ALPHA", "AT", "BELOW", "RULE", "UNCLEAR", "UNCORRECTED", "Accuracy",
-    "Contamination", "Control", "Model", "Perturbation", "Rule", "SAYS", "Test",
+    "Contamination", "Control", "Model", "Perturbation", "Question", "Rule", "SAYS", "Test",
     "against_chance", "best_models", "brief", "calibration", "code", "contaminated",
     "contamination", "contamination_adjusted",
     "contamination_brief", "control_tests", "controls", "controls_above", "detectable",
     "explained_by_artifacts", "headline", "headline_tests", "interval", "name", "number",
-    "one_line", "overview", "perturbation_tests", "perturbations", "ranked_above", "sentences",
+    "one_line", "overview", "perturbation_tests", "perturbations", "position_tests",
+    "questions", "ranked_above", "sentences",
     "signed",
     "schema_score", "survival", "survives", "test", "tests", "verdict",
 ]
@@ -311,6 +326,89 @@ def perturbations(model: Model, of: str = "") -> str | None:
     return f"Under the {count} perturbation{plural}{family} run: {'; '.join(parts)}."
 
 
+def _unanswered(found: Question) -> str:
+    """``12 of 532 questions unanswered (u = 0.023), counted wrong``."""
+    share = f" (u = {number(found.unanswered.value)})" if found.unanswered is not None else ""
+    return f"{found.missing} of {found.asked} questions unanswered{share}, counted wrong"
+
+
+NAMED = 3  # question tasks a position sentence names; the rest it counts
+
+
+def _question_controls(model: Model) -> list[str]:
+    """The control baselines asked as questions, by the controls' rule (``controls``), Holm over
+    them: each against chance, and whether an artifact can explain part of a question score."""
+    by_dataset = {q.dataset: q for q in model.questions if q.dataset}
+    found = []
+    for q in model.questions:
+        try:
+            role = catalog.role_of(q.dataset) if q.dataset else None
+        except KeyError:
+            role = None
+        if role is None or role.kind != catalog.CONTROL or q.a is None:
+            continue
+        original = by_dataset.get(role.of) if role.of else None
+        of = original.task if original is not None else f"{role.of}_chat"
+        change = catalog.CHANGES.get(role.change, role.change)
+        found.append(Control(q.task, change, of, q.a, original.a if original else None))
+    said = controls(Model(model.label, controls=tuple(found)))
+    return [f"Asked as questions, c{said[0][1:]}", *said[1:]] if said else []
+
+
+def questions(model: Model) -> list[str]:
+    """The question tasks: the first one's A, a and unanswered share; then the position rule
+    (f_A against 0.5, Holm over the model's question tasks)."""
+    if not model.questions:
+        return []
+    first = model.questions[0]
+    parts = [
+        against_chance(symbol, estimate)
+        for symbol, estimate in (("A", first.schema), ("a", first.a))
+        if estimate is not None
+    ]
+    more = len(model.questions) - 1
+    others = f" ({more} more question task{'s' if more > 1 else ''}: the report's table)"
+    out = [
+        "Asked as questions (a different formulation: answers generated and parsed, not "
+        "log-likelihoods; never ranked with the log-likelihood tasks), on "
+        f"{wording.code(first.task)}: "
+        + "; ".join([*parts, _unanswered(first)])
+        + (others if more else "")
+        + "."
+    ]
+    out += _question_controls(model)
+    tested = position_tests(model)
+    if not tested:
+        return out
+    over = f"its {len(tested)} question task{'s' if len(tested) > 1 else ''}"
+    biased = [(q, t) for q, t in tested if t.verdict != UNCLEAR]
+    if biased:
+        cells = []
+        for q, t in biased[:NAMED]:
+            side = "more" if t.verdict == ABOVE else "less"
+            order = f"; c_o = {interval(q.order)}" if q.order is not None else ""
+            cells.append(
+                f"on {wording.code(q.task)} it names the option shown first in f_A = "
+                f"{interval(t.estimate)} of its answers, {side} often than half the time "
+                f"({_p_text(t, over)}){order}"
+            )
+        rest = len(biased) - NAMED
+        if rest > 0:
+            cells.append(f"and on {rest} more of {over} (the report's table)")
+        out.append(
+            f"Its answers follow the position of the options, not only the sentence: "
+            f"{'; '.join(cells)}."
+        )
+    else:
+        first_test = tested[0][1]
+        out.append(
+            "No position bias shown: the share of answers naming the option shown first is not "
+            f"distinguishable from 0.5 on {over} (Holm; {wording.code(tested[0][0].task)}: "
+            f"f_A = {interval(first_test.estimate)}, {_p_text(first_test, over)})."
+        )
+    return out
+
+
 def one_line(title: str, found: Accuracy | None) -> str | None:
     """``Reid250 (`reid250`): a = …; A = ….``"""
     if found is None:
@@ -405,6 +503,11 @@ SAYS = (
     "where the contamination check ran, the files whose published order is more likely than "
     "shuffles, or no evidence of contamination",
     "a and A on Reid250 and on Winogrande against chance, a line each",
+    "where it was asked questions (a different formulation, never ranked with the others): A, a "
+    "and the share unanswered on its first question task, its control baselines asked as "
+    "questions by the controls' rule, and whether its answers follow the position of the "
+    "options (the share naming the option shown first against 0.5, Holm over its question "
+    "tasks)",
     "for a chance model instead, whether A on the ranking task is not distinguishable from chance "
     "and on how many tasks its intervals exclude chance (the calibration check)",
 )
@@ -429,6 +532,7 @@ def sentences(model: Model, found: Test | None = None, of: str = "") -> list[str
         *contamination(model),
         one_line("Reid250, adversarial schemas", model.reid250),
         one_line("Winogrande", model.winogrande),
+        *questions(model),
     ]
     return out + [s for s in said if s]
 

@@ -59,11 +59,13 @@ lm-eval's options that matter here, with the defaults run uses:
   --limit N             the first N documents (schemas) of each task, or a share
   --metadata JSON       scoring, headline, smart_limit, metrics, … (no default)
   --predict_only        the samples with every score, no metric
-  --use_cache PATH      lm-eval's request cache, keyed here by the model
+  --use_cache PATH      lm-eval's answer cache, keyed here by the model
   --include_path DIR    your own task folder, beside this package's
 Every other `lm_eval run` flag passes through (`lm_eval run --help`), except
-those these tasks refuse: they score sentences by log-likelihood, with no prompt
-and no generation. Tasks: task_configs/README.md.
+those the log-likelihood tasks refuse: they score sentences, with no prompt and
+no generation. The question tasks (<task>_chat, wsc_group_chat: for chat models)
+take --apply_chat_template, --system_instruction and --num_fewshot.
+Tasks: task_configs/README.md; questions: docs/chat.md.
 """
 
 
@@ -181,7 +183,9 @@ def lm_eval_argv(passthrough: list[str]) -> list[str]:
     from wsc_tasks.tasks import flags
 
     argv = list(passthrough)
-    flags.check_argv(argv, others=_has(argv, "--tasks") and not _only_our_tasks(argv))
+    scored, prompted = our_kinds(argv)
+    others = _has(argv, "--tasks") and not _only_our_tasks(argv)
+    flags.check_argv(argv, others=others, scored=scored, prompted=prompted)
     given = _value(argv, "--model_args", "--model-args", "-a")
     if given is not None:  # default,seed=1: the embedded model's files, as in a models file
         index, text = given
@@ -268,6 +272,18 @@ def our_task_names() -> set[str]:
     return set(configs())
 
 
+def our_kinds(argv: list[str]) -> tuple[bool, bool]:
+    """(some task of this package asked for scores by log-likelihood, some asks questions),
+    from the output types its YAMLs declare; ``--tasks`` left out runs ``DEFAULT_TASKS``."""
+    from wsc_tasks.cli import task_names
+    from wsc_tasks.serving.generation import LM_EVAL_GENERATION
+
+    asked = task_names.asked_tasks(argv) or [DEFAULT_TASKS]
+    types = task_names.output_types()
+    sent = set().union(*(types.get(name, frozenset()) for name in asked))
+    return bool(sent - {LM_EVAL_GENERATION}), LM_EVAL_GENERATION in sent
+
+
 def check_task_names(argv: list[str]) -> None:
     """Every ``--tasks`` name must be this package's, in the user's ``--include_path`` or
     lm-eval's: an unknown one is an error naming the closest names, found in about a second
@@ -317,7 +333,7 @@ def run_lm_eval(passthrough: list[str], lm_eval_tasks: bool | None = None) -> in
     if lm_eval_tasks is None:  # the user's own folder may name lm-eval's tasks
         lm_eval_tasks = _has(passthrough, "--include_path") or not _only_our_tasks(argv)
     try:
-        with lm_eval_run.logging_filters(*run_logging.filters()):
+        with lm_eval_run.logging_filters(*run_logging.filters(scored=our_kinds(argv)[0])):
             lm_eval_run.evaluate(argv, only_ours=not lm_eval_tasks)
     except KeyboardInterrupt:
         removed = discard(target, before, made) if first else []

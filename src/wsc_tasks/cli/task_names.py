@@ -143,3 +143,23 @@ def check(argv: list[str], our_folder: Path, user_folders: list[Path]) -> None:
     missing = unknown(missing, theirs)
     if missing:
         raise ValueError(message(missing, ours, theirs))
+
+
+# -- what this package's tasks send -------------------------------------------------------------
+def output_types() -> dict[str, frozenset[str]]:
+    """Every task and group of this package with the lm-eval output types its tasks send (a
+    group: its members', through nested groups), as its YAMLs declare them (``tasks.configs``)."""
+    from wsc_tasks.tasks.configs import configs
+
+    every = configs()
+
+    def of(name: str, path: tuple[str, ...] = ()) -> frozenset[str]:
+        found = every.get(name)
+        if found is None or name in path:
+            return frozenset()
+        if not found.group:
+            return frozenset({str(found.config.get("output_type", "loglikelihood"))})
+        members = [m for m in found.config.get("task", []) if isinstance(m, str)]
+        return frozenset().union(*(of(m, (*path, name)) for m in members))
+
+    return {name: of(name) for name in every}

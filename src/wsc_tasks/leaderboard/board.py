@@ -99,7 +99,7 @@ def build(
     ranked = [e for e in scored if not is_chance_model(e.run)]
     checks = [e for e in scored if is_chance_model(e.run)]
     sets, joint, unranked = _rank_sets(board, ranked)
-    found = tables(board, ranked, checks, out, sets)
+    found = tables(board, ranked, checks, out, sets, [e for e in entries if e.A is None])
     found.status.rows = [[name, why] for name, why in problems]
     cost = _cost(found.ranking, found.chance_models)
     models = [e.model for e in [*ranked, *checks] if e.model is not None]

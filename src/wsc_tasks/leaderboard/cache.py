@@ -128,6 +128,10 @@ def dump(
         "controls": {k: _interval(v) for k, v in figures["controls"].items()},
         "originals": {k: _interval(v) for k, v in figures["originals"].items()},
         "consistency": {k: _interval(v) for k, v in figures["consistency"].items()},
+        "questions": {
+            k: _interval(v) if isinstance(v, Interval) else v
+            for k, v in figures.get("questions", {}).items()
+        },
     }
 
 
@@ -169,6 +173,10 @@ def load(data: dict[str, Any], label: str, folder: Path, task: str) -> tuple[Run
         "controls": {k: _cell(v) for k, v in data["controls"].items()},
         "originals": {k: _cell(v) for k, v in data["originals"].items()},
         "consistency": {k: _cell(v) for k, v in data["consistency"].items()},
+        "questions": {
+            k: _cell(v) if isinstance(v, dict) else v
+            for k, v in (data.get("questions") or {}).items()
+        },
     }
     return run, figures
 

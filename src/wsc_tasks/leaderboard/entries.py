@@ -9,7 +9,7 @@ fixed seed (``Board``); ``rank`` orders the models, ``Board.paired`` compares tw
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,13 +19,14 @@ import numpy as np
 import wsc_tasks.leaderboard.cache as cache
 from wsc_tasks.claims import findings
 from wsc_tasks.data import catalog
-from wsc_tasks.metrics import ratios, stats
-from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC, TaskKind
+from wsc_tasks.metrics import questions, ratios, stats
+from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC, Key, TaskKind
 from wsc_tasks.paths import CHANCE_MODEL, SWEEP_DONE, SWEEP_ERROR, SWEEP_RESULTS
 from wsc_tasks.report.estimates import chance
 from wsc_tasks.report.sections import contamination as contamination_check
 from wsc_tasks.report.tables import Delta, Interval
 from wsc_tasks.runs.folders import Run, load_run
+from wsc_tasks.scoring import questions as asking
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -38,6 +39,14 @@ CONTROLS = tuple(
     sorted(catalog.datasets(catalog.CONTROL), key=lambda name: not catalog.role_of(name).generated)
 )
 COST = "GPU-h"
+# what the board shows of the ranking dataset asked as questions: figure -> metric
+QUESTION_FIGURES = {
+    "a": Key(ACC).name,
+    "A": Key(SCHEMA_ACC).name,
+    "u": Key("unanswered").name,
+    "first": Key("first_option").name,
+    "same": Key("order_consistency").name,
+}
 BATCH = 256  # models whose replicates one matrix product computes (iters × 2·BATCH floats)
 
 
@@ -89,6 +98,8 @@ class Entry:
     controls: dict[str, Interval] = field(default_factory=dict)  # control task -> a
     originals: dict[str, Interval] = field(default_factory=dict)  # dataset a control is of -> a
     consistency: dict[str, Interval] = field(default_factory=dict)  # consistency task -> C
+    # the ranking dataset asked as questions (``QUESTION_FIGURES``), a different formulation
+    questions: dict[str, Any] = field(default_factory=dict)
     model: findings.Model | None = None
 
     @property
@@ -107,10 +118,18 @@ class Board:
         self._resamples: dict[int, stats.Resamples] = {}  # per number of schemas
         self._keys: dict[int, tuple[Run, dict | None]] = {}  # ``_keyed`` per run (kept alive)
 
-    def estimate(self, values: list, form: ratios.Ratio, against_chance: bool) -> Interval:
-        """The figure with its interval and p: the board's resamples of that many documents
-        (drawn once per size with the board's seed: the numbers of a draw of their own)."""
-        null = chance(values, form) if against_chance else None
+    def estimate(
+        self,
+        values: list,
+        form: Callable[..., Any],
+        against_chance: bool,
+        null: float | None = None,
+    ) -> Interval:
+        """The figure with its interval and p (against chance, or ``null``): the board's
+        resamples of that many documents (drawn once per size with the board's seed: the
+        numbers of a draw of their own)."""
+        null = chance(values, form) if against_chance else null
+        against_chance = against_chance or null is not None
         shared = self._shared(len(values))
         found = stats.bootstrap(values, form, null=null, iters=self.iters, seed=self.seed,
                                 resamples=shared)  # fmt: skip
@@ -292,6 +311,7 @@ class Board:
             "controls": found.controls,
             "originals": found.originals,
             "consistency": found.consistency,
+            "questions": found.questions,
         }
         data = cache.dump(found.run, folder, key, figures, self.task)
         # a contamination check reads the whole run when the board is rendered: read it again
@@ -320,7 +340,28 @@ class Board:
                 found.consistency[name] = Interval(
                     stats.bootstrap(values, form, iters=self.iters, seed=self.seed)
                 )
+        found.questions = self.questions(run)
         found.model = self.findings_model(found)
+        return found
+
+    def questions(self, run: Run) -> dict[str, Any]:
+        """The ranking dataset asked as questions (its task of kind ``QUESTION``): a and A
+        against chance, the share unanswered and why, f_A against 0.5 and c_o; empty without."""
+        task = run.task_on(self.task, TaskKind.QUESTION)
+        if task is None:
+            return {}
+        values = {name: task.values.get(name) or [] for name in QUESTION_FIGURES.values()}
+        if any(not v or name not in task.forms for name, v in values.items()):
+            return {}
+        found: dict[str, Any] = {"task": task.task}
+        for figure, name in QUESTION_FIGURES.items():
+            against = figure in ("a", "A")
+            null = 0.5 if figure == "first" else None
+            found[figure] = self.estimate(values[name], task.forms[name], against, null)
+        answers = values[QUESTION_FIGURES["u"]]
+        found["missing"] = questions.n_unanswered(answers)
+        found["asked"] = questions.n_asked(answers)
+        found["reasons"] = asking.reasons(questions.forms(answers))
         return found
 
     def findings_model(self, entry: Entry) -> findings.Model:

@@ -1,9 +1,9 @@
 """The tables of the leaderboard, laid out from its entries: the ranking (with the paired
 difference with the next model down), the chance models, the control baselines, the schema
-consistency, the models' metadata (for a Hub sweep each model's Hub id, linked to its files at
-the commit that ran, the commit and the query that found it; parameters, precision, revision,
-fingerprint, date, versions, links to their files), the pairwise matrix and the models without a
-result."""
+consistency, the ranking dataset asked as questions (a different formulation, not ranked), the
+models' metadata (for a Hub sweep each model's Hub id, linked to its files at the commit that
+ran, the commit and the query that found it; parameters, precision, revision, fingerprint, date,
+versions, links to their files), the pairwise matrix and the models without a result."""
 
 from __future__ import annotations
 
@@ -221,10 +221,11 @@ class Tables:
     status: Table
     contamination: Table = field(default_factory=lambda: contamination_table([]))
     controls_above: int = 0  # the control table's first columns: some model is above chance on them
+    questions: Table = field(default_factory=lambda: questions_table("", []))
 
     def shown(self) -> list[Table]:
         """The tables with rows, in reading order (the matrix only for two or more models)."""
-        out = [self.ranking, self.chance_models, self.controls, self.consistency]
+        out = [self.ranking, self.chance_models, self.controls, self.consistency, self.questions]
         out += [self.contamination, self.models]
         out += [self.matrix] if len(self.matrix.rows) > 1 else []
         return [t for t in [*out, self.status] if t.rows]
@@ -242,9 +243,11 @@ def tables(
     checks: list[Entry],
     out: Path,
     sets: ranks.RankSets | None = None,
+    unranked: Sequence[Entry] = (),
 ) -> Tables:
     """Every table of the leaderboard; ``ranked`` models in rank order, ``checks`` the chance
-    models; ``sets`` the confidence sets for the ranked models' ranks, in that order."""
+    models; ``sets`` the confidence sets for the ranked models' ranks, in that order;
+    ``unranked`` the models without the ranking task (asked it as questions only, say)."""
     task = board.task
     everyone = [*ranked, *checks]
     board.prepare([entry.run for entry in everyone])  # the paired differences' replicates
@@ -348,7 +351,36 @@ def tables(
         ])  # fmt: skip
     status = Table("leaderboard_status", "Models without a result", ["model", "status"])
     return Tables(ranking, chance_models, control_table, consistency_table, models, matrix, status,
-                  contamination_table(everyone), len(above & set(controls)))  # fmt: skip
+                  contamination_table(everyone), len(above & set(controls)),
+                  questions_table(task, [*everyone, *unranked]))  # fmt: skip
+
+
+QUESTION_COLUMNS = ["model", "task (questions)", "a (questions)", "A (questions)", "u",
+                    "unanswered", "f_A", "c_o"]  # fmt: skip
+
+
+def questions_table(task: str, entries: Sequence[Entry]) -> Table:
+    """The ranking dataset asked as questions, one row per model that was: a different
+    formulation, shown beside the ranking and never ranked with it (``Board.questions``)."""
+    found = Table(
+        "leaderboard_questions",
+        f"{task} asked as questions (answers generated and parsed): a different formulation, "
+        "not ranked and not the ranking's task scored another way; a and A with p against "
+        "chance (unanswered questions count as wrong), the share unanswered u and why, the "
+        "share of answers naming the option shown first f_A (p against 0.5: a model that "
+        "answers by position is far from it) and the share of problems answered alike in both "
+        "orders of the options c_o",
+        list(QUESTION_COLUMNS),
+    )
+    for entry in entries:
+        q = entry.questions
+        if not q:
+            continue
+        missing = f"{q['missing']} of {q['asked']}" + (f": {q['reasons']}" if q["reasons"] else "")
+        found.rows.append(
+            [entry.label, q["task"], q["a"], q["A"], q["u"], missing, q["first"], q["same"]]
+        )
+    return found
 
 
 def contamination_table(entries: Sequence[Entry]) -> Table:

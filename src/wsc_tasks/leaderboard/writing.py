@@ -156,6 +156,8 @@ def csv_frame(board: Leaderboard) -> pd.DataFrame:
         if table.rows:
             extra = numeric(table).drop(columns=[COST], errors="ignore")
             frame = frame.merge(extra, on="model", how="left")
+    if found.questions.rows:  # a model asked questions only has a row of its own
+        frame = frame.merge(numeric(found.questions), on="model", how="outer", sort=False)
     checked = contamination_columns(board.entries)
     if len(checked.columns) > 1:
         frame = frame.merge(checked, on="model", how="left")

@@ -11,9 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from wsc_tasks.metrics import accuracy, associativity, consistency, contamination, ratios
+from wsc_tasks.metrics import (
+    accuracy,
+    associativity,
+    consistency,
+    contamination,
+    questions,
+    ratios,
+)
 from wsc_tasks.metrics.record import (
     ACC,
+    ANSWERS,
     OUTCOME,
     PAIR,
     REASONS,
@@ -250,18 +258,53 @@ def _contamination(name: str, symbol: str, description: str, aggregate: Callable
                   headline=CONTAMINATION)  # fmt: skip
 
 
+def _question(name: str, symbol: str, level: str, description: str,
+              parts: ratios.Parts, of: str, oracle: Callable[[Sequence[Any]], float],
+              higher_is_better: bool | None) -> Metric:  # fmt: skip
+    """A share of a question task's ``questions.Answers`` (``of``: what its denominator counts)."""
+    return Metric(name, symbol, level, ANSWERS, description, form=ratios.Ratio(name, parts, of),
+                  higher_is_better=higher_is_better, kind="question", headline=QUESTION,
+                  oracle=oracle)  # fmt: skip
+
+
+def _asked(docs: Sequence[questions.Answers]) -> list[tuple[int, int, int, int]]:
+    """(document, problem, order, chosen) of every question of every document (an oracle's)."""
+    return [
+        (d, p, o, c)
+        for d, v in enumerate(docs)
+        for c, o, p in zip(v["chosen"], v["order"], v["problem"], strict=True)
+    ]
+
+
+def _order_oracle(docs: Sequence[questions.Answers]) -> float:
+    """Of the problems asked, the share whose two answers name the same option."""
+    chosen: dict[tuple[int, int], dict[int, int]] = {}
+    for d, p, o, c in _asked(docs):
+        chosen.setdefault((d, p), {})[o] = c
+    same = [len(c) == 2 and c[0] == c[1] and c[0] != questions.UNANSWERED for c in chosen.values()]
+    return _share(sum(same), len(same))
+
+
+def _first_oracle(docs: Sequence[questions.Answers]) -> float:
+    """Of the questions answered, the share whose answer is the option shown first."""
+    shown_first = [(c if o == 0 else 1 - c) == 0 for _, _, o, c in _asked(docs) if c >= 0]
+    return _share(sum(shown_first), len(shown_first))
+
+
 SCHEMA = frozenset({TaskKind.SCHEMA})
+QUESTION = frozenset({TaskKind.QUESTION})
+SCHEMA_OR_QUESTION = SCHEMA | QUESTION
 WINOWHY = frozenset({TaskKind.WINOWHY})
 CONTAMINATION = frozenset({TaskKind.CONTAMINATION})
 REGISTRY: tuple[Metric, ...] = (
     # one schema: SchemaTask, CategorizedSchemaTask (thesis §3.7.1)
     Metric(ACC, "a", "problem", OUTCOME, "share of problems answered correctly",
-           form=ratios.PROBLEM_ACCURACY, summary=("schemas",), headline=SCHEMA,
+           form=ratios.PROBLEM_ACCURACY, summary=("schemas",), headline=SCHEMA_OR_QUESTION,
            variants=frozenset({"method", "subset", "category"}),
            oracle=lambda docs: _share(sum(sum(o["correct"]) for o in docs),
                                       sum(len(o["correct"]) for o in docs))),
     Metric(SCHEMA_ACC, "A", "schema", OUTCOME, "share of schemas with every problem right",
-           form=ratios.SCHEMA_ACCURACY, summary=("schemas",), headline=SCHEMA,
+           form=ratios.SCHEMA_ACCURACY, summary=("schemas",), headline=SCHEMA_OR_QUESTION,
            variants=frozenset({"method", "subset"}), oracle=_of_schemas(lambda r, n: r == n)),
     Metric("half_solved", "A′", "schema", OUTCOME,
            "share of schemas with some but not all problems right (half-solved)",
@@ -317,4 +360,27 @@ REGISTRY: tuple[Metric, ...] = (
     _count("n_shards", "shards", "shard", SHARDS, "number of shards", contamination.n_shards),
     _count("n_positions", "positions", "shard", SHARDS,
            "token positions sent (each shard once per order)", contamination.n_positions),
+    # a schema's problems asked as questions, in both option orders: QuestionTask
+    _question("unanswered", "u", "question",
+              "share of questions whose answer names no option (no text, both, a refusal, "
+              "neither, no answer from the server); counted wrong in a and A",
+              questions.unanswered_parts, "question asked",
+              lambda docs: _share(sum(c == questions.UNANSWERED for *_, c in _asked(docs)),
+                                  len(_asked(docs))),
+              higher_is_better=False),
+    _question("first_option", "f_A", "question",
+              "share of the answered questions answered with the option shown first (A): 0.5 "
+              "when the answers do not depend on the order of the options",
+              questions.first_option_parts, "question answered", _first_oracle,
+              higher_is_better=None),
+    _question("order_consistency", "c_o", "problem",
+              "share of problems whose two answers, one per order of the options, name the same "
+              "option",
+              questions.order_consistency_parts, "problem asked", _order_oracle,
+              higher_is_better=True),
+    _count("n_unanswered", "unanswered", "question", ANSWERS,
+           "number of questions whose answer names no option", questions.n_unanswered),
+    _count("n_asked", "asked", "question", ANSWERS,
+           "number of questions asked (every problem once in each order of its options)",
+           questions.n_asked),
 )  # fmt: skip

@@ -20,6 +20,7 @@ TAGGED_PAIR = "tagged pair"  # a PairOutcome tagged with its associativity subse
 REASONS = "reasons"  # one WinoWhy question: its reasons' scores, labels and categories
 SPLITS = "splits"  # an int per schema: causal requests split after the first token(s)
 SHARDS = "shard"  # contamination.ShardOutcome: one shard's published and shuffled log-likelihoods
+ANSWERS = "answers"  # questions.Answers: one schema's problems asked as questions, each answer
 
 
 class TaskKind(StrEnum):
@@ -30,6 +31,7 @@ class TaskKind(StrEnum):
     ASSOCIATIVITY = "associativity"  # the same, tagged with an associativity subset
     WINOWHY = "winowhy"  # one WinoWhy question and its reasons
     CONTAMINATION = "contamination"  # one shard of a published file (ContaminationTask)
+    QUESTION = "question"  # one schema whose problems were asked as questions (QuestionTask)
 
 
 # the variants of a name (the fields of ``Key`` after ``record``) and their vocabularies
@@ -47,7 +49,7 @@ ACC, SCHEMA_ACC = "acc", "schema_acc"
 MORE_METRICS = "n_more_metrics"
 
 MetricKind = Literal[
-    "accuracy", "count", "consistency", "associativity", "plausibility", "contamination"
+    "accuracy", "count", "consistency", "associativity", "plausibility", "contamination", "question"
 ]
 
 

@@ -33,6 +33,7 @@ from wsc_tasks.metrics import ratios
 from wsc_tasks.metrics.definitions import CONSISTENCY, REGISTRY
 from wsc_tasks.metrics.record import (
     ACC,
+    ANSWERS,
     BLANK_AT_END,
     CATEGORY_STEMS,
     EQUAL_LEN,
@@ -52,9 +53,9 @@ from wsc_tasks.metrics.record import (
 )
 
 __all__ = [
-    "ACC", "BLANK_AT_END", "BYPASS", "CARRIED", "CATEGORY_STEMS", "CONSISTENCY", "EQUAL_LEN",
-    "FILTER", "METRICS", "MORE_METRICS", "OTHERS", "OUTCOME", "PAIR", "REASONS", "REGISTRY",
-    "SCHEMA_ACC", "SHARDS", "SPLITS", "STDERR", "SUBSETS", "TAGGED_PAIR", "VARIANTS",
+    "ACC", "ANSWERS", "BLANK_AT_END", "BYPASS", "CARRIED", "CATEGORY_STEMS", "CONSISTENCY",
+    "EQUAL_LEN", "FILTER", "METRICS", "MORE_METRICS", "OTHERS", "OUTCOME", "PAIR", "REASONS",
+    "REGISTRY", "SCHEMA_ACC", "SHARDS", "SPLITS", "STDERR", "SUBSETS", "TAGGED_PAIR", "VARIANTS",
     "aggregation", "Aggregation", "aggregations", "bind", "by_name", "carried", "column", "form",
     "headline", "higher_is_better", "in_summary", "is_stderr_name", "Key", "lm_eval_values",
     "logged", "method_pairs", "methods", "Metric", "MetricKind", "pair_aggregations", "parse_all",
@@ -292,7 +293,7 @@ def reported(row: Mapping[str, Any]) -> dict[Key, Any]:
 
 # -- what the metric names of a task say ----------------------------------------------------------
 _KINDS = ((SHARDS, TaskKind.CONTAMINATION), (REASONS, TaskKind.WINOWHY),
-          (TAGGED_PAIR, TaskKind.ASSOCIATIVITY),
+          (TAGGED_PAIR, TaskKind.ASSOCIATIVITY), (ANSWERS, TaskKind.QUESTION),
           (PAIR, TaskKind.CONSISTENCY), (OUTCOME, TaskKind.SCHEMA))  # fmt: skip
 
 
@@ -404,13 +405,15 @@ def by_name(name: str, value: Any) -> ratios.Form | None:
     """The form of metric ``name`` of a logged sample whose per-document value is ``value``.
 
     None for counts, the associativity task (its own quantities, see the report), names that are
-    not ours, and a value of another kind than the record's.
+    not ours, and a value of another kind than the record's (``ANSWERS``: a question's answers).
     """
     key = Key.parse(name)
     if key is None or not isinstance(value, dict):
         return None
     if "before" in value and "after" in value:
         kind = None if "subset" in value else PAIR
+    elif "chosen" in value:
+        kind = ANSWERS
     else:
         kind = OUTCOME if "correct" in value else None
     return key.metric.form if key.metric.value == kind else None

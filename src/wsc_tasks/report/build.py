@@ -5,7 +5,8 @@ Input: lm-eval output folders run with ``--log_samples`` (one per model). Output
 and p follows ``metrics.stats``' rule (exact for schema accuracy and its paired differences, a
 bootstrap over documents, schemas, otherwise), the bootstrap with one seed, so a rerun on the same
 folders writes the same bytes.
-A section whose tasks are missing is skipped with a note saying which task it needs. The sections
+A section whose tasks are missing is skipped with a note saying which task it needs (a section of
+optional tasks none of the runs has, the questions', is left out: ``Section.absent``). The sections
 are the modules of ``sections``; ``estimates`` runs their bootstraps, ``writing`` writes them.
 """
 
@@ -40,6 +41,7 @@ def write(
     """The report of ``runs`` under ``out`` (its sections ``built`` already, or built here); the
     path of ``report.md``."""
     built = build(runs, iters, seed, quiet) if built is None else built
+    built = shown(built)
     writing.draw(built, runs, out)
     head = writing.intro(iters, seed)
     path = writing.write_markdown(runs, built, out, head)
@@ -47,9 +49,15 @@ def write(
     return path
 
 
+def shown(built: Sequence[sections.Section]) -> list[sections.Section]:
+    """The sections the files hold: all but those of optional tasks none of the runs has."""
+    return [section for section in built if not section.absent]
+
+
 def nothing_to_show(built: Sequence[sections.Section]) -> str | None:
     """Why a report of these sections would show no figure, in one sentence (the first reasons
     its sections were skipped); None when some section has a figure."""
+    built = shown(built)
     if any(section.figures for section in built):
         return None
     reasons = list(dict.fromkeys(s.skipped for s in built if s.skipped))

@@ -8,7 +8,7 @@ log-likelihood requests, and only for them.
 3. Each distinct request goes to the model once (overlapping tasks send the same sentences; a
    deterministic model's answer depends on the request's arguments only), and the answers are
    fanned back out.
-4. lm-eval's request cache (``--use_cache``) is read and written with lm-eval's own keys
+4. lm-eval's answer cache (``--use_cache``) is read and written with lm-eval's own keys
    (``hash_args("loglikelihood", arguments)``), so these answers and lm-eval's own tasks' share
    it, a batch at a time (``answer_cache``); an unkeyed cache is warned of once.
 5. lm-eval's Hugging Face causal model, its methods lm-eval's own (``own_methods``), tokenizes
@@ -117,14 +117,14 @@ def _serve(lm: Any, requests: list[TaskRequest], disable_tqdm: bool) -> list[Ans
     return [found[i] for i in where]  # type: ignore[misc]  # every None answered above
 
 
-# -- lm-eval's request cache (--use_cache) -------------------------------------------------------
+# -- lm-eval's answer cache (--use_cache) --------------------------------------------------------
 def mark_cache_keyed(prefix: str) -> None:
     """``--use_cache`` paths under ``prefix`` are keyed by the model: no warning for them."""
     _KEYED_CACHES.add(prefix)
 
 
 def cached_answers(lm: Any, requests: Sequence[TaskRequest]) -> list[Answer | None]:
-    """Each request's answer in lm-eval's request cache (``--use_cache``, whose ``CachingLM``
+    """Each request's answer in lm-eval's answer cache (``--use_cache``, whose ``CachingLM``
     hands this request type straight to the model it wraps, with its cache hook), or None."""
     hook = getattr(lm, "cache_hook", None)
     db = getattr(hook, "dbdict", None)
@@ -140,19 +140,20 @@ def cached_answers(lm: Any, requests: Sequence[TaskRequest]) -> list[Answer | No
     ]
     hits = sum(answer is not None for answer in found)
     log.info(
-        f"wsc_tasks: lm-eval's request cache answered {hits} of {len(requests)} distinct requests"
+        f"wsc_tasks: lm-eval's answer cache (--use_cache) answered {hits} of {len(requests)} "
+        "distinct requests"
     )
     return found
 
 
 def _warn_unkeyed(path: str) -> None:
-    """lm-eval keys its request cache by the request alone, not by the model (upstream issues
+    """lm-eval keys its answer cache by the request alone, not by the model (upstream issues
     #2715, #4063): warn once per cache file that ``wsc-tasks run`` did not key by the model."""
     if path in _WARNED_CACHES or any(path.startswith(prefix) for prefix in _KEYED_CACHES):
         return
     _WARNED_CACHES.add(path)
     log.warning(
-        f"wsc_tasks: lm-eval's request cache {path} (--use_cache) is keyed by the request alone, "
+        f"wsc_tasks: lm-eval's answer cache {path} (--use_cache) is keyed by the request alone, "
         "not by the model: another model, or new weights at the same path, run with the same "
         "--use_cache reads these answers as its own; give each model its own --use_cache path, "
         "or run `wsc-tasks run`, which keys the path by the model"
@@ -167,7 +168,7 @@ def model_answers(
     keep: bool = False,
     disable_tqdm: bool = False,
 ) -> list[Answer]:
-    """The model's answers to ``requests`` (distinct, not in the request cache); ``keep``: the
+    """The model's answers to ``requests`` (distinct, not in the answer cache); ``keep``: the
     encodings are read from and kept in lm-eval's request-cache folder (``encoding``)."""
     if keep:
         read = encoding.load(lm, counters)
@@ -184,7 +185,7 @@ def model_answers(
 
 def own_answers(lm: Any, requests: list[TaskRequest]) -> list[Answer]:
     """The model's own ``loglikelihood(requests)``, as lm-eval's evaluator calls it (an HFLM
-    subclass on a view with its logits cache off), each answer kept in lm-eval's request cache
+    subclass on a view with its logits cache off), each answer kept in lm-eval's answer cache
     (``--use_cache``) as ``CachingLM`` keeps its own."""
     from lm_eval.models.huggingface import HFLM
 

@@ -7,6 +7,7 @@ file, which every release finds.
 
 from wsc_tasks.tasks.categorized import CategorizedSchemaTask
 from wsc_tasks.tasks.contamination import ContaminationTask
+from wsc_tasks.tasks.questions import QuestionTask
 from wsc_tasks.tasks.schema_tasks import AssociativityTask, ConsistencyTask, SchemaTask
 from wsc_tasks.tasks.winowhy import WinoWhyTask
 
@@ -15,6 +16,7 @@ __all__ = [
     "CategorizedSchemaTask",
     "ConsistencyTask",
     "ContaminationTask",
+    "QuestionTask",
     "SchemaTask",
     "WinoWhyTask",
 ]

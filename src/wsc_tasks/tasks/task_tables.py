@@ -15,6 +15,11 @@ from wsc_tasks.data.problems import count
 from wsc_tasks.tasks.configs import TaskConfig, configs
 
 HEADER = ("| task | what | documents | problems | schemas |", "|---|---|---:|---:|---:|")
+QUESTIONS = "QuestionTask"  # the class of the tasks asked as questions: a table of their own
+QUESTION_HEADER = (
+    "| task | asked as questions | documents | questions (both orders) | schemas |",
+    "|---|---|---:|---:|---:|",
+)
 
 
 def _n(value: int) -> str:
@@ -74,13 +79,31 @@ ROWS: dict[str, Callable[[TaskConfig], list[str]]] = {
 
 
 def table(family: str) -> str:
-    """The tasks of ``family`` (its folder under the include path) as a Markdown table."""
+    """The tasks of ``family`` (its folder under the include path) as a Markdown table; those
+    asked as questions have theirs (``questions``)."""
     lines = list(HEADER)
     for found in _in_order(family):
+        if found.class_name == QUESTIONS:
+            continue
         row = ROWS.get(found.class_name)
         if row is None:
             raise ValueError(f"{found.path}: no table row for task class {found.class_name!r}")
         lines.append("| " + " | ".join([f"`{found.name}`", *row(found)]) + " |")
+    return "\n".join(lines)
+
+
+def questions(family: str) -> str:
+    """The tasks of ``family`` asked as questions (``tasks.questions``) as a Markdown table: the
+    dataset, its schemas and the questions asked (every problem in both orders of its options)."""
+    lines = list(QUESTION_HEADER)
+    for found in _in_order(family):
+        if found.class_name != QUESTIONS:
+            continue
+        dataset = str(found.metadata["dataset"])
+        schemas = catalog.load(dataset)
+        problems, groups = count(schemas)
+        cells = [f"`{found.name}`", f"`{dataset}`", _n(len(schemas)), _n(2 * problems), _n(groups)]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -47,6 +47,9 @@ class Section:
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     skipped: str = ""  # why the section has nothing to show (the tasks it needs)
+    # nothing of its kind in the runs (a section of optional tasks: the questions): with
+    # ``skipped`` set, left out of the files altogether rather than said skipped
+    absent: bool = False
     notes: list[str] = field(default_factory=list)  # what a reader must know, shown even if skipped
     # the HTML page's first screen, before its method paragraph and contents: Markdown (a function:
     # called after the estimates) whose ``- `` items are each model's conclusion, and the text

@@ -16,7 +16,7 @@ from wsc_tasks.metrics.registry import ACC, Key, TaskKind
 from wsc_tasks.paths import CHANCE_MODEL
 from wsc_tasks.report.estimates import form, outcomes
 from wsc_tasks.report.figures import Bar
-from wsc_tasks.report.sections import ACCURACIES, Context, Figure, Section
+from wsc_tasks.report.sections import ACCURACIES, Context, Figure, Section, questions
 from wsc_tasks.report.sections.contamination import checks
 from wsc_tasks.report.sections.perturbations import pair
 from wsc_tasks.report.sections.reid250 import REID250
@@ -92,6 +92,8 @@ def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
     every = []
     if chance_model:
         for name, each in run.tasks.items():
+            if each.kind is TaskKind.QUESTION:  # no chance model answers questions
+                continue
             cells = context.accuracy(each)
             if cells is not None:
                 a, big_a = cells
@@ -108,6 +110,7 @@ def model(context: Context, run: Run) -> tuple[findings.Model, Interval | None]:
         winogrande=accuracy(context, run, WINOGRANDE),
         tasks=tuple(every),
         contamination=checks(run),
+        questions=questions.of_run(context, run),
     )
     return built, half
 
@@ -240,7 +243,8 @@ def build(context: Context) -> Section:
                 f"The ranking task, {catalog.RANKING}: A and a of each model (95% intervals)",
             )
         )
-    if not any(m.ranking or m.tasks or m.contamination for m, _ in models) and not foreign_runs:
+    found_any = (m.ranking or m.tasks or m.contamination or m.questions for m, _ in models)
+    if not any(found_any) and not foreign_runs:
         section.skipped = (
             f"needs {catalog.RANKING} (or a chance model's tasks, or lm-eval's winogrande or "
             "wsc273 read back) with samples"

@@ -8,7 +8,7 @@ each task's models together so they read side by side.
 from __future__ import annotations
 
 from wsc_tasks.data import catalog
-from wsc_tasks.metrics.registry import ACC
+from wsc_tasks.metrics.registry import ACC, TaskKind
 from wsc_tasks.report.estimates import outcomes
 from wsc_tasks.report.figures import Bar
 from wsc_tasks.report.sections import Context, Figure, Section
@@ -45,7 +45,12 @@ def build(context: Context) -> Section:
         ["model", "task", "role", "documents", "a", "A"],
     )
     bars = []
-    found = {name: task for run in context.runs for name, task in run.tasks.items()}
+    found = {  # the tasks asked as questions have a section of their own (``questions``)
+        name: task
+        for run in context.runs
+        for name, task in run.tasks.items()
+        if task.kind is not TaskKind.QUESTION
+    }
     for name in sorted(found, key=lambda n: order(found[n])):
         for run in context.runs:
             task = run.tasks.get(name)

@@ -93,10 +93,13 @@ def build(context: Context) -> Section:
     return section
 
 
-def pair(run: Run, original: TaskRun | None, name: str) -> dict[str, tuple[list, list]] | None:
+def pair(
+    run: Run, original: TaskRun | None, name: str, kind: TaskKind = TaskKind.SCHEMA
+) -> dict[str, tuple[list, list]] | None:
     """{panel: (original-side values, perturbed-side values)} on matched schemas: from the
-    consistency task of the perturbation, else by matching its task with the original's."""
-    consistency = run.task_on(name, TaskKind.CONSISTENCY)
+    consistency task of the perturbation, else by matching its task (of ``kind``: asked as
+    questions, no consistency task) with the original's."""
+    consistency = run.task_on(name, TaskKind.CONSISTENCY) if kind is TaskKind.SCHEMA else None
     if consistency is not None and consistency.values:
         items = next(iter(consistency.values.values()))
         if items and isinstance(items[0], dict) and "before" in items[0]:
@@ -104,7 +107,7 @@ def pair(run: Run, original: TaskRun | None, name: str) -> dict[str, tuple[list,
                 "a": ([i["before"] for i in items], [i["after"] for i in items]),
                 "A": ([i["before"] for i in items], [i["after"] for i in items]),
             }
-    perturbed = run.task_on(name)
+    perturbed = run.task_on(name, kind)
     if original is None or perturbed is None or ACC not in perturbed.forms:
         return None
     if ACC not in original.forms:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC
+from wsc_tasks.metrics.registry import ACC, SCHEMA_ACC, TaskKind
 from wsc_tasks.report.estimates import outcomes
 from wsc_tasks.report.figures import Bar
 from wsc_tasks.report.sections import ACCURACIES, Context, Figure, Section
@@ -14,8 +14,16 @@ REID250, WSC266 = "reid250", "wsc266"  # the root dataset of the section, and it
 
 
 def tasks_of_reid250(runs: list[Run]) -> list[str]:
-    """The tasks on a dataset made from Reid250 (its inversion, dyads, kinds…), by name."""
-    return sorted({n for run in runs for n, task in run.tasks.items() if task.root == REID250})
+    """The tasks on a dataset made from Reid250 (its inversion, dyads, kinds…), by name; those
+    asked as questions have a section of their own."""
+    return sorted(
+        {
+            n
+            for run in runs
+            for n, task in run.tasks.items()
+            if task.root == REID250 and task.kind is not TaskKind.QUESTION
+        }
+    )
 
 
 def build(context: Context) -> Section:
