@@ -20,7 +20,8 @@ class SweepOptions:
     out: Path
     tasks: str
     lm_eval_flags: tuple[str, ...] = ()
-    cache: bool = True  # lm-eval's request cache, one file per model fingerprint
+    cache: bool = True  # lm-eval's answer cache (--use_cache, a file per model fingerprint) and
+    # its request cache (--cache_requests)
     retry_failed: bool = False
     quiet: bool = False
     keep_paths: bool = False  # local model paths written as given (else <last component>)

@@ -88,7 +88,7 @@ def run_command(spec: ModelSpec, folder: Path, options: SweepOptions) -> list[st
     command += ["--output_path", str(folder / SWEEP_RESULTS / "results.json")]  # files right there
     if spec.metadata:
         command += ["--metadata", json.dumps(spec.metadata, sort_keys=True)]
-    if options.cache:  # `wsc-tasks run` names the file by the model's cache_key
+    if options.cache:  # lm-eval's answer cache: `wsc-tasks run` names its file by cache_key
         command += ["--use_cache", f"{options.out / '.cache'}{os.sep}"]
         # the requests and their encodings, one file per task and tokenizer: the models that
         # share a tokenizer build and encode them once
@@ -273,7 +273,7 @@ def evaluation(model: Model, lock: FileLock, evaluate: Evaluate) -> tuple[int, f
 def _run_env(spec: ModelSpec, options: SweepOptions) -> dict[str, str]:
     """What a run's environment adds: offline for a Hub model (nothing downloads while it
     evaluates, and a moved branch cannot change what it loads), the run's summary left to
-    ``record``, lm-eval's request cache in the sweep's folder."""
+    ``record``, lm-eval's request cache (``--cache_requests``) in the sweep's folder."""
     env = {decoded_samples.LATER: "1", **request_cache(options)}
     if spec.hub:
         env["HF_HUB_OFFLINE"] = "1"
