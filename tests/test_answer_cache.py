@@ -5,7 +5,7 @@ what a batch writes lm-eval's own lookup finds, both ways in lm-eval's format.""
 from __future__ import annotations
 
 from lm_eval.api.model import CachingLM, hash_args
-from test_model_classes import _pairs
+from test_model_classes import _answers, _pairs
 
 from wsc_tasks.serving import answer_cache
 
@@ -57,7 +57,8 @@ def test_a_runs_answers_reach_lm_evals_cache_in_batches_not_one_at_a_time(
 ):
     """``simple_evaluate(use_cache=…)`` of ``wsc266`` (its first schemas): every distinct request's
     answer is in lm-eval's cache afterwards, and none went through the dictionary one at a
-    time (its ``__setitem__``, a transaction each)."""
+    time (its ``__setitem__``, a transaction each); lm-eval's own ``CachingLM`` over that file
+    answers every request as the samples recorded it, without asking its model."""
     import lm_eval
     from lm_eval.models.huggingface import HFLM
     from sqlitedict import SqliteDict
@@ -76,3 +77,46 @@ def test_a_runs_answers_reach_lm_evals_cache_in_batches_not_one_at_a_time(
     db = SqliteDict(f"{cache}_rank0.db")
     assert asked and len(answer_cache.read(db, keys)) == len(asked) and singles == []
     db.close()
+    recorded = _answers(out["samples"]["wsc266"])
+    pairs = list(recorded)
+    cached = CachingLM(Model(), f"{cache}_rank0.db")
+    found = cached.loglikelihood([Request(*pair) for pair in pairs])
+    assert [tuple(answer) for answer in found] == [recorded[pair] for pair in pairs]
+    assert cached.lm.asked == []  # every answer read from the file the run wrote
+    cached.dbdict.close()
+
+
+class Shifted(Model):
+    """Answers one nat below ``recorded``'s, flags flipped: answers no model gives."""
+
+    def __init__(self, recorded: dict[tuple[str, str], tuple[float, bool]]) -> None:
+        super().__init__()
+        self.recorded = recorded
+
+    def loglikelihood(self, requests: list) -> list[tuple[float, bool]]:
+        found = [self.recorded[tuple(request.args)] for request in requests]
+        return [(answer - 1.0, not greedy) for answer, greedy in found]
+
+
+def test_a_run_reads_the_answers_lm_evals_own_caching_lm_wrote(
+    task_manager, tiny_gpt2_dir, tmp_path
+):
+    """A cache written by lm-eval's ``CachingLM`` (its hook, an answer at a time) answers a run
+    of ``wsc266`` with ``use_cache``: the samples carry the cache's answers, not the model's."""
+    import lm_eval
+    from lm_eval.models.huggingface import HFLM
+
+    lm = HFLM(pretrained=str(tiny_gpt2_dir), batch_size=8, device="cpu", dtype="float32")
+    manager = task_manager(tokenizer=str(tiny_gpt2_dir))
+    first = lm_eval.simple_evaluate(model=lm, tasks=["wsc266"], limit=4, log_samples=True,
+                                    task_manager=manager)  # fmt: skip
+    recorded = _answers(first["samples"]["wsc266"])
+    cache = str(tmp_path / "written-by-lm-eval")
+    cached = CachingLM(Shifted(recorded), f"{cache}_rank0.db")
+    cached.loglikelihood([Request(*pair) for pair in recorded])
+    cached.dbdict.close()
+    second = lm_eval.simple_evaluate(model=lm, tasks=["wsc266"], limit=4, log_samples=True,
+                                     task_manager=manager, use_cache=cache)  # fmt: skip
+    assert _answers(second["samples"]["wsc266"]) == {
+        pair: (answer - 1.0, not greedy) for pair, (answer, greedy) in recorded.items()
+    }
