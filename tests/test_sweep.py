@@ -330,6 +330,29 @@ def test_sweep_bookkeeping_is_never_committed():
     assert [name for name in tracked.stdout.split() if name.endswith(".lock")] == []
 
 
+def test_every_test_the_fault_table_names_exists():
+    """docs/sweeps.md's fault table names a test per row (``::name`` alone: the row's last
+    file); a renamed or removed test must not live on there."""
+    import ast
+    import re
+
+    repo = Path(__file__).resolve().parents[1]
+    text = (repo / "docs" / "sweeps.md").read_text(encoding="utf-8").split("## Faults", 1)[1]
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "`" in line]
+    named: list[tuple[str, str]] = []
+    for row in rows:
+        last = ""
+        for file, name in re.findall(r"`(tests/[\w/]+\.py)?::(\w+)", row.rsplit(" | ", 1)[-1]):
+            last = file or last
+            named.append((last, name))
+    assert len(rows) >= 20 and len(named) >= 20
+    defined: dict[str, set[str]] = {}
+    for file, _ in named:
+        tree = ast.parse((repo / file).read_text(encoding="utf-8"))
+        defined[file] = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    assert [(file, name) for file, name in named if name not in defined[file]] == []
+
+
 def test_yaml_syntax_errors_and_bad_entries_name_the_file_and_line(tmp_path):
     path = tmp_path / "models.yaml"
     path.write_text("models:\n  - {name: a, model_args: x=1}\n  - {name: b, model_args: [x\n")

@@ -1,4 +1,4 @@
-"""A Hub sweep under faults (CONTRIBUTING: "Faults a sweep survives"): Ctrl-C and SIGTERM during a
+"""A Hub sweep under faults (docs/sweeps.md, "Faults"): Ctrl-C and SIGTERM during a
 download and during a run, ``kill -9``, a resume after each, a repository or commit that vanishes,
 transient download errors, a full disk.
 

@@ -42,8 +42,7 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=22),
         description="Run lm-eval on every model of MODELS_FILE and --hub-query (resumable), then "
         "write <out>/leaderboard.md, .csv, .html. Unknown flags go to each lm-eval run.",
-        epilog=f"Other launchers: --launcher {'|'.join(others)} --help (README: Sweeps on a "
-        "cluster).",
+        epilog=f"Other launchers: --launcher {'|'.join(others)} --help (docs/sweeps.md: Clusters).",
     )
     found.add_argument(
         "models_file",
