@@ -52,7 +52,10 @@ def _models(folder: Path, count: int) -> list[Path]:
 
 
 def _env(code: Path = ROOT) -> dict[str, str]:
-    path = os.pathsep.join([str(code), *filter(None, [os.environ.get("PYTHONPATH")])])
+    """The environment of a command of ``code`` (a checkout: its ``src/`` and its root, ahead of
+    the installed package)."""
+    found = [str(code / "src"), str(code)] if (code / "src").is_dir() else [str(code)]
+    path = os.pathsep.join([*found, *filter(None, [os.environ.get("PYTHONPATH")])])
     return {**os.environ, "PYTHONPATH": path}
 
 
