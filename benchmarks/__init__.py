@@ -54,6 +54,10 @@ BENCHMARKS: dict[str, Benchmark] = {
         "masked-LM scoring throughput, three ways, same sentences",
         "benchmarks.mlm_throughput:main",
     ),
+    "sweep": Benchmark(
+        "a sweep's models around their forward: warm worker vs own",
+        "benchmarks.sweep_speed:main",
+    ),
     "sweep-stops": Benchmark(
         "how fast a Hub sweep stops on a signal, what stays on disk",
         "benchmarks.sweep_stops:main",

@@ -13,7 +13,7 @@ import torch
 
 from wsc_tasks.models import mlm_scoring
 
-PHASES = ("task building", "request building", "tokenization", "model forward",
+PHASES = ("model loading", "task building", "request building", "tokenization", "model forward",
           "result processing", "aggregation", "printing")  # fmt: skip
 
 
@@ -115,6 +115,7 @@ def instrument(timer: PhaseTimer) -> None:
     from wsc_tasks.serving import encoding, route, tries
     from wsc_tasks.tasks import categorized, contamination, schema_tasks, winowhy  # noqa: F401
 
+    timer.wrap(HFLM, "__init__", "model loading")
     timer.wrap(TaskManager, "__init__", "task building")
     timer.wrap(TaskManager, "load", "task building")
     for cls in _subclasses(Task):

@@ -3,11 +3,12 @@
 ``python -m benchmarks run [wsc-tasks run flags…]`` runs exactly what ``wsc-tasks run`` runs with
 the same flags (its table printed as usual) and then prints the wall time split into phases,
 measured by timers around the functions of each phase (``phase_timer``; exclusive: a phase's time
-excludes the phases it calls): task building (lm-eval's task index and the tasks' data), request
-building, tokenization (lm-eval's and the tasks' token counting), the model's forward calls
+excludes the phases it calls): model loading (lm-eval's ``HFLM``: its tokenizer and weights),
+task building (lm-eval's task index and the tasks' data), request building, tokenization
+(lm-eval's and the tasks' token counting), the model's forward calls
 (``torch.cuda.synchronize()`` around each when CUDA is used; the whole ``loglikelihood`` call of
 ``wsc-chance``), result processing, aggregation (lm-eval's, with the bootstrap errors) and
-printing; the rest (imports, model loading, writing files, lm-eval's bookkeeping) is "other". It
+printing; the rest (imports, writing files, lm-eval's bookkeeping) is "other". It
 also prints the requests, the distinct requests, the token positions through the model beside the
 nodes of their tries, the peak memory and the ratio of wall time to model time. Then, in the same
 process and on the same model, it runs lm-eval's own ``winogrande`` (the dev file of
@@ -44,10 +45,10 @@ HELP = """\
 usage: python -m benchmarks run [wsc-tasks run flags…]
 
 Runs exactly what `wsc-tasks run` runs with the same flags (its table printed
-as usual), then prints the run's wall time split into phases: task building
-(lm-eval's task index and the tasks' data), request building, tokenization, the
-model's forward calls, result processing, aggregation (with the bootstrap
-errors), printing, and "other" (imports, model loading, writing files). Also
+as usual), then prints the run's wall time split into phases: model loading,
+task building (lm-eval's task index and the tasks' data), request building,
+tokenization, the model's forward calls, result processing, aggregation (with
+the bootstrap errors), printing, and "other" (imports, writing files). Also
 printed: the requests, the distinct requests, the token positions through the
 model, peak memory, and wall time over model time. Then, unless
 --no-winogrande, lm-eval's own `winogrande` runs on the same model in the same

@@ -100,7 +100,7 @@ def test_help_anywhere_on_runs_command_line_is_runs_help(capsys):
 
 
 def test_every_launcher_setting_states_its_default(helps):
-    """A setting with a value states it, or what happens without one (README: Sweeps)."""
+    """A setting with a value states it, or what happens without one (docs/sweeps.md)."""
     from wsc_tasks.sweep.launchers import LAUNCHERS
 
     for name, cls in LAUNCHERS.items():

@@ -27,7 +27,8 @@ from wsc_tasks.sweep.models import ModelsFileError, ModelSpec
 
 REPO = Path(__file__).resolve().parents[1]
 TASK = "wsc266_associative"
-SLOW_WEIGHTS_S = 2.0  # each weights file takes this long to serve: downloads take measurable time
+SLOW_WEIGHTS_S = 0.5  # each weights file takes this long to serve: downloads take measurable time,
+# shorter than a warm worker's run of a tiny model (2 s)
 if not tiny_models.GPT2_FILES.is_dir():  # a checkout whose data folder is elsewhere
     tiny_models.GPT2_FILES = Path(os.environ["WSC_TASKS_DATA"]).parent / "tokenizers" / "gpt2"
 

@@ -43,6 +43,7 @@ from wsc_tasks.sweep.launchers.local import LocalLauncher
 from wsc_tasks.sweep.launchers.slurm import SlurmLauncher
 from wsc_tasks.sweep.models import ModelSpec, read_models_file
 from wsc_tasks.sweep.options import SweepOptions
+from wsc_tasks.sweep.queue import Queue, queues
 from wsc_tasks.sweep.runner import run_one
 
 TASK = "wsc266_associative"  # 25 schemas: a few seconds per model
@@ -213,6 +214,71 @@ def test_a_launcher_added_to_the_registry_is_on_the_command_line(tmp_path, data_
     assert _scored_chance_model(_board(tmp_path / "out")["chance1"])
 
 
+# local: the warm worker against a process per model, and a worker killed mid-model
+
+
+def _worker_pids(out: Path) -> dict[str, set[int]]:
+    """The processes that took each model, from the queue's lines."""
+    found: dict[str, set[int]] = {}
+    for path in queues(out):
+        for line in Queue.read(path).lines():
+            found.setdefault(line["model"], set()).add(line["pid"])
+    return found
+
+
+def _without_times(path: Path) -> dict:
+    """A results file without what two runs of one model never share (its date and duration)."""
+    results = json.loads(path.read_text())
+    for key in ("date", "start_time", "end_time", "total_evaluation_time_seconds"):
+        results.pop(key, None)
+    return results
+
+
+@pytest.mark.slow
+def test_a_worker_gives_each_model_the_files_of_a_run_of_its_own(three, tmp_path):
+    """One worker ran the three models in one process (the ``three`` fixture); a model's
+    samples are byte for byte, and its results value for value but the date and duration, those
+    of ``--process-per-model``, where each is a ``wsc-tasks run`` of its own; the leaderboards
+    agree."""
+    pids = _worker_pids(three / "local")
+    assert len(set.union(*pids.values())) == 1 and len(pids) == 3
+    out = tmp_path / "own"
+    assert sweep.main(_argv(three / "models.txt", out, "--process-per-model")) == 0
+    assert len(set.union(*_worker_pids(out).values())) == 1  # the worker; the runs its children
+    for name in ("chance1", "tiny1", "tiny2"):
+        warm, own = (sorted((root / name / "lm_eval").iterdir()) for root in (three / "local", out))
+        assert [p.name.split("_20")[0] for p in warm] == [p.name.split("_20")[0] for p in own]
+        for one, two in zip(warm, own, strict=True):
+            if one.name.startswith("samples_"):
+                assert one.read_bytes() == two.read_bytes(), one.name
+            elif one.suffix == ".json":
+                assert _without_times(one) == _without_times(two), one.name
+    assert _board(out) == _board(three / "local")
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_model_is_replaced_and_its_model_run_again(three, tmp_path):
+    """``kill -9`` of the worker (as the kernel's out-of-memory killer does) while it runs tiny1:
+    a new worker runs tiny1 again and goes on; the finished model stays done, the leaderboard is
+    the local launcher's."""
+    out = tmp_path / "killed"
+    process = _start(_argv(three / "models.txt", out))
+    try:
+        first = _the_run(out, "tiny1")
+        done_before = (out / "chance1" / "done.json").stat().st_mtime_ns
+        os.kill(first, signal.SIGKILL)
+        output, _ = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, output
+    assert (out / "chance1" / "done.json").stat().st_mtime_ns == done_before  # not run again
+    pids = _worker_pids(out)
+    assert first in pids["tiny1"] and len(pids["tiny1"]) == 2
+    assert _cost(out, "tiny1")["worker"].endswith(".1")  # the worker that replaced the first
+    assert _board(out) == _board(three / "local")
+
+
 # local: GPU packing (the CPU part: slots, environment, recorded GPUs, parallel runs)
 
 
@@ -256,22 +322,23 @@ def test_the_slurm_batch_script(tmp_path):
         {"max-parallel": "8", "dry-run": True, "account": "nlp", "qos": "high", "mem": "32G"},
     )  # fmt: skip
     launcher = SlurmLauncher(values, SweepOptions(tmp_path / "out", TASK))
-    script = launcher.script(tmp_path / "m.json", 20)
+    script = launcher.script(tmp_path / "m.json", launcher.workers(20))  # 8 workers, 20 models
     lines = script.splitlines()
-    for line in ("#SBATCH --array=0-19%8", "#SBATCH --gres=gpu:2", "#SBATCH --partition=gpu",
+    for line in ("#SBATCH --array=0-7", "#SBATCH --gres=gpu:2", "#SBATCH --partition=gpu",
                  "#SBATCH --time=4:00:00", "#SBATCH --account=nlp", "#SBATCH --qos=high",
                  "#SBATCH --mem=32G", "#SBATCH --constraint=a100", "#SBATCH --requeue",
                  "#SBATCH --signal=B:USR1@300", "module load cuda", "trap requeue USR1",
                  '    if [ "${SLURM_RESTART_COUNT:-0}" -lt 3 ]; then'):  # fmt: skip
         assert line in lines, line
     assert f"#SBATCH --output={tmp_path / 'out' / '.sweep' / 'slurm' / 'logs'}/%A_%a.log" in lines
-    assert f"{sys.executable} -m wsc_tasks.sweep.worker {tmp_path / 'm.json'}" in script
+    worker = f"{sys.executable} -m wsc_tasks.cli.sweep_worker {tmp_path / 'm.json'}"
+    assert f'{worker} "$SLURM_ARRAY_TASK_ID" &' in lines
     bash = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
     assert bash.returncode == 0, bash.stderr
     plain = SlurmLauncher(
         SlurmLauncher.resolve({}, "x", {"gpus-per-model": 0, "no-requeue": True, "dry-run": True}),
         SweepOptions(tmp_path, TASK),
-    ).script(tmp_path / "m.json", 3)
+    ).script(tmp_path / "m.json", 3)  # no --max-parallel: a worker per model
     assert "#SBATCH --array=0-2" in plain and "#SBATCH --no-requeue" in plain
     assert "gres" not in plain and "trap" not in plain and "--requeue\n" not in plain
 
@@ -370,9 +437,11 @@ def test_slurm_sweep_of_three_models_gives_the_local_leaderboard(slurm, three, t
         stop.set()
         watcher.join()
     assert _board(out) == _board(three / "local")
-    assert max(running) == 2  # two at once, never three
-    done = [_cost(out, name) for name in ("chance1", "tiny2")]
-    assert [d["launcher"] for d in done] == ["slurm", "slurm"] and done[1]["job"].endswith("_2")
+    assert max(running) == 2  # two workers, never three
+    done = [_cost(out, name) for name in ("chance1", "tiny1", "tiny2")]
+    assert {d["launcher"] for d in done} == {"slurm"}
+    jobs = {d["job"] for d in done}  # three models, two array tasks of one array
+    assert len(jobs) == 2 and len({job.split("_")[0] for job in jobs}) == 1
     assert "0.000 GPU-hours in total over 3 finished models" in (out / "leaderboard.md").read_text()
 
 
@@ -408,16 +477,14 @@ def test_slurm_a_job_the_scheduler_ended_gets_an_error_naming_its_state(slurm, t
 
 
 def _the_run(out: Path, name: str, other_than: int | None = None) -> int:
-    """The process of the model's run (its own process group, named in the model's lock), once it
-    has started."""
+    """The process that runs the model (its worker, named in the model's lock), once its run
+    has started (its log is there)."""
 
     def run() -> int | None:
         pid = _lock_holder(out, name)
-        try:
-            started = pid and b"wsc_tasks.cli" in Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
+        if not pid or pid == other_than or not (out / name / "log.txt").is_file():
             return None
-        return pid if started and pid != other_than else None
+        return pid if _alive(pid) else None
 
     _wait_for(lambda: run() is not None, f"the run of {name} to start")
     pid = run()
@@ -440,13 +507,13 @@ def test_slurm_a_job_at_its_time_limit_gets_an_error_naming_the_limit_and_the_fi
     run = _the_run(out, "tiny1")
     job = _job_of(out, "tiny1")
     try:
-        os.killpg(run, signal.SIGSTOP)  # so that Slurm's check of the limits finds it running
+        os.kill(run, signal.SIGSTOP)  # so that Slurm's check of the limits finds it running
         subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=0"], check=True)
         output, _ = process.communicate(timeout=180)
     finally:
         subprocess.run(["scancel", str(job)], capture_output=True)
         try:
-            os.killpg(run, signal.SIGCONT)
+            os.kill(run, signal.SIGCONT)
         except ProcessLookupError:
             pass
     assert process.returncode == 1, output
@@ -468,10 +535,9 @@ def test_slurm_a_job_at_its_time_limit_gets_an_error_naming_the_limit_and_the_fi
 
 
 def _job_of(out: Path, name: str) -> str | None:
-    try:
-        return json.loads((out / ".sweep" / "slurm" / "jobs.json").read_text())[name]["job"]
-    except (OSError, ValueError, KeyError):
-        return None
+    """The Slurm array task of the worker that took the model last (its queue's lines)."""
+    found = [Queue.read(path).job_of(name) for path in queues(out)]
+    return next((job for job in reversed(found) if job), None)
 
 
 # ``wsc-tasks sweep`` as started at a terminal, where Ctrl-C raises KeyboardInterrupt: Python keeps
@@ -539,7 +605,8 @@ def test_slurm_no_wait_then_a_second_call_collects(slurm, data_dir, tmp_path, ca
     assert not (out / "leaderboard.md").exists() and len(_squeue("wsc-no-wait")) == 2
     assert sweep.main(argv) == 0  # waits for the same jobs, submits nothing new
     assert capsys.readouterr().out.startswith("done     chance1\ndone     chance2\n")
-    assert {_job_of(out, "chance1")} == {None}  # collected: forgotten
+    jobs_file = out / ".sweep" / "slurm" / "jobs.json"
+    assert json.loads(jobs_file.read_text()) == {}  # collected: forgotten
     assert sorted(_board(out)) == ["chance1", "chance2"]
     jobs = {_cost(out, name)["job"].split("_")[0] for name in ("chance1", "chance2")}
     assert len(jobs) == 1  # one array
@@ -592,22 +659,21 @@ def _alive(pid: int) -> bool:
 def test_ray_a_dead_worker_is_run_again_ctrl_c_leaves_no_process_and_the_resume_agrees(
     three, tmp_path
 ):
-    """One model at a time: the chance model, then tiny1, whose Ray worker is killed mid-run (the
-    run dies with it, and Ray runs the task again: ``--retries``); Ctrl-C during the second run
-    ends the sweep in seconds with no process of it left (Ray's, the task's, the run's); the same
-    command then gives the local launcher's leaderboard."""
+    """One worker: the chance model, then tiny1, whose Ray actor is killed mid-run (the run dies
+    with it, and Ray starts the actor again, which runs tiny1 again: ``--retries``); Ctrl-C during
+    the second run ends the sweep in seconds with no process of it left (Ray's, the actor's);
+    the same command then gives the local launcher's leaderboard."""
     needs("RAY", LAUNCHERS["ray"].unavailable({}))
     out = tmp_path / "ray"
     argv = _argv(three / "models.txt", out, "--launcher", "ray", "--cpus-per-model", "1",
                  "--max-parallel", "1")  # fmt: skip
     process = _start(argv)
     try:
-        first = _the_run(out, "tiny1")
-        worker = int(Path(f"/proc/{first}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        os.kill(worker, signal.SIGKILL)
+        first = _the_run(out, "tiny1")  # the actor's process
+        os.kill(first, signal.SIGKILL)
         second = _the_run(out, "tiny1", other_than=first)
         processes = _descendants(process.pid) | {second}
-        assert not _alive(first) and not _alive(worker)
+        assert not _alive(first)
         started = time.monotonic()
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=60)

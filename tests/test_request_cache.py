@@ -105,8 +105,9 @@ def test_a_sweeps_models_with_one_tokenizer_build_and_encode_once(
     gpt2_pair, task_manager, tmp_path, monkeypatch
 ):
     """Three runs with lm-eval's request cache in one folder: the first builds and encodes, the
-    second (other weights, other folder, same tokenizer) builds no request and encodes no text,
-    with the figures of a run without the cache; a third with another tokenizer builds again."""
+    second (other weights, other folder, same tokenizer) builds no request, encodes no text and
+    writes no encodings file again, with the figures of a run without the cache; a third with
+    another tokenizer builds again."""
     import lm_eval.caching.cache as lm_cache
 
     monkeypatch.setattr(lm_cache, "PATH", str(tmp_path / "requests"))
@@ -156,8 +157,11 @@ def test_a_sweeps_models_with_one_tokenizer_build_and_encode_once(
     prime = Counter.prime
     monkeypatch.setattr(Counter, "prime", lambda self, texts, *a: batches.append(1) or prime(
         self, texts, *a))  # fmt: skip
+    files = list((tmp_path / "requests").glob(f"{encoding.ENCODINGS_FILE}-*"))
+    written = {path: path.stat().st_mtime_ns for path in files}
     second, n_second, lm = run(gpt2_pair[1], cache=True)
     assert n_second == 0 and not batches and not encoded, (n_second, len(encoded))
+    assert written and {path: path.stat().st_mtime_ns for path in files} == written  # nothing new
     assert encoding.memo_of(lm)  # the model's encodings came from the cache too
     plain, n_plain, _ = run(gpt2_pair[1], cache=False)
     assert n_plain > 0 and second == plain

@@ -31,7 +31,7 @@ from wsc_tasks.sweep.models import (
     resolved_args,
 )
 from wsc_tasks.sweep.options import SweepOptions
-from wsc_tasks.sweep.runner import run_command, run_one
+from wsc_tasks.sweep.runner import Run, child_command, run_command, run_one
 
 TASK = "wsc266_associative"  # 25 schemas: quick, and a real task
 
@@ -83,7 +83,7 @@ def test_command_and_shared_cache_of_two_scoring_setups(tmp_path):
     limited = SweepOptions(tmp_path / "c", "wsc266", ("--limit", "3"))
     one = run_command(plain, tmp_path / "smol", limited)
     two = run_command(partial, tmp_path / "p", options)
-    assert one[1:5] == ["-m", "wsc_tasks.cli", "run", "--model"]
+    assert one[0] == "--model"
     assert one[one.index("--model_args") + 1] == default_model_args()
     assert "--log_samples" in one and one[-2:] == ["--limit", "3"]
     assert one[one.index("--use_cache") + 1] == two[two.index("--use_cache") + 1]
@@ -92,9 +92,13 @@ def test_command_and_shared_cache_of_two_scoring_setups(tmp_path):
     chance = ModelSpec("chance", "wsc-chance", "default,seed=1")
     assert resolved_args(chance) == f"{default_model_args()},seed=1"
     uncached = SweepOptions(tmp_path, "wsc266", cache=False)
-    launched = run_command(plain, tmp_path, uncached, processes=4)
+    argv = run_command(plain, tmp_path, uncached)
+    assert "--use_cache" not in argv
+    lock = FileLock(tmp_path / "x.lock", "x")
+    alone = child_command(Run("smol", argv, tmp_path / "log.txt", {}, lock))
+    assert alone[1:4] == ["-m", "wsc_tasks.cli", "run"] and alone[4:] == argv
+    launched = child_command(Run("smol", argv, tmp_path / "log.txt", {}, lock, processes=4))
     assert launched[1:5] == ["-m", "accelerate.commands.launch", "--num_processes", "4"]
-    assert "--use_cache" not in launched
 
 
 def _sweep_argv(models: Path, out: Path) -> list[str]:
@@ -151,9 +155,9 @@ held = threading.Lock()
 held.acquire()  # held at the fork, as a prefetching thread holds huggingface_hub's HTTP client
 os.register_at_fork(after_in_child=held.acquire)  # a library's hook that waits for it
 folder = Path(sys.argv[1])
+runner.child_command = lambda run: [sys.executable, "-c", "print('ran')"]
 with FileLock(folder / "model.lock", "the model") as lock:
-    run = [sys.executable, "-c", "print('ran')"]
-    code = runner._run_child(run, folder / "log.txt", None, lock, runner._stops[0])
+    code = runner.in_child(runner.Run("m", [], folder / "log.txt", {}, lock))
 print(code, (folder / "log.txt").read_text().strip())
 """
 
@@ -298,7 +302,10 @@ def test_new_weights_at_the_same_path_never_read_the_old_cache(tmp_path, data_di
     assert len(old) == len(new) == 4 and old == new != before
     assert len(list((out / ".cache").glob("*.db"))) == 2
     # the model's path is written <model>, as the embedded model's is (before: verbatim)
-    written = [p for p in out.rglob("*") if p.is_file() and p.suffix in (".json", ".txt", ".md")]
+    written = [  # the sweep's bookkeeping (.sweep/) aside: its queue names what to load
+        p for p in out.rglob("*") if p.is_file() and p.suffix in (".json", ".txt", ".md")
+        and ".sweep" not in p.parts
+    ]  # fmt: skip
     assert {p.name for p in written} >= {"spec.json", "done.json", "log.txt", "leaderboard.md"}
     assert [p for p in written if str(model) in p.read_text()] == []
     spec = json.loads((out / "old" / protocol.SPEC).read_text())["spec"]
@@ -321,6 +328,29 @@ def test_sweep_bookkeeping_is_never_committed():
     assert found.stdout.split() == ignored
     tracked = subprocess.run([*git, "ls-files"], capture_output=True, text=True, check=True)
     assert [name for name in tracked.stdout.split() if name.endswith(".lock")] == []
+
+
+def test_every_test_the_fault_table_names_exists():
+    """docs/sweeps.md's fault table names a test per row (``::name`` alone: the row's last
+    file); a renamed or removed test must not live on there."""
+    import ast
+    import re
+
+    repo = Path(__file__).resolve().parents[1]
+    text = (repo / "docs" / "sweeps.md").read_text(encoding="utf-8").split("## Faults", 1)[1]
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "`" in line]
+    named: list[tuple[str, str]] = []
+    for row in rows:
+        last = ""
+        for file, name in re.findall(r"`(tests/[\w/]+\.py)?::(\w+)", row.rsplit(" | ", 1)[-1]):
+            last = file or last
+            named.append((last, name))
+    assert len(rows) >= 20 and len(named) >= 20
+    defined: dict[str, set[str]] = {}
+    for file, _ in named:
+        tree = ast.parse((repo / file).read_text(encoding="utf-8"))
+        defined[file] = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    assert [(file, name) for file, name in named if name not in defined[file]] == []
 
 
 def test_yaml_syntax_errors_and_bad_entries_name_the_file_and_line(tmp_path):
@@ -565,3 +595,47 @@ def test_the_board_says_how_each_unranked_model_ended_and_what_brings_it_back(tm
         "1 model not fetched, not in the ranking: b (their errors: the last table; the next "
         "sweep downloads them again)",
     ]
+
+
+# the warm worker, in this process: one model after another, a failing one alone, no model left
+
+
+@pytest.mark.slow
+def test_a_worker_runs_one_model_after_another_and_keeps_none_in_memory(tmp_path, data_dir):
+    """The worker's loop with the worker command's own evaluation, in this process: a model whose
+    run fails ends alone (its error.txt) and the worker takes the next; the two GPT-2s are done;
+    when each run starts no model of an earlier one is alive (its memory was handed back), and
+    none is after the last."""
+    import gc
+
+    from transformers import PreTrainedModel
+
+    from wsc_tasks.cli import sweep_worker
+    from wsc_tasks.sweep import worker
+    from wsc_tasks.sweep.queue import Queue
+
+    def models_alive() -> int:
+        gc.collect()
+        return sum(isinstance(o, PreTrainedModel) for o in gc.get_objects())
+
+    for seed in (1, 2):
+        tiny_models.gpt2(tmp_path / f"tiny{seed}", seed, size="1x16")
+    specs = [ModelSpec("tiny1", "hf", f"pretrained={tmp_path / 'tiny1'}"),
+             ModelSpec("broken", "no-such-model", "x=1"),
+             ModelSpec("tiny2", "hf", f"pretrained={tmp_path / 'tiny2'}")]  # fmt: skip
+    options = SweepOptions(tmp_path / "out", TASK, ("--limit", "4"), cache=False)
+    queue = Queue.write("local", options, specs)
+    alive = []
+
+    def evaluate(run):
+        alive.append(models_alive())
+        return sweep_worker.evaluate(run)
+
+    states = worker.work(queue, 0, worker.placement(queue, 0), evaluate)
+    assert states == {"tiny1": "done", "broken": "failed", "tiny2": "done"}
+    assert alive == [0, 0, 0] and models_alive() == 0
+    error = (options.out / "broken" / "error.txt").read_text()
+    assert error.startswith("exit status 2: wsc-tasks: error: Attempted to load model")
+    read = [line.get("read_ahead", {}) for line in queue.lines() if line["event"] == "end"]
+    assert read[2]["model"] == "tiny2" and read[2]["state"] == "read" and read[2]["bytes"] > 0
+    assert "tiny2: wsc-tasks run --model hf" not in (options.out / "tiny1" / "log.txt").read_text()

@@ -1,4 +1,4 @@
-"""A Hub sweep under faults (CONTRIBUTING: "Faults a sweep survives"): Ctrl-C and SIGTERM during a
+"""A Hub sweep under faults (docs/sweeps.md, "Faults"): Ctrl-C and SIGTERM during a
 download and during a run, ``kill -9``, a resume after each, a repository or commit that vanishes,
 transient download errors, a full disk.
 
@@ -275,7 +275,7 @@ def test_a_download_that_fails_names_the_hubs_reason_and_the_next_sweep_tries_ag
 def test_slurm_a_task_cancelled_during_its_download_leaves_nothing_and_the_resume_runs_it(
     folders, tmp_path, data_dir
 ):
-    from test_launchers import SLURM, _slurm_missing
+    from test_launchers import SLURM, _job_of, _slurm_missing
 
     missing = _slurm_missing()
     if missing and os.environ.get("WSC_TASKS_REQUIRE_SLURM") == "1":
@@ -291,9 +291,10 @@ def test_slurm_a_task_cancelled_during_its_download_leaves_nothing_and_the_resum
                                    stderr=subprocess.PIPE, text=True)  # fmt: skip
         try:
             _wait_for(lambda: _weights_served(server, "tiny/gpt2-a"), "the job's download")
-            jobs = json.loads((out / ".sweep" / "slurm" / "jobs.json").read_text())
+            job = _job_of(out, "gpt2-a")  # the worker's array task that took it
+            assert job
             start = time.monotonic()
-            subprocess.run(["scancel", jobs["gpt2-a"]["job"]], check=True)
+            subprocess.run(["scancel", job], check=True)
             _, err = process.communicate(timeout=120)
             assert time.monotonic() - start < 30, err[-3000:]  # not the 60-s download
         finally:

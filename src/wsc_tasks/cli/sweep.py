@@ -40,10 +40,9 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
         usage="wsc-tasks sweep [MODELS_FILE] [--hub-query K=V,…] [--out DIR]\n"
         "       [options] [lm_eval flags…]",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=22),
-        description="Run lm-eval on every model of MODELS_FILE and of --hub-query (resumable) and "
-        "write <out>/leaderboard.md, .csv and .html. Unknown flags go to every lm-eval run.",
-        epilog=f"Other launchers: --launcher {'|'.join(others)} --help (README: Sweeps on a "
-        "cluster).",
+        description="Run lm-eval on every model of MODELS_FILE and --hub-query (resumable), then "
+        "write <out>/leaderboard.md, .csv, .html. Unknown flags go to each lm-eval run.",
+        epilog=f"Other launchers: --launcher {'|'.join(others)} --help (docs/sweeps.md: Clusters).",
     )
     found.add_argument(
         "models_file",
@@ -83,6 +82,11 @@ def parser(shown: str | None = None) -> argparse.ArgumentParser:
         help=f"task or group that ranks models (default {leaderboard.DEFAULT_TASK})",
     )
     found.add_argument("--retry-failed", action="store_true", help="run failed models again")
+    found.add_argument(
+        "--process-per-model",
+        action="store_true",
+        help="a process per model (default: a worker runs many)",
+    )
     found.add_argument(
         "--no-cache", action="store_true", help="no lm-eval caches (answers, requests)"
     )
@@ -249,6 +253,7 @@ def _main(args: argparse.Namespace, passthrough: list[str], out: Path) -> int:
         keep_paths=args.keep_paths,
         prefetch=args.prefetch,
         keep_weights=args.keep_weights,
+        process_per_model=args.process_per_model,
     )
     launcher = launcher_from(args, models, options)
     try:

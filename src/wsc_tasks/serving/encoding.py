@@ -10,15 +10,18 @@ against the model's own ``tok_encode``; anything else is encoded by ``tok_encode
 own ``loglikelihood`` code then runs on the view, so the token ids are its own, release by release.
 
 With lm-eval's ``--cache_requests`` the memos are kept in lm-eval's request-cache folder too, one
-file per tokenizer identity (``encoding_identity``), so a later run, or another model with the
-same tokenizer, encodes nothing again.
+file per tokenizer identity (``encoding_identity``), written again only when they grew, so a
+later run, or another model with the same tokenizer, encodes nothing again.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import pickle
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from wsc_tasks.scoring.tokens import (
@@ -151,35 +154,59 @@ def _files(lm: Any, counters: Sequence[TokenCounter]) -> list[tuple[str, TokenCo
     return files
 
 
+def _path(name: str) -> Path:
+    """A memo's file in lm-eval's request-cache folder, named as lm-eval names its own."""
+    from lm_eval.caching import cache
+
+    return Path(cache.PATH) / f"{name}{cache.FILE_SUFFIX}"
+
+
+_KEPT: dict[Path, int] = {}  # a file's encodings as this process last read or wrote it
+
+
+def _size(memo: dict, counter: TokenCounter | None) -> int:
+    return len(memo) if counter is None else len(memo.get("ids", {}))
+
+
 def load(lm: Any, counters: Sequence[TokenCounter]) -> int:
     """Fill the counters' and the model's memos from their files in lm-eval's request cache;
     returns how many encodings were read."""
-    from lm_eval.caching.cache import load_from_cache
-
     read = 0
     for name, counter in _files(lm, counters):
-        kept = load_from_cache(file_name=name, cache=True)
+        path = _path(name)
+        try:
+            kept = pickle.loads(path.read_bytes())  # lm-eval's folder, as its own
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError):
+            continue
         if not isinstance(kept, dict):
             continue
         if counter is None:
             memo = memo_of(lm)
             for key, ids in kept.items():
                 memo.setdefault(key, ids)
-            read += len(kept)
         else:
             counter.remember(kept)
-            read += len(kept.get("ids", {}))
+        _KEPT[path] = _size(kept, counter)
+        read += _KEPT[path]
     return read
 
 
 def save(lm: Any, counters: Sequence[TokenCounter]) -> int:
-    """Write the counters' and the model's memos to lm-eval's request cache; returns how many
-    encodings were written."""
-    from lm_eval.caching.cache import save_to_cache
-
+    """Write the counters' and the model's memos that grew since they were read to lm-eval's
+    request cache (with Python's own pickler, which lm-eval's reader reads: lm-eval's ``dill``
+    took seconds for ``wsc_group``'s encodings), each written aside and renamed into place, so
+    workers sharing the folder never read half a file; returns how many encodings were
+    written."""
     written = 0
     for name, counter in _files(lm, counters):
         memo: dict = dict(memo_of(lm)) if counter is None else counter.memo()
-        save_to_cache(file_name=name, obj=memo)
-        written += len(memo) if counter is None else len(memo["ids"])
+        path, size = _path(name), _size(memo, counter)
+        if size <= _KEPT.get(path, -1):
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        aside.write_bytes(pickle.dumps(memo, protocol=pickle.HIGHEST_PROTOCOL))
+        aside.replace(path)
+        _KEPT[path] = size
+        written += size
     return written

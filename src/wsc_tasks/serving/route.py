@@ -10,7 +10,7 @@ log-likelihood requests, and only for them.
    fanned back out.
 4. lm-eval's answer cache (``--use_cache``) is read and written with lm-eval's own keys
    (``hash_args("loglikelihood", arguments)``), so these answers and lm-eval's own tasks' share
-   it; an unkeyed cache is warned of once.
+   it, a batch at a time (``answer_cache``); an unkeyed cache is warned of once.
 5. lm-eval's Hugging Face causal model, its methods lm-eval's own (``own_methods``), tokenizes
    them with lm-eval's own code on a view of the model (``model_view``) that remembers its
    encodings (``encoding``), then scores every distinct token prefix once (``tries``); where that
@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any, TypeVar
 
 from wsc_tasks.garbage_collection import survivors_frozen
 from wsc_tasks.lm_eval_types import Answer
 from wsc_tasks.scoring.tokens import TokenCounter
-from wsc_tasks.serving import encoding, own_methods, tries
+from wsc_tasks.serving import answer_cache, encoding, own_methods, tries
 from wsc_tasks.serving.requests import LM_EVAL_TYPE, Requester, TaskRequest
 
 log = logging.getLogger(f"lm_eval.{__name__}")
@@ -132,10 +133,11 @@ def cached_answers(lm: Any, requests: Sequence[TaskRequest]) -> list[Answer | No
     from lm_eval.api.model import hash_args
 
     _warn_unkeyed(str(getattr(db, "filename", "")))
-    found: list[Answer | None] = []
-    for request in requests:
-        key = hash_args(LM_EVAL_TYPE, request.args)
-        found.append((float(db[key][0]), bool(db[key][1])) if key in db else None)
+    keys = [hash_args(LM_EVAL_TYPE, request.args) for request in requests]
+    kept = answer_cache.read(db, keys)
+    found: list[Answer | None] = [
+        (float(kept[key][0]), bool(kept[key][1])) if key in kept else None for key in keys
+    ]
     hits = sum(answer is not None for answer in found)
     log.info(
         f"wsc_tasks: lm-eval's answer cache (--use_cache) answered {hits} of {len(requests)} "
@@ -177,7 +179,7 @@ def model_answers(
         found = own_answers(lm, requests)
     if keep:
         written = encoding.save(lm, counters)
-        log.info(f"wsc_tasks: {written} token encodings kept in lm-eval's request cache")
+        log.info(f"wsc_tasks: {written} token encodings written to lm-eval's request cache")
     return found
 
 
@@ -192,10 +194,11 @@ def own_answers(lm: Any, requests: list[TaskRequest]) -> list[Answer]:
     own_methods.say_own_route(lm)
     asked = view(lm, logits_cache=False) if isinstance(lm, HFLM) else lm
     found = list(asked.loglikelihood(requests))
-    hook: Any = getattr(lm, "cache_hook", None)
-    if hook is not None and getattr(hook, "dbdict", None) is not None:
-        for request, answer in zip(requests, found, strict=True):
-            hook.add_partial(LM_EVAL_TYPE, request.args, answer)
+    db = getattr(getattr(lm, "cache_hook", None), "dbdict", None)
+    if db is not None:
+        with answer_cache.Batch(db) as batch:
+            for request, answer in zip(requests, found, strict=True):
+                batch.add_partial(LM_EVAL_TYPE, request.args, answer)
     return found
 
 
@@ -240,15 +243,19 @@ def hf_causal_answers(
         check_length(lm, token_requests)
         reason = tries.refusal(lm, inputs)
         if reason is None:
-            return tries.answers(lm, token_requests, inputs, disable_tqdm, override_bs)
+            return tries.answers(self, token_requests, inputs, disable_tqdm, override_bs)
         tries.say_once(reason)
         own: Callable[..., list[Answer]] = type(lm)._loglikelihood_tokens
         return own(self, token_requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
 
-    seen = view(
-        lm,
-        tok_encode=encoding.memoised_tok_encode(encoding.memo_of(lm)),
-        _loglikelihood_tokens=score,
-        logits_cache=False,
-    )
-    return list(seen.loglikelihood(requests, disable_tqdm=disable_tqdm))
+    db = getattr(getattr(lm, "cache_hook", None), "dbdict", None)
+    with answer_cache.Batch(db) if db is not None else nullcontext() as batch:
+        hook = {"cache_hook": batch} if batch is not None else {}  # lm-eval's writes, batched
+        seen = view(
+            lm,
+            tok_encode=encoding.memoised_tok_encode(encoding.memo_of(lm)),
+            _loglikelihood_tokens=score,
+            logits_cache=False,
+            **hook,
+        )
+        return list(seen.loglikelihood(requests, disable_tqdm=disable_tqdm))

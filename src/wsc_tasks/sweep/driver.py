@@ -138,8 +138,12 @@ def _settle(spec: ModelSpec, run: RunState, launcher: Launcher) -> str:
     folder = out / spec.name
     if (folder / protocol.SWEEP_DONE).is_file():
         return "done"
-    if (folder / protocol.SWEEP_ERROR).is_file():
-        return protocol.verdict(folder)
+    if (folder / protocol.SWEEP_ERROR).is_file():  # its worker's verdict, said here too
+        state = protocol.verdict(folder)
+        summary = protocol.error_summary(folder)
+        log.warning(f"wsc_tasks: sweep: {spec.name}" + (f" failed: {summary}" if state == "failed"
+                    else f": {summary}"))  # fmt: skip
+        return state
     if run.outcome in ("busy", "interrupted"):
         return run.outcome
     if holder_alive(protocol.model_lock(out, spec.name)):

@@ -1,7 +1,7 @@
 """A model's identity in a sweep, asked once: the arguments its run is made with, the fingerprint
 of its weights and tokenizer, and its Hub commit.
 
-Before, the sweep, the runner and the request cache each rebuilt these from the models file's
+Before, the sweep, the runner and the answer cache each rebuilt these from the models file's
 entry (default model, cached Hub commit, file fingerprints) and could disagree, e.g. when lm-eval
 downloaded a model between two of them. ``identify`` is the one place: a Hub model is pinned
 first (``sweep.hub.pin``: ``spec.hub['commit']``), so its arguments carry ``revision=<commit>``
@@ -21,7 +21,7 @@ from wsc_tasks.sweep.models import ModelSpec, resolved_args
 @dataclass(frozen=True)
 class Identity:
     args: str  # ``--model_args`` of the run: the default model's path, ``revision=<commit>``
-    fingerprint: str  # ``cache_key``: the request cache's file and ``done.json``'s fingerprint
+    fingerprint: str  # ``cache_key``: the answer cache's file and ``done.json``'s fingerprint
     hub: dict[str, Any] = field(default_factory=dict)  # repo, revision, commit of a Hub model
 
 

@@ -1,11 +1,24 @@
-"""The single-model code path every launcher runs: one model's ``wsc-tasks run`` into its folder.
+"""One model's path through a sweep, in one direction: resolve, fetch, evaluate, record, clean.
 
-Under the model's lock: skip it if done (same request, same fingerprint) or failed (unless
-``retry_failed``), else clear its folder, fetch a Hub model's snapshot (and start fetching the
-next models'), run ``wsc-tasks run`` in a child process of its own (a crash or an out-of-memory
-kill ends that model only), then write ``done.json`` or ``error.txt`` and remove the snapshot.
-A run stopped by a signal (Ctrl-C, a scheduler's requeue or cancel) writes neither, so the next
-sweep runs it again.
+``run_one`` holds the model's lock (``sweep.lock``) for the whole path:
+
+1. **resolve**: the model's identity (``identify``: its arguments, the fingerprint of its weights
+   and tokenizer, its Hub commit) and what was asked; a model done for this request and these
+   weights is skipped, and so is a failed one unless ``retry_failed``; otherwise its folder is
+   cleared and ``spec.json`` written.
+2. **fetch**: a Hub model's snapshot in the cache (waiting for a download started ahead of it),
+   then the next models' downloads started (``--prefetch``) and the very next one's weight files
+   read into memory while this one evaluates (``read_ahead``).
+3. **evaluate**: its ``wsc-tasks run`` (``run_command``), given to ``evaluate``: the worker's
+   own process (warm imports, task index, tokenizers and encodings; ``wsc_tasks.cli
+   .sweep_worker``) or a process of its own (``in_child``: ``--process-per-model``,
+   ``--accelerate``, or a caller without a worker), its output in ``log.txt``.
+4. **record**: the paths of this machine scrubbed from what it wrote, then ``error.txt``, or the
+   samples gzipped, the leaderboard's figures and, last, ``done.json``.
+5. **clean**: its Hub snapshot removed from the cache (unless it stays).
+
+A run stopped by a signal (Ctrl-C, a scheduler's requeue or cancel) writes neither verdict, so the
+model is run again.
 """
 
 from __future__ import annotations
@@ -19,8 +32,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from wsc_tasks.metrics import stats
 from wsc_tasks.paths import KEEP_PATHS, SWEEP_RESULTS, include_path, local_model_paths, scrub
@@ -32,45 +47,40 @@ from wsc_tasks.sweep.identity import identify
 from wsc_tasks.sweep.lock import Busy, FileLock
 from wsc_tasks.sweep.models import ModelSpec, resolved_args
 from wsc_tasks.sweep.options import Placement, SweepOptions
+from wsc_tasks.sweep.read_ahead import ReadAhead
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 REQUEST_CACHE_ENV = "LM_HARNESS_CACHE_PATH"  # lm-eval's request-cache folder (--cache_requests)
 ERROR_LINE = re.compile(r"^([\w.]*(Error|Exception)\b|wsc-tasks:)")
 STOPPED = {-signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP, 128 + signal.SIGTERM, 130}
-_children: set[int] = set()  # process groups of the runs in progress in this process
-_stops = [0]  # how many times stop_all was called: a run that saw it change was stopped
 
 
-def stop_all() -> None:
-    """Kill every run this process started (Ctrl-C of a local sweep); they count as interrupted,
-    not failed, so the next sweep runs them again."""
-    _stops[0] += 1
-    weights.stop()  # no download starts, those under way are killed
-    for group in list(_children):
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+@dataclass(frozen=True)
+class Run:
+    """One model's ``wsc-tasks run``, as ``evaluate`` gets it."""
+
+    name: str
+    argv: list[str]  # the arguments of ``wsc-tasks run``
+    log: Path  # its output
+    env: dict[str, str]  # set while it runs (offline for a Hub model, summaries left to record)
+    lock: FileLock  # the model's, which names the process that runs it
+    processes: int = 1  # > 1: under ``accelerate launch``
+    inherit: Mapping[str, str] | None = field(default=None, compare=False)  # a child's base env
 
 
-def fingerprint(spec: ModelSpec) -> str:
-    """The model's identity (type, arguments, weight and tokenizer files or Hub commit)."""
-    return identify(spec).fingerprint
+Evaluate = Callable[[Run], int]  # a run's exit status (130 or 143: stopped by a signal)
 
 
-def _named_files(spec: ModelSpec) -> dict[str, str]:
-    """The model arguments and metadata values of ``spec`` (paths among them are scrubbed)."""
-    found = {k: str(v) for k, v in spec.metadata.items() if isinstance(v, str)}
-    items = [item for item in resolved_args(spec).split(",") if "=" in item]
-    return {**found, **dict(item.split("=", 1) for item in items)}
+def request_cache(options: SweepOptions) -> dict[str, str]:
+    """lm-eval's request-cache folder for the sweep's runs (in its folder, unless one is set)."""
+    if not options.cache or os.environ.get(REQUEST_CACHE_ENV):
+        return {}
+    return {REQUEST_CACHE_ENV: str(options.out.resolve() / ".cache" / "requests")}
 
 
-def run_command(
-    spec: ModelSpec, folder: Path, options: SweepOptions, processes: int = 1
-) -> list[str]:
-    """The ``wsc-tasks run`` command line of one model (under ``accelerate launch`` if asked);
-    a Hub model runs at its pinned commit."""
+def run_command(spec: ModelSpec, folder: Path, options: SweepOptions) -> list[str]:
+    """The ``wsc-tasks run`` arguments of one model; a Hub model runs at its pinned commit."""
     args = weights.run_args(spec, resolved_args(spec))
     command = ["--model", spec.model, "--tasks", options.tasks, "--log_samples"]
     if args:
@@ -78,45 +88,57 @@ def run_command(
     command += ["--output_path", str(folder / SWEEP_RESULTS / "results.json")]  # files right there
     if spec.metadata:
         command += ["--metadata", json.dumps(spec.metadata, sort_keys=True)]
-    if options.cache:  # `wsc-tasks run` names the file by the model's cache_key
+    if options.cache:  # lm-eval's answer cache: `wsc-tasks run` names its file by cache_key
         command += ["--use_cache", f"{options.out / '.cache'}{os.sep}"]
-        # the requests and their encodings, one file per task and tokenizer (patches §4, §11):
-        # the models that share a tokenizer build and encode them once
+        # the requests and their encodings, one file per task and tokenizer: the models that
+        # share a tokenizer build and encode them once
         command += ["--cache_requests", "true"]
     if options.keep_paths:
         command.append(KEEP_PATHS)
-    command += options.lm_eval_flags
-    if processes > 1:
+    return command + list(options.lm_eval_flags)
+
+
+def child_command(run: Run) -> list[str]:
+    """The process of a run of its own (under ``accelerate launch`` if asked)."""
+    if run.processes > 1:
         launch = [sys.executable, "-m", "accelerate.commands.launch"]
-        return [*launch, "--num_processes", str(processes), "-m", "wsc_tasks.cli", "run", *command]
-    return [sys.executable, "-m", "wsc_tasks.cli", "run", *command]
+        return [*launch, "--num_processes", str(run.processes), "-m", "wsc_tasks.cli", "run",
+                *run.argv]  # fmt: skip
+    return [sys.executable, "-m", "wsc_tasks.cli", "run", *run.argv]
 
 
-def _run_child(
-    command: list[str], log_file: Path, env: dict[str, str] | None, lock: FileLock, stops: int
-) -> int:
-    """The run in its own process group that dies with this process (``tether``); the lock
-    names it."""
-    with log_file.open("w", encoding="utf-8") as handle:
+def in_child(run: Run) -> int:
+    """``evaluate`` in a process of its own, in its own process group, that dies with this
+    process (``tether``); the lock names it."""
+    env = {**(run.inherit if run.inherit is not None else os.environ), **run.env}
+    with run.log.open("w", encoding="utf-8") as handle:
         child = subprocess.Popen(
-            tether.command(os.getpid(), command),
+            tether.command(os.getpid(), child_command(run)),
             stdout=handle,
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
         )
-        _children.add(child.pid)
         try:
-            if _stops[0] != stops:  # stop_all came between this run's start and now
-                os.killpg(child.pid, signal.SIGKILL)
-            lock.stamp(child.pid)
+            run.lock.stamp(child.pid)
             return child.wait()
         except BaseException:  # Ctrl-C, SIGTERM: the whole group goes, not only this process
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
             raise
-        finally:
-            _children.discard(child.pid)
+
+
+@dataclass
+class Model:
+    """A model on its path: what it is, where it goes, and what happened to it so far."""
+
+    spec: ModelSpec
+    options: SweepOptions
+    placement: Placement
+    folder: Path
+    asked: dict[str, object] = field(default_factory=dict)
+    key: str = ""  # its fingerprint
+    details: dict[str, Any] = field(default_factory=dict)  # for its worker's line (``queue``)
 
 
 def run_one(
@@ -124,36 +146,60 @@ def run_one(
     options: SweepOptions,
     placement: Placement | None = None,
     ahead: Sequence[ModelSpec] = (),
+    evaluate: Evaluate | None = None,
+    reading: ReadAhead | None = None,
+    details: dict[str, Any] | None = None,
 ) -> str:
     """Run one model unless it is done; returns done, failed, busy or interrupted. ``ahead``:
-    the next models, whose Hub snapshots are fetched while this one evaluates."""
+    the next models, whose weights are fetched (and the first's read) while this one evaluates;
+    ``evaluate``: how (default ``in_child``); ``details``: filled with what its worker records
+    (the seconds it evaluated, its weights read ahead)."""
     placement = placement or Placement()
-    folder = options.out / spec.name
+    model = Model(spec, options, placement, options.out / spec.name)
     path = protocol.model_lock(options.out, spec.name)
     try:
-        with FileLock(path, f"{folder}", wait_s=placement.lock_wait_s) as lock:
-            return _run_locked(spec, options, placement, folder, lock, ahead)
+        with FileLock(path, f"{model.folder}", wait_s=placement.lock_wait_s) as lock:
+            state = _path(model, lock, ahead, evaluate or in_child, reading or ReadAhead())
     except Busy as error:
         log.warning(f"wsc_tasks: sweep: {spec.name}: not cleared nor run: {error}")
-        return "busy"
+        state = "busy"
+    if details is not None:
+        details.update(model.details)
+    return state
 
 
-def _run_locked(
-    spec: ModelSpec,
-    options: SweepOptions,
-    placement: Placement,
-    folder: Path,
-    lock: FileLock,
-    ahead: Sequence[ModelSpec],
+def _path(
+    model: Model, lock: FileLock, ahead: Sequence[ModelSpec], evaluate: Evaluate, reading: ReadAhead
 ) -> str:
-    asked = protocol.request(spec, options)
+    """The five steps, under the model's lock."""
+    skipped = resolve(model)
+    if skipped is not None:
+        return skipped
+    stopped = fetch(model, ahead, reading)
+    if stopped is not None:
+        return stopped
+    since = time.time()
+    code, wall = evaluation(model, lock, evaluate)
+    state = record(model, code, wall, since)
+    if state != "interrupted":
+        clean(model)
+    return state
+
+
+# 1. resolve ----------------------------------------------------------------------------------
+
+
+def resolve(model: Model) -> str | None:
+    """Its identity and request; the state it keeps (done, failed) if it is not to run, else
+    None with its folder cleared and ``spec.json`` written."""
+    spec, options, folder = model.spec, model.options, model.folder
+    model.asked = protocol.request(spec, options)
     try:
-        identity = identify(spec)
+        model.key = identify(spec).fingerprint
     except SystemExit as error:  # e.g. the default model is not installed
         protocol.write_error(folder, f"{error}")
         return "failed"
-    key = identity.fingerprint
-    state = protocol.status(folder, asked, key, spec.hub)
+    state = protocol.status(folder, model.asked, model.key, spec.hub)
     if state.state == "done" or (state.state == "failed" and not options.retry_failed):
         log.info(f"wsc_tasks: sweep: {spec.name}: {state.state}, skipped")
         return state.state
@@ -161,38 +207,86 @@ def _run_locked(
         log.info(f"wsc_tasks: sweep: {spec.name}: run again: {state.why}")
     elif folder.exists():
         log.info(f"wsc_tasks: sweep: {spec.name}: clearing an earlier {state.state} run")
-    stops = _stops[0]
     if weights.stopping():  # the sweep is stopping: its folder is left as it is
         return "interrupted"
-    protocol.start(folder, asked)
+    protocol.start(folder, model.asked)
+    return None
+
+
+# 2. fetch ------------------------------------------------------------------------------------
+
+
+def fetch(model: Model, ahead: Sequence[ModelSpec], reading: ReadAhead) -> str | None:
+    """The model's Hub snapshot in the cache; then the next ones' downloads and the next one's
+    weights read into memory. None, or the state it ends in (failed, interrupted)."""
+    spec, options = model.spec, model.options
     try:
         weights.fetch(spec, options.out)
     except weights.Interrupted:
         log.warning(f"wsc_tasks: sweep: {spec.name}: download stopped; run again next time")
         return "interrupted"
     except Exception as error:  # noqa: BLE001 - any download error ends this model only
-        protocol.write_error(folder, f"{protocol.NOT_FETCHED}{error}")
-        log.warning(f"wsc_tasks: sweep: {spec.name}: {protocol.error_summary(folder)}")
+        protocol.write_error(model.folder, f"{protocol.NOT_FETCHED}{error}")
+        log.warning(f"wsc_tasks: sweep: {spec.name}: {protocol.error_summary(model.folder)}")
         return "failed"
-    if _stops[0] != stops:  # stopped while its weights came: no run starts
+    if weights.stopping():  # stopped while its weights came: no run starts
         return "interrupted"
-    weights.prefetch(ahead[: options.prefetch], options.out)
-    command = run_command(spec, folder, options, placement.processes)
-    log.info(f"wsc_tasks: sweep: {spec.name}: " + " ".join(command))
-    env = weights.env_for_run(spec, placement.env)
-    env = {
-        **(env if env is not None else os.environ),
-        decoded_samples.LATER: "1",
-    }  # after gzip, below
-    if options.cache:  # lm-eval's request cache in the sweep's folder, unless one is chosen
-        env.setdefault(REQUEST_CACHE_ENV, str(options.out / ".cache" / "requests"))
-    started, clock, since = time.strftime("%FT%T%z"), time.monotonic(), time.time()
+    read = reading.taken(spec)
+    if read:
+        model.details["read_ahead"] = read
+    downloads = weights.prefetch(ahead[: options.prefetch], options.out)
+    if ahead:
+        following = ahead[0]
+        download = downloads[0] if downloads and following.hub else None
+        reading.start(following, download)
+    return None
+
+
+# 3. evaluate ---------------------------------------------------------------------------------
+
+
+def evaluation(model: Model, lock: FileLock, evaluate: Evaluate) -> tuple[int, float]:
+    """Its ``wsc-tasks run``; (exit status, seconds)."""
+    spec, options, placement = model.spec, model.options, model.placement
+    run = Run(
+        name=spec.name,
+        argv=run_command(spec, model.folder, options),
+        log=model.folder / protocol.LOG,
+        env=_run_env(spec, options),
+        lock=lock,
+        processes=placement.processes,
+        inherit=placement.env,
+    )
+    log.info(f"wsc_tasks: sweep: {spec.name}: wsc-tasks run " + " ".join(run.argv))
+    model.details["started"] = time.strftime("%FT%T%z")
     if spec.hub:
         weights.record(options.out, "run-start", spec)
-    code = _run_child(command, folder / protocol.LOG, env, lock, stops)
+    clock = time.monotonic()
+    code = evaluate(run)
     wall = time.monotonic() - clock
     if spec.hub:
         weights.record(options.out, "run-end", spec)
+    model.details["evaluate_s"] = round(wall, 3)
+    return code, wall
+
+
+def _run_env(spec: ModelSpec, options: SweepOptions) -> dict[str, str]:
+    """What a run's environment adds: offline for a Hub model (nothing downloads while it
+    evaluates, and a moved branch cannot change what it loads), the run's summary left to
+    ``record``, lm-eval's request cache (``--cache_requests``) in the sweep's folder."""
+    env = {decoded_samples.LATER: "1", **request_cache(options)}
+    if spec.hub:
+        env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+# 4. record -----------------------------------------------------------------------------------
+
+
+def record(model: Model, code: int, wall: float, since: float) -> str:
+    """Its verdict: interrupted (nothing written), failed (``error.txt``) or done (samples
+    gzipped, the leaderboard's figures, ``done.json`` last)."""
+    spec, options, folder = model.spec, model.options, model.folder
     results = list((folder / SWEEP_RESULTS).rglob("results_*.json"))
     if not options.keep_paths:  # the output folder's own paths are written relative to it
         local = local_model_paths(_named_files(spec))
@@ -200,28 +294,37 @@ def _run_locked(
                 if path.is_absolute()}  # fmt: skip
         replace = {str(include_path()): "<wsc_tasks.task_configs>", **local, **here}
         scrub([folder / protocol.LOG, *results], replace)
-    if code in STOPPED or _stops[0] != stops or (code and protocol.stopping(options.out, since)):
+    if code in STOPPED or weights.stopping() or (code and protocol.stopping(options.out, since)):
         log.warning(f"wsc_tasks: sweep: {spec.name}: stopped by a signal; run again next time")
         return "interrupted"
-    weights.remove(spec, options.out, options.keep_weights)
     if code != 0 or not results:
         protocol.write_error(folder, _why(folder / protocol.LOG, code, bool(results)))
         log.warning(f"wsc_tasks: sweep: {spec.name} failed: {protocol.error_summary(folder)}")
         return "failed"
     protocol.compress_samples(folder / SWEEP_RESULTS)
     _summarise(spec.name, folder)
+    placement = model.placement
     cost = {
         "launcher": placement.launcher,
         "host": socket.gethostname(),
-        "started": started,
+        "started": model.details["started"],
         "wall_s": round(wall, 1),
         "gpus": placement.gpus,
         "gpu_hours": round(wall / 3600 * placement.gpus, 4),
     }
     if placement.job:
         cost["job"] = placement.job
-    protocol.write_done(folder, asked, key, cost, spec.hub)
+    if placement.worker:
+        cost["worker"] = placement.worker
+    protocol.write_done(folder, model.asked, model.key, cost, spec.hub)
     return "done"
+
+
+def _named_files(spec: ModelSpec) -> dict[str, str]:
+    """The model arguments and metadata values of ``spec`` (paths among them are scrubbed)."""
+    found = {k: str(v) for k, v in spec.metadata.items() if isinstance(v, str)}
+    items = [item for item in resolved_args(spec).split(",") if "=" in item]
+    return {**found, **dict(item.split("=", 1) for item in items)}
 
 
 def _summarise(name: str, folder: Path) -> None:
@@ -245,3 +348,16 @@ def _why(log_file: Path, code: int, wrote_results: bool) -> str:
     if errors:
         why += f": {errors[-1]}"
     return f"{why}\n" + "\n".join(tail)
+
+
+# 5. clean ------------------------------------------------------------------------------------
+
+
+def clean(model: Model) -> None:
+    """Its Hub snapshot out of the cache, unless it stays (``hub.remove`` says why)."""
+    weights.remove(model.spec, model.options.out, model.options.keep_weights)
+
+
+def fingerprint(spec: ModelSpec) -> str:
+    """The model's identity (type, arguments, weight and tokenizer files or Hub commit)."""
+    return identify(spec).fingerprint

@@ -173,23 +173,38 @@ class TaskConventions(LmEvalTask):
         )
 
     def build_all_requests(self, **kwargs: Any) -> None:
-        """lm-eval's, with the request cache named by what the requests follow (``cache_name``)
-        and read back only for the documents they were built from; then each request knows its
-        task, and a run of some documents says so."""
+        """lm-eval's; with ``--cache_requests``, every document's requests kept and read back by
+        this package (``request_cache``: named by what they follow, read back only for the
+        documents they were built from); then each request knows its task, and a run of some
+        documents says so."""
         self._chosen_documents = kwargs.get("samples") is not None
         self.caches_requests = bool(kwargs.get("cache_requests"))
         if self.caches_requests:
-            kwargs["tokenizer_name"] = request_cache.name(self, kwargs)
-        super().build_all_requests(**kwargs)
-        if self.caches_requests and not request_cache.matches(self, kwargs):
+            self._instances = self._cached_requests(kwargs)
+        else:
+            super().build_all_requests(**kwargs)
+        for request in self._instances:
+            request.task = self  # the request cache keeps requests without their task
+        self._note_part(kwargs.get("limit"), kwargs.get("samples"))
+
+    def _cached_requests(self, kwargs: dict[str, Any]) -> list[Any]:
+        """The run's requests from the request cache, or built (every document's, as lm-eval
+        builds its own to keep them) and kept."""
+        limit = kwargs.get("limit")
+        kept = request_cache.load(self, kwargs)
+        if kept is not None:
+            self._instances = request_cache.first(kept, limit)
+            if request_cache.matches(self, kwargs):
+                return self._instances
             log.warning(
                 f"wsc_tasks: {self._name}: the requests lm-eval's request cache held were built "
                 "for other documents; built again"
             )
-            super().build_all_requests(**{**kwargs, "rewrite_requests_cache": True})
-        for request in self._instances:
-            request.task = self  # lm-eval's request cache keeps requests without their task
-        self._note_part(kwargs.get("limit"), kwargs.get("samples"))
+        own = {**kwargs, "cache_requests": False, "rewrite_requests_cache": False}
+        super().build_all_requests(**{**own, "limit": None})
+        documents = request_cache.by_document(self._instances)
+        request_cache.save(self, kwargs, documents)
+        return request_cache.first(documents, limit)
 
     def _note_part(self, limit: int | None, samples: Sequence[int] | None) -> None:
         """A run of some documents only (``--limit``, ``--samples``) says so under the table: its

@@ -1,26 +1,34 @@
 """This package's requests in lm-eval's request cache (``--cache_requests``): named by what they
-follow, and used only for the documents they were built from.
+follow, kept with Python's own pickler, and used only for the documents they were built from.
 
 lm-eval names a task's saved requests by the task, few-shot count, rank, world size, chat
 template, system prompt and ``tokenizer_name`` (``Task.build_all_requests``), neither by the
 task's metadata nor by the documents chosen (``lm_eval_fixes.request_cache_names``). The tasks
-pass, as ``tokenizer_name``, a tag (``name``) that changes with the metadata, the package's
-source (``fingerprint.package_fingerprint``), the documents chosen with ``--samples`` and, for a
-task that counts tokens with a fast tokenizer, that tokenizer's encodings
-(``TokenCounter.identity``) and the model's family instead of the model's files: the models of a
-sweep that share a tokenizer share the file, and new weights at the same path do not rebuild it.
-Without such a tokenizer the files the metadata names (weights included) stand in. ``--limit``
-is left out: lm-eval saves every document's requests then and reads back the first N.
+name theirs (``path``) with, as ``tokenizer_name``, a tag (``name``) that changes with the
+metadata, the package's source (``fingerprint.package_fingerprint``), the documents chosen with
+``--samples`` and, for a task that counts tokens with a fast tokenizer, that tokenizer's
+encodings (``TokenCounter.identity``) and the model's family instead of the model's files: the
+models of a sweep that share a tokenizer share the file, and new weights at the same path do not
+rebuild it. Without such a tokenizer the files the metadata names (weights included) stand in.
+``--limit`` is left out: every document's requests are saved, and the first N read back, as
+lm-eval does with its own.
 
-What lm-eval reads back is checked against the documents the run will score (``matches``): each
-document the run iterates must have requests built from that very document.
+The tasks keep the file themselves (``load``, ``save``), in lm-eval's folder and under the name
+lm-eval would give it, with Python's own pickler rather than lm-eval's ``dill`` (whose pickler
+and reader, written in Python, took most of a first run's request building and seconds of each
+later one's), written aside and renamed (the workers of a sweep share the folder). What is read
+back is checked against the documents the run will score (``matches``): each document the run
+iterates must have requests built from that very document.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import os
+import pickle
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -84,3 +92,52 @@ def matches(task: Any, kwargs: Mapping[str, Any]) -> bool:
             return False
         scored += 1
     return scored == len(built)
+
+
+def path(task: Any, kwargs: Mapping[str, Any]) -> Path:
+    """The file of ``task``'s saved requests: in lm-eval's request-cache folder, named as lm-eval
+    names its own (no few-shot context, chat template or system prompt: the tasks refuse them)."""
+    from lm_eval.caching import cache
+
+    key = (
+        f"requests-{task.config.task}-0shot-rank{kwargs.get('rank', 0)}"
+        f"-world_size{kwargs.get('world_size', 1)}-tokenizer{name(task, kwargs)}"
+    )
+    return Path(cache.PATH) / f"{key}{cache.FILE_SUFFIX}"
+
+
+def load(task: Any, kwargs: Mapping[str, Any]) -> list[list[Any]] | None:
+    """The requests saved for ``task``, each document's in a list, or None (none, unreadable,
+    or ``--rewrite_requests_cache``)."""
+    if kwargs.get("rewrite_requests_cache"):
+        return None
+    try:
+        found = pickle.loads(path(task, kwargs).read_bytes())  # lm-eval's folder, as its own
+    except Exception:  # noqa: BLE001 - a missing or unreadable file is built again
+        return None
+    return found if isinstance(found, list) else None
+
+
+def save(task: Any, kwargs: Mapping[str, Any], documents: list[list[Any]]) -> None:
+    """Keep every document's requests (written aside, then renamed into place)."""
+    target = path(task, kwargs)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    aside = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    aside.write_bytes(pickle.dumps(documents, protocol=pickle.HIGHEST_PROTOCOL))
+    aside.replace(target)
+
+
+def by_document(requests: Sequence[Any]) -> list[list[Any]]:
+    """Requests in lm-eval's order grouped by their document (each document's are together)."""
+    found: list[list[Any]] = []
+    for request in requests:
+        if found and found[-1][0].doc_id == request.doc_id:
+            found[-1].append(request)
+        else:
+            found.append([request])
+    return found
+
+
+def first(documents: list[list[Any]], limit: int | None) -> list[Any]:
+    """The requests of the first ``limit`` documents (all: None), as lm-eval reads back its own."""
+    return [request for requests in documents[:limit] for request in requests]

@@ -187,13 +187,22 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
         raise NotImplementedError
 
     def shown(self) -> dict[str, Aggregation]:
-        """The metrics lm-eval computes and prints (``metadata.metrics``)."""
-        return select_metrics(
-            self.config.task, self._meta, self.all_aggregations(), self.HEADLINE_METRICS
-        )
+        """The metrics lm-eval computes and prints (``metadata.metrics``), chosen once: a task's
+        metrics are fixed when it is built (its plan), and choosing them again for each of a
+        run's documents was most of its result processing."""
+        found: dict[str, Aggregation] | None = self.__dict__.get("_shown")
+        if found is None:
+            found = self._shown = select_metrics(
+                self.config.task, self._meta, self.all_aggregations(), self.HEADLINE_METRICS
+            )
+        return found
 
     def _with_stderr(self) -> list[str]:
-        return [name for name, function in self.shown().items() if stderr.has_stderr(function)]
+        found: list[str] | None = self.__dict__.get("_stderr_names")
+        if found is None:
+            shown = self.shown().items()
+            found = self._stderr_names = [n for n, f in shown if stderr.has_stderr(f)]
+        return found
 
     def process_results(self, doc: dict, results: list[Any]) -> dict[str, Any]:
         """The shown metrics' values and each shown metric's value again for its standard error,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
 from wsc_tasks.sweep.models import ModelSpec
+from wsc_tasks.sweep.options import RunState as RunState  # re-exported: the launchers' states
 from wsc_tasks.sweep.options import SweepOptions
 
 
@@ -108,20 +109,6 @@ def fraction(text: str | int | float) -> float:
     if value < 0:
         raise ValueError(f"expected 0 or more, got {text!r}")
     return value
-
-
-@dataclass(frozen=True)
-class RunState:
-    """A submitted run as its launcher sees it: queued, running, or ended. ``detail`` says, for an
-    ended run, how the launcher saw it end (a scheduler's state and log), for ``error.txt``."""
-
-    state: str
-    detail: str = ""
-    outcome: str | None = None  # what the run itself reported, where the launcher knows it
-
-    @property
-    def ended(self) -> bool:
-        return self.state == "ended"
 
 
 class Launcher(ABC):
