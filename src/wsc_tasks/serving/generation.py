@@ -28,6 +28,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from wsc_tasks.serving import answer_cache
+
 log = logging.getLogger(f"lm_eval.{__name__}")
 
 GENERATION_TYPE = "wsc_tasks_generate_until"  # the method lm-eval calls on the model for them
@@ -109,11 +111,14 @@ def cached(lm: Any, requests: Sequence[Any]) -> list[str | None]:
 
     _warn_unkeyed(str(getattr(db, "filename", "")))
 
-    found: list[str | None] = []
-    for request in requests:
-        sampled = bool((request.args[1] or {}).get("do_sample", False))
-        key = hash_args(LM_EVAL_GENERATION, request.args)
-        found.append(None if sampled or key not in db else str(db[key]))
+    keys = [hash_args(LM_EVAL_GENERATION, request.args) for request in requests]
+    kept = answer_cache.read(db, keys)  # one query a chunk, not a round trip a question
+    found: list[str | None] = [
+        None
+        if bool((request.args[1] or {}).get("do_sample", False)) or key not in kept
+        else str(kept[key])
+        for request, key in zip(requests, keys, strict=True)
+    ]
     hits = sum(answer is not None for answer in found)
     log.info(
         f"wsc_tasks: lm-eval's answer cache (--use_cache) answered {hits} of {len(requests)} "
