@@ -13,10 +13,9 @@ import hashlib
 import json
 import math
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import json_server
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -241,30 +240,19 @@ def behaviour(content: str) -> str:
 def _chat_server(mode: str = "mixed"):
     seen: list[dict] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - the stdlib's name
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body)
-            content = body["messages"][-1]["content"]
-            does = behaviour(content) if mode == "mixed" else mode
-            text = {"letter": "B", "words": OPTION_LINE.search(content)[1], "empty": "",
-                    "null": None, "refusal": REFUSAL}.get(does)  # fmt: skip
-            message = {"role": "assistant", "content": text}
-            status, out = (500, {"error": "overloaded"}) if does == "error" else (200, {
-                "choices": [{"index": 0, "message": message}]})  # fmt: skip
-            data = json.dumps(out).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path: str, body: dict):
+        seen.append(body)
+        content = body["messages"][-1]["content"]
+        does = behaviour(content) if mode == "mixed" else mode
+        text = {"letter": "B", "words": OPTION_LINE.search(content)[1], "empty": "",
+                "null": None, "refusal": REFUSAL}.get(does)  # fmt: skip
+        message = {"role": "assistant", "content": text}
+        if does == "error":
+            return 500, {"error": "overloaded"}
+        return 200, {"choices": [{"index": 0, "message": message}]}
 
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/v1/chat/completions", seen
+    httpd, base = json_server.serve(answer)
+    return httpd, f"{base}/v1/chat/completions", seen
 
 
 OPTION_LINE = re.compile(r"\nA\. ([^\n]+)\n")

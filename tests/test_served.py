@@ -20,11 +20,10 @@ import re
 import socket
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import json_server
 import lm_eval
 import pytest
 import tiny_models
@@ -164,25 +163,12 @@ def _generate(scorer: Scorer, state: State, body: dict) -> tuple[int, object]:
 
 
 def serve(scorer: Scorer, state: State):
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - the stdlib's name
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append(body)
-            answer = _generate if self.path.endswith("/generate") else _completions
-            status, out = answer(scorer, state, body)
-            data = json.dumps(out).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path: str, body: dict):
+        state.requests.append(body)
+        respond = _generate if path.endswith("/generate") else _completions
+        return respond(scorer, state, body)
 
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
+    return json_server.serve(answer)
 
 
 @pytest.fixture(scope="module")
