@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import oracles
 import pytest
@@ -59,11 +61,22 @@ def test_a_documents_values_reach_lm_eval_and_come_back_from_its_samples():
     assert handed["acc"] == values["acc"]
     assert handed["acc_stderr"] == {
         registry.CARRIED: values["acc"],
-        registry.OTHERS: {"n_problems": 2, "acc_partial": 1},
+        registry.OTHERS: [[["n_problems"], 2], [["acc_partial"], 1]],
     }
     assert registry.carried(handed["acc_stderr"]) == values["acc"]
     row = {"metrics": list(handed), **handed}
     assert registry.logged(row) == values
+    assert registry.logged(json.loads(json.dumps(row))) == values  # as lm-eval writes it
+    shared = {"correct": [1, 1], "groups": [[0, 1]]}  # one outcome under several names: once
+    many = {"acc": shared, "acc_lm": shared, "acc_equal_len": shared, "n_problems": 2}
+    carrying = registry.lm_eval_values(many, ["acc"], ["acc"])["acc_stderr"]
+    assert carrying[registry.OTHERS] == [[["acc_lm", "acc_equal_len"], shared], [["n_problems"], 2]]
+    assert registry.logged({"metrics": ["acc", "acc_stderr"], "acc": shared,
+                            "acc_stderr": carrying}) == many  # fmt: skip
+    before = {"metrics": ["acc", "acc_stderr"], "acc": values["acc"],
+              "acc_stderr": {registry.CARRIED: values["acc"],
+                             registry.OTHERS: {"n_problems": 2, "acc_partial": 1}}}  # fmt: skip
+    assert registry.logged(before) == values  # samples written before the grouped form
     assert registry.lm_eval_values(values, list(values), ["acc"])["acc_stderr"] == values["acc"]
     old = {"metrics": ["acc", registry.MORE_METRICS], "acc": values["acc"],
            registry.MORE_METRICS: {"n_problems": 2, "acc_partial": 1}}  # fmt: skip

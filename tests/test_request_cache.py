@@ -9,6 +9,7 @@ tokenizer build and encode the requests once."""
 from __future__ import annotations
 
 import functools
+import pickle
 
 import lm_eval
 import lm_eval.evaluator
@@ -85,6 +86,51 @@ def test_the_encoding_identity_is_the_content():
     assert encoding_identity(object()) is None  # no Rust tokenizer: no content identity
 
 
+def test_two_folders_with_one_tokenizer_share_one_counter(gpt2_pair):
+    """A sweep's worker runs models from many folders: those with one tokenizer share its counter
+    (and every scoring cache keyed by it); a tokenizer grown by a token is another."""
+    from wsc_tasks.scoring.tokens import counter_from_metadata, same_encoding
+
+    a, b = (counter_from_metadata({"pretrained": str(folder)}) for folder in gpt2_pair)
+    assert a is b
+    one, two = (_counter(folder).tokenizer for folder in gpt2_pair)
+    assert one.name_or_path != two.name_or_path and same_encoding(one, two)
+    assert same_encoding(one, two)  # asked again: the identity kept per object
+    two.add_tokens(["<new-token>"])
+    assert not same_encoding(one, two)
+
+
+def test_requests_kept_in_memory_come_back_emptied_and_a_rewritten_file_is_read(
+    tmp_path, monkeypatch
+):
+    """A process's next run gets the requests it last read or wrote without unpickling them,
+    their responses emptied as in the file; a file another process rewrote is read again."""
+    import os
+    import pickle
+    from collections import OrderedDict
+
+    from lm_eval.api.instance import Instance
+
+    file = tmp_path / "requests.pickle"
+    monkeypatch.setattr(request_cache, "path", lambda task, kwargs: file)
+    monkeypatch.setattr(request_cache, "_KEPT", OrderedDict())
+    built = Instance("loglikelihood", {"n": 1}, ("The cat", " sat"), 0, ("t", 0, 1))
+    request_cache.save(None, {}, [[built]])
+    built.resps.append((-1.5, False))  # the run that built them answers them
+    built.filtered_resps["none"] = (-1.5, False)
+    loads = []
+    monkeypatch.setattr(request_cache.pickle, "loads", lambda data: loads.append(1))
+    [[again]] = request_cache.load(None, {})
+    assert again is built and again.resps == [] and again.filtered_resps == {} and not loads
+    monkeypatch.undo()
+    monkeypatch.setattr(request_cache, "path", lambda task, kwargs: file)
+    other = Instance("loglikelihood", {"n": 2}, ("The dog", " ran off"), 0, ("t", 0, 1))
+    file.write_bytes(pickle.dumps([[other]]))  # another worker wrote the file since
+    os.utime(file, ns=(1, 1))
+    [[read]] = request_cache.load(None, {})
+    assert read.arguments == ("The dog", " ran off") and read.doc == {"n": 2}
+
+
 def test_the_package_fingerprint_follows_its_sources(tmp_path, monkeypatch):
     import wsc_tasks.paths
 
@@ -105,9 +151,9 @@ def test_a_sweeps_models_with_one_tokenizer_build_and_encode_once(
     gpt2_pair, task_manager, tmp_path, monkeypatch
 ):
     """Three runs with lm-eval's request cache in one folder: the first builds and encodes, the
-    second (other weights, other folder, same tokenizer) builds no request, encodes no text and
-    writes no encodings file again, with the figures of a run without the cache; a third with
-    another tokenizer builds again."""
+    second (other weights, other folder, same tokenizer) builds no request, encodes no text,
+    unpickles nothing (this process holds what it wrote) and writes no encodings file again,
+    with the figures of a run without the cache; a third with another tokenizer builds again."""
     import lm_eval.caching.cache as lm_cache
 
     monkeypatch.setattr(lm_cache, "PATH", str(tmp_path / "requests"))
@@ -159,7 +205,13 @@ def test_a_sweeps_models_with_one_tokenizer_build_and_encode_once(
         self, texts, *a))  # fmt: skip
     files = list((tmp_path / "requests").glob(f"{encoding.ENCODINGS_FILE}-*"))
     written = {path: path.stat().st_mtime_ns for path in files}
+    unpickled: list[int] = []  # the requests and encodings this process already holds
+    loads = pickle.loads
+    monkeypatch.setattr(pickle, "loads", lambda data, *a, **k: unpickled.append(1) or loads(
+        data, *a, **k))  # fmt: skip
     second, n_second, lm = run(gpt2_pair[1], cache=True)
+    monkeypatch.setattr(pickle, "loads", loads)
+    assert not unpickled
     assert n_second == 0 and not batches and not encoded, (n_second, len(encoded))
     assert written and {path: path.stat().st_mtime_ns for path in files} == written  # nothing new
     assert encoding.memo_of(lm)  # the model's encodings came from the cache too

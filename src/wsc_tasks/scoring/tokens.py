@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 import logging
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -113,18 +115,32 @@ def agrees(
 
 def same_encoding(a: object, b: object) -> bool:
     """Whether two tokenizer objects encode every text alike: one object, or fast tokenizers of
-    one class, built with the same arguments around the same Rust tokenizer (its vocabulary,
-    merges, normalizer, pre-tokenizer, post-processor and added tokens, as serialised)."""
+    one class, built with the same arguments (but where they were read from) around the same Rust
+    tokenizer (its vocabulary, merges, normalizer, pre-tokenizer, post-processor and added
+    tokens, as serialised): the same ``encoding_identity``."""
     if a is b:
         return True
-    if type(a) is not type(b) or not getattr(a, "is_fast", False):
+    if type(a) is not type(b):
         return False
-    if getattr(a, "init_kwargs", None) != getattr(b, "init_kwargs", None):
-        return False
-    backends = getattr(a, "backend_tokenizer", None), getattr(b, "backend_tokenizer", None)
-    if backends[0] is None or backends[1] is None:
-        return False
-    return bool(backends[0].to_str() == backends[1].to_str())
+    found = _identity_of(a)
+    return found is not None and found == _identity_of(b)
+
+
+_IDENTITIES: weakref.WeakKeyDictionary[object, tuple[int, str | None]] = weakref.WeakKeyDictionary()
+
+
+def _identity_of(tokenizer: object) -> str | None:
+    """``encoding_identity`` of a tokenizer object, computed once per object and size (serialising
+    a Rust tokenizer takes milliseconds, and every task of a run asks; a token added since
+    changes its size)."""
+    size = len(tokenizer) if hasattr(tokenizer, "__len__") else -1
+    try:
+        known = _IDENTITIES.get(tokenizer)
+    except TypeError:  # neither hashable nor weakly referable: computed every time
+        return encoding_identity(tokenizer)
+    if known is None or known[0] != size:
+        known = _IDENTITIES[tokenizer] = (size, encoding_identity(tokenizer))
+    return known[1]
 
 
 # tokenizer arguments that say where it was read from, not how it encodes
@@ -427,5 +443,26 @@ def _counter(
     add_bos: bool | None,
     seq2seq: bool,
 ) -> TokenCounter:
-    """One counter per tokenizer, so that every task of a run shares its encodings."""
-    return TokenCounter(_load_tokenizer(name, gguf_file, revision, trust), add_bos, seq2seq)
+    """One counter per tokenizer, so that every task of a run shares its encodings; and one per
+    encoding identity (``same_encodings``)."""
+    counter = TokenCounter(_load_tokenizer(name, gguf_file, revision, trust), add_bos, seq2seq)
+    return same_encodings(counter)
+
+
+_BY_IDENTITY: OrderedDict[str, TokenCounter] = OrderedDict()  # the latest few, by ``identity``
+_IDENTITIES_KEPT = 4
+
+
+def same_encodings(counter: TokenCounter) -> TokenCounter:
+    """The counter this process already has for ``counter``'s encodings (its ``identity``), else
+    ``counter``: the models of a sweep's worker that share a tokenizer from different folders
+    share one counter, its encodings and every scoring cache keyed by it (a request's pieces are
+    computed once per tokenizer, not once per model)."""
+    key = counter.identity
+    if key is None:
+        return counter
+    found = _BY_IDENTITY.setdefault(key, counter)
+    _BY_IDENTITY.move_to_end(key)
+    while len(_BY_IDENTITY) > _IDENTITIES_KEPT:
+        _BY_IDENTITY.popitem(last=False)
+    return found
