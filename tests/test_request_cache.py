@@ -18,6 +18,7 @@ import tiny_models
 from lm_eval.models.huggingface import HFLM
 
 from wsc_tasks import fingerprint
+from wsc_tasks.scoring.causal import Causal
 from wsc_tasks.scoring.tokens import TokenCounter, encoding_identity
 from wsc_tasks.serving import encoding
 from wsc_tasks.tasks import request_cache
@@ -152,8 +153,9 @@ def test_a_sweeps_models_with_one_tokenizer_build_and_encode_once(
 ):
     """Three runs with lm-eval's request cache in one folder: the first builds and encodes, the
     second (other weights, other folder, same tokenizer) builds no request, encodes no text,
-    unpickles nothing (this process holds what it wrote) and writes no encodings file again,
-    with the figures of a run without the cache; a third with another tokenizer builds again."""
+    computes no problem's requests, unpickles nothing (this process holds what it wrote) and
+    writes no encodings file again, with the figures of a run without the cache; a third with
+    another tokenizer builds again."""
     import lm_eval.caching.cache as lm_cache
 
     monkeypatch.setattr(lm_cache, "PATH", str(tmp_path / "requests"))
@@ -209,9 +211,13 @@ def test_a_sweeps_models_with_one_tokenizer_build_and_encode_once(
     loads = pickle.loads
     monkeypatch.setattr(pickle, "loads", lambda data, *a, **k: unpickled.append(1) or loads(
         data, *a, **k))  # fmt: skip
+    computed: list[int] = []  # a problem's requests: computed once per methods and tokenizer
+    requests_of = Causal.requests
+    monkeypatch.setattr(Causal, "requests", lambda self, problem, setup: computed.append(1) or
+                        requests_of(self, problem, setup))  # fmt: skip
     second, n_second, lm = run(gpt2_pair[1], cache=True)
     monkeypatch.setattr(pickle, "loads", loads)
-    assert not unpickled
+    assert not unpickled and not computed
     assert n_second == 0 and not batches and not encoded, (n_second, len(encoded))
     assert written and {path: path.stat().st_mtime_ns for path in files} == written  # nothing new
     assert encoding.memo_of(lm)  # the model's encodings came from the cache too

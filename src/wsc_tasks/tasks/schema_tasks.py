@@ -25,6 +25,7 @@ report`` recomputes the rest from the samples.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -102,6 +103,26 @@ def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
             fail(key, "allowed: a Hub id or a local path")
 
 
+_SHARED: OrderedDict[tuple[tuple[ScoringMethod, ...], Setup], dict[Problem, list[Request]]] = (
+    OrderedDict()
+)
+
+
+def shared_requests(
+    methods: tuple[ScoringMethod, ...], setup: Setup
+) -> dict[Problem, list[Request]]:
+    """The requests of each problem under ``methods`` and ``setup`` (a function of the three),
+    one dict for every task and run of this process that has them: a sweep's worker computes
+    them once per tokenizer (whose counter the models share), not once per model. The latest
+    few kept."""
+    key = (methods, setup)
+    found = _SHARED.setdefault(key, {})
+    _SHARED.move_to_end(key)
+    while len(_SHARED) > 32:  # a run of wsc_group has a few per tokenizer
+        _SHARED.popitem(last=False)
+    return found
+
+
 class SchemaTask(RequestTask):
     """A task whose documents are schemas; see the module docstring."""
 
@@ -164,8 +185,11 @@ class SchemaTask(RequestTask):
     # -- requests and results --------------------------------------------------------------------
     def _problem_requests(self, problem: Problem) -> list[Request]:
         """The union of all methods' requests for one problem, in first-seen order (built once
-        per problem: requests are built, then counted, then matched with their results)."""
-        cache = self.__dict__.setdefault("_requests_of", {})
+        per problem: requests are built, then counted, then matched with their results; and
+        once per methods and setup in a process, ``shared_requests``)."""
+        cache = self.__dict__.get("_requests_of")
+        if cache is None:
+            cache = self._requests_of = shared_requests(tuple(self.methods), self.setup)
         if problem not in cache:
             seen: dict[Request, None] = {}
             for method in self.methods:
