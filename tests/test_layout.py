@@ -49,8 +49,10 @@ MAY_IMPORT = {
     },
 }
 # Shared by every stage: paths, the garbage collector's pauses, a model's fingerprint, lm-eval's
-# types, progress bars, and the escaping of Markdown and HTML.
-SHARED = {"paths", "garbage_collection", "fingerprint", "lm_eval_types", "progress", "markup"}
+# types, progress bars, the escaping of Markdown and HTML, and what a process keeps from one model
+# to the next.
+SHARED = {"paths", "garbage_collection", "fingerprint", "lm_eval_types", "progress", "markup",
+          "kept"}  # fmt: skip
 
 
 def _modules() -> dict[str, Path]:

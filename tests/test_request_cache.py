@@ -108,13 +108,14 @@ def test_requests_kept_in_memory_come_back_emptied_and_a_rewritten_file_is_read(
     their responses emptied as in the file; a file another process rewrote is read again."""
     import os
     import pickle
-    from collections import OrderedDict
 
     from lm_eval.api.instance import Instance
 
+    from wsc_tasks.kept import PickledFiles
+
     file = tmp_path / "requests.pickle"
     monkeypatch.setattr(request_cache, "path", lambda task, kwargs: file)
-    monkeypatch.setattr(request_cache, "_KEPT", OrderedDict())
+    monkeypatch.setattr(request_cache, "_FILES", PickledFiles(64))
     built = Instance("loglikelihood", {"n": 1}, ("The cat", " sat"), 0, ("t", 0, 1))
     request_cache.save(None, {}, [[built]])
     built.resps.append((-1.5, False))  # the run that built them answers them

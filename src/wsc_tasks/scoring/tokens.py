@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import logging
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
 from wsc_tasks.data.problems import Problem
+from wsc_tasks.kept import Latest
 
 log = logging.getLogger(f"lm_eval.{__name__}")
 
@@ -449,8 +449,7 @@ def _counter(
     return same_encodings(counter)
 
 
-_BY_IDENTITY: OrderedDict[str, TokenCounter] = OrderedDict()  # the latest few, by ``identity``
-_IDENTITIES_KEPT = 4
+_BY_IDENTITY: Latest[str, TokenCounter] = Latest(4)  # the latest few, by ``identity``
 
 
 def same_encodings(counter: TokenCounter) -> TokenCounter:
@@ -461,8 +460,4 @@ def same_encodings(counter: TokenCounter) -> TokenCounter:
     key = counter.identity
     if key is None:
         return counter
-    found = _BY_IDENTITY.setdefault(key, counter)
-    _BY_IDENTITY.move_to_end(key)
-    while len(_BY_IDENTITY) > _IDENTITIES_KEPT:
-        _BY_IDENTITY.popitem(last=False)
-    return found
+    return _BY_IDENTITY.use(key, counter)

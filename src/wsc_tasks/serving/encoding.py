@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from wsc_tasks.kept import PickledFiles
 from wsc_tasks.scoring.tokens import (
     TokenCounter,
     batch_encode,
@@ -162,37 +163,18 @@ def _path(name: str) -> Path:
 
 
 _KEPT: dict[Path, int] = {}  # a file's encodings as this process last read or wrote it
-# a file's memo as last read or written here, by its size and modification time: the models of a
-# sweep's worker that share a tokenizer read it once
-_READ: dict[Path, tuple[tuple[int, int], dict]] = {}
-
-
-def _stat(path: Path) -> tuple[int, int]:
-    found = path.stat()
-    return found.st_size, found.st_mtime_ns
+# each file's memo as last read or written here: the models of a sweep's worker that share a
+# tokenizer read it once
+_FILES = PickledFiles(8)  # a few tokenizers', the latest
 
 
 def _read(path: Path) -> dict | None:
-    """The memo in ``path`` (None: none, or unreadable), unpickled once while the file stays."""
+    """The memo in ``path`` (None: none, or unreadable)."""
     try:
-        stat = _stat(path)
-        known = _READ.get(path)
-        if known is not None and known[0] == stat:
-            return known[1]
-        kept = pickle.loads(path.read_bytes())  # lm-eval's folder, as its own
+        kept, _ = _FILES.read(path)  # lm-eval's folder, as its own
     except (OSError, pickle.UnpicklingError, EOFError, ValueError):
         return None
-    if not isinstance(kept, dict):
-        return None
-    _remember(path, stat, kept)
-    return kept
-
-
-def _remember(path: Path, stat: tuple[int, int], memo: dict) -> None:
-    _READ.pop(path, None)
-    _READ[path] = (stat, memo)
-    while len(_READ) > 8:  # a few tokenizers' memos, the latest
-        del _READ[next(iter(_READ))]
+    return kept if isinstance(kept, dict) else None
 
 
 def _size(memo: dict, counter: TokenCounter | None) -> int:
@@ -236,6 +218,6 @@ def save(lm: Any, counters: Sequence[TokenCounter]) -> int:
         aside.write_bytes(pickle.dumps(memo, protocol=pickle.HIGHEST_PROTOCOL))
         aside.replace(path)
         _KEPT[path] = size
-        _remember(path, _stat(path), memo)
+        _FILES.wrote(path, memo)
         written += size
     return written

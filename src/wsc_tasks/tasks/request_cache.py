@@ -19,7 +19,7 @@ and reader, written in Python, took most of a first run's request building and s
 later one's), written aside and renamed (the workers of a sweep share the folder). What is read
 back is checked against the documents the run will score (``matches``): each document the run
 iterates must have requests built from that very document. A process that runs several models
-(a sweep's worker) keeps the latest files' requests in memory (``_KEPT``), each file's by its
+(a sweep's worker) keeps the latest files' requests in memory (``_FILES``), each file's by its
 size and modification time, and hands them to the next run with their responses emptied, as
 read from the file.
 """
@@ -30,10 +30,11 @@ import hashlib
 import json
 import os
 import pickle
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from wsc_tasks.kept import PickledFiles
 
 
 def tag(
@@ -115,19 +116,13 @@ def load(task: Any, kwargs: Mapping[str, Any]) -> list[list[Any]] | None:
     or ``--rewrite_requests_cache``)."""
     if kwargs.get("rewrite_requests_cache"):
         return None
-    file = path(task, kwargs)
     try:
-        kept = _KEPT.get(file)
-        if kept is not None and kept[0] == _stat(file):
-            _KEPT.move_to_end(file)
-            return _emptied(kept[1])
-        found = pickle.loads(file.read_bytes())  # lm-eval's folder, as its own
+        found, kept = _FILES.read(path(task, kwargs))  # lm-eval's folder, as its own
     except Exception:  # noqa: BLE001 - a missing or unreadable file is built again
         return None
     if not isinstance(found, list):
         return None
-    _keep(file, found)
-    return found
+    return _emptied(found) if kept else found
 
 
 def save(task: Any, kwargs: Mapping[str, Any], documents: list[list[Any]]) -> None:
@@ -137,27 +132,10 @@ def save(task: Any, kwargs: Mapping[str, Any], documents: list[list[Any]]) -> No
     aside = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     aside.write_bytes(pickle.dumps(documents, protocol=pickle.HIGHEST_PROTOCOL))
     aside.replace(target)
-    _keep(target, documents)
+    _FILES.wrote(target, documents)
 
 
-_KEPT: OrderedDict[Path, tuple[tuple[int, int], list[list[Any]]]] = OrderedDict()
-_FILES_KEPT = 64  # more than one run's tasks: a whole wsc_group
-
-
-def _stat(file: Path) -> tuple[int, int]:
-    found = file.stat()
-    return found.st_size, found.st_mtime_ns
-
-
-def _keep(file: Path, documents: list[list[Any]]) -> None:
-    """``documents`` kept for this process's next run, as ``file`` now is."""
-    try:
-        _KEPT[file] = (_stat(file), documents)
-    except OSError:
-        return
-    _KEPT.move_to_end(file)
-    while len(_KEPT) > _FILES_KEPT:
-        _KEPT.popitem(last=False)
+_FILES = PickledFiles(64)  # more than one run's tasks: a whole wsc_group
 
 
 def _emptied(documents: list[list[Any]]) -> list[list[Any]]:

@@ -25,7 +25,6 @@ report`` recomputes the rest from the samples.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -33,6 +32,7 @@ from typing import Any
 
 from wsc_tasks.data import catalog
 from wsc_tasks.data.problems import Problem, Schema
+from wsc_tasks.kept import Latest
 from wsc_tasks.metrics import associativity, registry
 from wsc_tasks.metrics.accuracy import SchemaOutcome, outcome, restrict
 from wsc_tasks.metrics.consistency import pair_outcome
@@ -103,9 +103,8 @@ def check_metadata(task: str, meta: dict[str, Any], datasets: Any) -> None:
             fail(key, "allowed: a Hub id or a local path")
 
 
-_SHARED: OrderedDict[tuple[tuple[ScoringMethod, ...], Setup], dict[Problem, list[Request]]] = (
-    OrderedDict()
-)
+# a run of wsc_group has a few per tokenizer
+_SHARED: Latest[tuple[tuple[ScoringMethod, ...], Setup], dict[Problem, list[Request]]] = Latest(32)
 
 
 def shared_requests(
@@ -115,12 +114,7 @@ def shared_requests(
     one dict for every task and run of this process that has them: a sweep's worker computes
     them once per tokenizer (whose counter the models share), not once per model. The latest
     few kept."""
-    key = (methods, setup)
-    found = _SHARED.setdefault(key, {})
-    _SHARED.move_to_end(key)
-    while len(_SHARED) > 32:  # a run of wsc_group has a few per tokenizer
-        _SHARED.popitem(last=False)
-    return found
+    return _SHARED.use((methods, setup), {})
 
 
 class SchemaTask(RequestTask):
