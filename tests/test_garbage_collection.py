@@ -3,7 +3,7 @@ process built (reading a run's samples), and handed everything back after."""
 
 from __future__ import annotations
 
-from wsc_tasks.garbage_collection import survivors_frozen
+from wsc_tasks.garbage_collection import collect, survivors_frozen
 
 
 class _Cycle:
@@ -62,5 +62,35 @@ def test_the_collector_is_left_alone_when_off_or_when_objects_are_frozen_already
         # none added and none handed back (unfreezing hands back all); reference counting may
         # have freed a few frozen objects meanwhile
         assert 0 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_collect_walks_the_frozen_objects_and_the_block_freezes_the_survivors_again():
+    """A worker's step ends with ``collect``: a cycle frozen during the step that is garbage now
+    goes, and what the worker keeps is frozen again for the next step."""
+    import gc
+    import weakref
+
+    with survivors_frozen():
+        kept, step = _Cycle(), _Cycle()
+        kept_ref, step_ref = weakref.ref(kept), weakref.ref(step)
+        gc.collect()
+        assert gc.get_freeze_count() > 0
+        del step
+        collect()
+        assert step_ref() is None and kept_ref() is kept
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_collect_outside_a_block_leaves_the_processs_frozen_objects_frozen():
+    import gc
+
+    gc.freeze()
+    try:
+        assert gc.get_freeze_count() > 0
+        collect()
+        assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()

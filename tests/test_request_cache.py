@@ -154,9 +154,9 @@ def test_a_sweeps_models_with_one_tokenizer_build_and_encode_once(
 ):
     """Three runs with lm-eval's request cache in one folder: the first builds and encodes, the
     second (other weights, other folder, same tokenizer) builds no request, encodes no text,
-    computes no problem's requests, unpickles nothing (this process holds what it wrote) and
-    writes no encodings file again, with the figures of a run without the cache; a third with
-    another tokenizer builds again."""
+    computes no problem's requests or token facts, unpickles nothing (this process holds what
+    it wrote) and writes no encodings file again, with the figures of a run without the cache;
+    a third with another tokenizer builds again."""
     import lm_eval.caching.cache as lm_cache
 
     monkeypatch.setattr(lm_cache, "PATH", str(tmp_path / "requests"))
@@ -216,9 +216,13 @@ def test_a_sweeps_models_with_one_tokenizer_build_and_encode_once(
     requests_of = Causal.requests
     monkeypatch.setattr(Causal, "requests", lambda self, problem, setup: computed.append(1) or
                         requests_of(self, problem, setup))  # fmt: skip
+    facts: list[int] = []  # a problem's token facts: once per setup
+    lengths_of = Counter.answer_lengths
+    monkeypatch.setattr(Counter, "answer_lengths", lambda self, problem: facts.append(1) or
+                        lengths_of(self, problem))  # fmt: skip
     second, n_second, lm = run(gpt2_pair[1], cache=True)
     monkeypatch.setattr(pickle, "loads", loads)
-    assert not unpickled and not computed
+    assert not unpickled and not computed and not facts
     assert n_second == 0 and not batches and not encoded, (n_second, len(encoded))
     assert written and {path: path.stat().st_mtime_ns for path in files} == written  # nothing new
     assert encoding.memo_of(lm)  # the model's encodings came from the cache too

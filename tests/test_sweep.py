@@ -601,22 +601,38 @@ def test_the_board_says_how_each_unranked_model_ended_and_what_brings_it_back(tm
 
 
 @pytest.mark.slow
-def test_a_worker_runs_one_model_after_another_and_keeps_none_in_memory(tmp_path, data_dir):
+def test_a_worker_runs_one_model_after_another_and_keeps_none_in_memory(
+    tmp_path, data_dir, monkeypatch
+):
     """The worker's loop with the worker command's own evaluation, in this process: a model whose
     run fails ends alone (its error.txt) and the worker takes the next; the two GPT-2s are done;
     when each run starts no model of an earlier one is alive (its memory was handed back), and
-    none is after the last."""
+    none is after the last; what the worker keeps is frozen out of the collector's walks when a
+    later run starts, and handed back when the worker ends."""
     import gc
+    import weakref
 
     from transformers import PreTrainedModel
 
+    from wsc_tasks import garbage_collection
     from wsc_tasks.cli import sweep_worker
     from wsc_tasks.sweep import worker
     from wsc_tasks.sweep.queue import Queue
 
+    made: weakref.WeakSet = weakref.WeakSet()  # every model built (frozen ones included)
+    built = []
+    post_init = PreTrainedModel.post_init
+
+    def registered(self):
+        made.add(self)
+        built.append(type(self).__name__)
+        return post_init(self)
+
+    monkeypatch.setattr(PreTrainedModel, "post_init", registered)
+
     def models_alive() -> int:
-        gc.collect()
-        return sum(isinstance(o, PreTrainedModel) for o in gc.get_objects())
+        garbage_collection.collect()  # the frozen objects walked too
+        return len(made)
 
     for seed in (1, 2):
         tiny_models.gpt2(tmp_path / f"tiny{seed}", seed, size="1x16")
@@ -625,15 +641,18 @@ def test_a_worker_runs_one_model_after_another_and_keeps_none_in_memory(tmp_path
              ModelSpec("tiny2", "hf", f"pretrained={tmp_path / 'tiny2'}")]  # fmt: skip
     options = SweepOptions(tmp_path / "out", TASK, ("--limit", "4"), cache=False)
     queue = Queue.write("local", options, specs)
-    alive = []
+    alive, frozen = [], []
 
     def evaluate(run):
+        frozen.append(gc.get_freeze_count())
         alive.append(models_alive())
         return sweep_worker.evaluate(run)
 
     states = worker.work(queue, 0, worker.placement(queue, 0), evaluate)
     assert states == {"tiny1": "done", "broken": "failed", "tiny2": "done"}
     assert alive == [0, 0, 0] and models_alive() == 0
+    assert built.count("GPT2LMHeadModel") >= 2  # each run's model was seen
+    assert frozen[1] > 0 and frozen[2] > 0 and gc.get_freeze_count() == 0
     error = (options.out / "broken" / "error.txt").read_text()
     assert error.startswith("exit status 2: wsc-tasks: error: Attempted to load model")
     read = [line.get("read_ahead", {}) for line in queue.lines() if line["event"] == "end"]

@@ -120,6 +120,34 @@ def test_shared_resamples_give_the_floats_of_the_draws(ratio):
     assert _same(stats.replicates(others, ratio, shared), _gathered(others, ratio, shared.indexes))
 
 
+def test_kept_resamples_are_drawn_and_counted_once_a_process(monkeypatch):
+    """A sweep's worker makes a leaderboard Board per model: the Boards share one draw of each
+    number of documents (drawn and counted once), with the figures of a draw of their own."""
+    from wsc_tasks.kept import Latest
+    from wsc_tasks.leaderboard import Board
+
+    monkeypatch.setattr(stats, "_KEPT_DRAWS", Latest(4))
+    drawn, counted = [], []
+    draw, count = stats.resample_indexes, stats.resample_counts
+    monkeypatch.setattr(stats, "resample_indexes", lambda n, *a: drawn.append(n) or draw(n, *a))
+    monkeypatch.setattr(stats, "resample_counts", lambda i, n: counted.append(n) or count(i, n))
+    rng = np.random.default_rng(8)
+    values = [accuracy.outcome(rng.random(2) < 0.6, [[0, 1]]) for _ in range(41)]
+    boards = [Board("wsc273", 400, 9) for _ in range(2)]
+    kept = [board._shared(41) for board in boards]
+    assert kept[0] is not kept[1] and kept[0].draw is kept[1].draw
+    assert (drawn, counted) == ([41], [41])
+    for found in kept:
+        found.prefetch([(values, ratios.SCHEMA_ACCURACY)])
+    own = stats.Resamples(41, 400, 9)
+    expected = _gathered(values, ratios.SCHEMA_ACCURACY, own.indexes)
+    for found in kept:
+        assert _same(stats.replicates(values, ratios.SCHEMA_ACCURACY, found), expected)
+    assert drawn == [41, 41]  # the draw of its own, drawn anew
+    stats.Resamples.kept(41, 400, 10)  # another seed: another draw
+    assert stats.Resamples.kept(41, 400, 10).draw is not kept[0].draw
+
+
 def test_report_estimates_equal_each_bootstrap_drawn_on_its_own():
     """Grouped by their numbers of documents and computed on shared resamples, the report's
     bootstraps give the very estimates of each one drawn alone."""

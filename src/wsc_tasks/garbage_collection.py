@@ -8,8 +8,11 @@ generation (``gc.freeze``) while a block runs, so the next one walks only what w
 at the end they are handed back (``gc.unfreeze``), and a cycle among them that became garbage
 meanwhile goes at the next full collection. Reference counting frees objects as ever, and only
 objects a collection found reachable are frozen. The collector is left alone when it is off or
-when the process has frozen objects of its own. ``paused`` turns it off for a block that makes
-many objects and no cycle (lines of JSON decoded), where a collection could free nothing.
+when the process has frozen objects of its own. A block that runs step after step (a sweep's
+worker, model after model) ends each with ``collect``: the frozen objects handed back and
+walked once, so that a finished step's cycles go, and what survives frozen again for the next.
+``paused`` turns it off for a block that makes many objects and no cycle (lines of JSON
+decoded), where a collection could free nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +46,15 @@ def survivors_frozen() -> Iterator[bool]:
         if engaged:
             gc.callbacks.remove(_freeze_after_full_collection)
             gc.unfreeze()
+
+
+def collect() -> None:
+    """A full collection of everything, the objects ``survivors_frozen`` froze included (handed
+    back first, then frozen again by the block when they survive); outside such a block,
+    ``gc.collect()``."""
+    if _freeze_after_full_collection in gc.callbacks:
+        gc.unfreeze()
+    gc.collect()
 
 
 @contextmanager

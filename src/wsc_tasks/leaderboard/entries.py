@@ -146,7 +146,7 @@ class Board:
         """The resamples of ``n`` documents, counted at once: every replicate sum is then one
         exact product (``stats.Resamples``), not a gather per figure."""
         if n not in self._resamples:
-            self._resamples[n] = stats.Resamples(n, self.iters, self.seed)
+            self._resamples[n] = stats.Resamples.kept(n, self.iters, self.seed)
             _ = self._resamples[n].counts
         return self._resamples[n]
 

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from wsc_tasks.kept import Latest
 from wsc_tasks.metrics import exact, ratios, registry
 from wsc_tasks.metrics.accuracy import SchemaOutcome
 from wsc_tasks.metrics.ratios import Ratio
@@ -115,6 +116,36 @@ def resample_counts(indexes: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(offsets.ravel(), minlength=iters * n).reshape(iters, n)
 
 
+class Draw:
+    """One draw of resamples of ``n`` documents: their ``indexes`` and how often each document
+    occurs in each (``counts``, and its float forms for exact products), each made when first
+    asked."""
+
+    def __init__(self, n: int, iters: int, seed: int, indexes: np.ndarray | None = None) -> None:
+        self.n, self.iters, self.seed = n, iters, seed
+        if indexes is not None:
+            self.__dict__["indexes"] = indexes
+
+    @cached_property
+    def indexes(self) -> np.ndarray:
+        return resample_indexes(self.n, self.iters, self.seed)
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        return resample_counts(self.indexes, self.n)
+
+    @cached_property
+    def counts32(self) -> np.ndarray:
+        return self.counts.astype(np.float32)
+
+    @cached_property
+    def counts64(self) -> np.ndarray:
+        return self.counts.astype(np.float64)
+
+
+_KEPT_DRAWS: Latest[tuple[int, int, int], Draw] = Latest(4)
+
+
 class Resamples:
     """The resamples of ``n`` documents (rows of ``indexes``), shared by every bootstrap over
     ``n`` documents with the same seed: drawn once, and a ratio's replicate sums taken as one
@@ -127,33 +158,34 @@ class Resamples:
 
     BATCH = 256  # parts per matrix product: iters × BATCH floats of sums at a time
 
-    def __init__(self, n: int, iters: int, seed: int = DEFAULT_SEED) -> None:
+    def __init__(
+        self, n: int, iters: int, seed: int = DEFAULT_SEED, draw: Draw | None = None
+    ) -> None:
         self.n, self.iters, self.seed = n, iters, seed
+        self.draw = draw if draw is not None else Draw(n, iters, seed)
         self._parts: dict[tuple[int, Ratio], tuple[Sequence[Any], np.ndarray, np.ndarray]] = {}
         self._sums: dict[tuple[int, Ratio], np.ndarray] = {}
 
     @classmethod
     def of(cls, indexes: np.ndarray) -> Resamples:
         """Resamples given by their indexes (another draw than ``resample_indexes``': seed -1)."""
-        found = cls(indexes.shape[1], len(indexes), seed=-1)
-        found.__dict__["indexes"] = indexes
-        return found
+        n, iters = indexes.shape[1], len(indexes)
+        return cls(n, iters, seed=-1, draw=Draw(n, iters, -1, indexes))
 
-    @cached_property
+    @classmethod
+    def kept(cls, n: int, iters: int, seed: int = DEFAULT_SEED) -> Resamples:
+        """Resamples over the process's kept draw of (``n``, ``iters``, ``seed``): a sweep's worker
+        draws and counts its leaderboard figures' resamples once, not once a model (the last
+        few draws are kept; the parts and sums stay each object's own)."""
+        return cls(n, iters, seed, _KEPT_DRAWS.use((n, iters, seed), Draw(n, iters, seed)))
+
+    @property
     def indexes(self) -> np.ndarray:
-        return resample_indexes(self.n, self.iters, self.seed)
+        return self.draw.indexes
 
-    @cached_property
+    @property
     def counts(self) -> np.ndarray:
-        return resample_counts(self.indexes, self.n)
-
-    @cached_property
-    def _counts32(self) -> np.ndarray:
-        return self.counts.astype(np.float32)
-
-    @cached_property
-    def _counts64(self) -> np.ndarray:
-        return self.counts.astype(np.float64)
+        return self.draw.counts
 
     def parts(self, values: Sequence[Any], ratio: Ratio) -> tuple[np.ndarray, np.ndarray]:
         """``ratio.arrays(values)``, once per list of documents (kept by identity)."""
@@ -195,7 +227,7 @@ class Resamples:
         if key in self._sums:
             return self._sums[key].T
         both, bits = self._stacked(values, ratio)
-        if bits and "counts" in self.__dict__:  # counted already: one product
+        if bits and "counts" in vars(self.draw):  # counted already: one product
             return self._product(both, bits).astype(float)
         rows = self.indexes  # one ratio alone, or parts not whole: summed in the order drawn
         num, den = self.parts(values, ratio)
@@ -209,8 +241,8 @@ class Resamples:
     def _product(self, parts: np.ndarray, bits: int) -> np.ndarray:
         """counts @ parts in float``bits`` (kept so: exact, and float32 halves the memory)."""
         if bits == 32:
-            return self._counts32 @ parts.astype(np.float32)
-        return self._counts64 @ parts
+            return self.draw.counts32 @ parts.astype(np.float32)
+        return self.draw.counts64 @ parts
 
 
 def _exact_bits(parts: np.ndarray, n: int) -> int:
@@ -696,9 +728,9 @@ def unpaired_resamples(
     """The two draws of an unpaired difference: ``first`` documents, then ``second`` from the
     same generator (so the first are the ``Resamples(first, iters, seed)`` of a bootstrap)."""
     rng = np.random.default_rng(seed)
-    a = Resamples(first, iters, seed)
-    a.__dict__["indexes"] = rng.integers(0, first, size=(iters, first))
-    return a, Resamples.of(rng.integers(0, second, size=(iters, second)))
+    drawn = Draw(first, iters, seed, rng.integers(0, first, size=(iters, first)))
+    later = rng.integers(0, second, size=(iters, second))
+    return Resamples(first, iters, seed, drawn), Resamples.of(later)
 
 
 def _shared(resamples: Resamples | None, n: int, iters: int, seed: int) -> Resamples:

@@ -8,7 +8,10 @@ worker's own process); ``work`` is its loop: it takes the queue's models one at 
 (``queue.report``). Its imports, lm-eval's task index, the tokenizers and the requests'
 encodings stay in memory from one model to the next; the next model's weights are read while
 the current one computes (``read_ahead``); each model's memory is released before the next
-(``release_memory``). With ``--process-per-model`` (and ``--accelerate``) each model is evaluated
+(``release_memory``). What the worker keeps from one model to the next (millions of objects:
+the kept requests, encodings and counters) is frozen out of the cyclic collector's walks
+(``garbage_collection.survivors_frozen``), so that a later model's collections walk only its
+own objects. With ``--process-per-model`` (and ``--accelerate``) each model is evaluated
 in a process of its own instead (``runner.in_child``).
 
 SIGTERM (a scheduler's cancel, requeue or time limit; the local sweep's Ctrl-C) stops the model
@@ -19,7 +22,6 @@ Exit status: 0 once the queue holds nothing more it may take, 143 stopped.
 from __future__ import annotations
 
 import ctypes
-import gc
 import logging
 import os
 import signal
@@ -29,6 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from wsc_tasks import garbage_collection
 from wsc_tasks.sweep import hub
 from wsc_tasks.sweep.lock import job_id
 from wsc_tasks.sweep.options import Placement
@@ -62,9 +65,10 @@ def placement(queue: Queue, index: int, launcher_job: str | None = None) -> Plac
 
 
 def release_memory() -> None:
-    """What a model left behind handed back before the next: Python's cycles collected, the
-    allocator's cached GPU blocks freed, the C heap's free pages returned to the system."""
-    gc.collect()
+    """What a model left behind handed back before the next: Python's cycles collected (the
+    frozen objects walked too: ``garbage_collection.collect``), the allocator's cached GPU blocks
+    freed, the C heap's free pages returned to the system."""
+    garbage_collection.collect()
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.empty_cache()
@@ -91,24 +95,25 @@ def work(
     options = queue.options
     reading = ReadAhead()
     states: dict[str, str] = {}
-    try:
-        while (spec := queue.next(index, states)) is not None:
-            ahead = queue.following(spec, max(options.prefetch, 1), index)
-            queue.report(index, "start", spec.name, job=where.job)
-            state, details, clock = "interrupted", dict[str, Any](), time.monotonic()
-            try:
-                state = run_one(spec, options, where, ahead, evaluate, reading, details)
-            finally:
-                seconds = round(time.monotonic() - clock, 3)
-                queue.report(index, "end", spec.name, state=state, seconds=seconds,
-                             job=where.job, **details)  # fmt: skip
-                release_memory()
-            states[spec.name] = state
-            print(f"wsc-tasks sweep: {spec.name}: {state} ({seconds:.1f} s)", flush=True)
-            if state == "interrupted":
-                break
-    finally:
-        reading.stop()
+    with garbage_collection.survivors_frozen():
+        try:
+            while (spec := queue.next(index, states)) is not None:
+                ahead = queue.following(spec, max(options.prefetch, 1), index)
+                queue.report(index, "start", spec.name, job=where.job)
+                state, details, clock = "interrupted", dict[str, Any](), time.monotonic()
+                try:
+                    state = run_one(spec, options, where, ahead, evaluate, reading, details)
+                finally:
+                    seconds = round(time.monotonic() - clock, 3)
+                    queue.report(index, "end", spec.name, state=state, seconds=seconds,
+                                 job=where.job, **details)  # fmt: skip
+                    release_memory()
+                states[spec.name] = state
+                print(f"wsc-tasks sweep: {spec.name}: {state} ({seconds:.1f} s)", flush=True)
+                if state == "interrupted":
+                    break
+        finally:
+            reading.stop()
     return states
 
 

@@ -117,6 +117,16 @@ def shared_requests(
     return _SHARED.use((methods, setup), {})
 
 
+_FACTS: Latest[Setup, dict[Problem, tuple[bool, bool]]] = Latest(32)
+
+
+def shared_token_facts(setup: Setup) -> dict[Problem, tuple[bool, bool]]:
+    """Each problem's token facts under ``setup`` (equal-length answers, blank at the end: a
+    function of its tokenizer and the problem), one dict for every task and run of this process
+    that has the setup. The latest few kept."""
+    return _FACTS.use(setup, {})
+
+
 class SchemaTask(RequestTask):
     """A task whose documents are schemas; see the module docstring."""
 
@@ -240,18 +250,26 @@ class SchemaTask(RequestTask):
         return {name: outcome(correct, schema.groups) for name, correct in per_method.items()}
 
     def _token_facts(self, schema: Schema) -> tuple[list[bool], list[bool]]:
-        """Per problem: equal-length answers in context; blank followed by ≤ n tokens."""
+        """Per problem: equal-length answers in context; blank followed by ≤ n tokens (each
+        problem's once per setup in a process, ``shared_token_facts``)."""
+        known = self.__dict__.get("_facts_of")
+        if known is None:
+            known = self._facts_of = shared_token_facts(self.setup)
+        for problem in schema.problems:
+            if problem not in known:
+                known[problem] = self._problem_token_facts(problem)
+        facts = [known[problem] for problem in schema.problems]
+        return [equal for equal, _ in facts], [at_end for _, at_end in facts]
+
+    def _problem_token_facts(self, problem: Problem) -> tuple[bool, bool]:
         tokens = self.setup.tokens
         assert tokens is not None
-        equal, at_end = [], []
-        for problem in schema.problems:
-            if problem.n_blanks == 1:
-                lengths: tuple[int, ...] = tokens.answer_lengths(problem)
-            else:
-                lengths = tuple(len(tokens.encode(problem.fill(i), False)) for i in (0, 1))
-            equal.append(lengths[0] == lengths[1])
-            at_end.append(tokens.tokens_after_blank(problem, 0) <= self.setup.smart_limit)
-        return equal, at_end
+        if problem.n_blanks == 1:
+            lengths: tuple[int, ...] = tokens.answer_lengths(problem)
+        else:
+            lengths = tuple(len(tokens.encode(problem.fill(i), False)) for i in (0, 1))
+        at_end = tokens.tokens_after_blank(problem, 0) <= self.setup.smart_limit
+        return lengths[0] == lengths[1], at_end
 
     def document_values(self, doc: dict, results: list[Any]) -> dict[str, Any]:
         [(schema, by_method)] = self.document_outcomes(doc, results)
