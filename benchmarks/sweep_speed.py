@@ -14,7 +14,10 @@ does): per model its time (from the end of the model before it, the first from t
 start), its forward, the time outside the forward, its model loading, and its next model's
 weights read ahead (how much, how long, whether before that model's run); then each later
 model's time outside the forward against the first's, and the whole sweep's wall time, warm
-against own.
+against own. ``--code CHECKOUT`` adds a third way, alternating with the two: another
+checkout's warm worker (``warm, CHECKOUT``) over the same models. ``--limit N`` passes lm-eval's
+``--limit``: what a later model costs with few documents is what it pays whatever the number
+of its requests.
 
 ``--as-users-run`` times ``wsc-tasks sweep`` of the models instead, as a user runs it (local
 launcher, one process, nothing instrumented): each model's time from its ``done.json`` (the
@@ -103,23 +106,28 @@ def _worker(queue_path: str, figures: str) -> int:
     return 0
 
 
-def _sweep_worker(models: list[Path], work: Path, own: bool, tasks: str) -> dict[str, Any]:
-    """One way (``own``: a process per model), in a process of its own; its figures."""
+def _sweep_worker(
+    models: list[Path], work: Path, way: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    """One way (``own``: a process per model; ``warm, …``: another checkout's warm worker), in
+    a process of its own; its figures."""
     from wsc_tasks.sweep.models import ModelSpec
     from wsc_tasks.sweep.options import SweepOptions
     from wsc_tasks.sweep.queue import Queue
 
-    out = work / ("own" if own else "warm")
+    own, code = way == "own", ROOT if way in WAYS else args.code.resolve()
+    name = way if way in WAYS else "before"
+    out = work / name
     shutil.rmtree(out, ignore_errors=True)
     specs = [ModelSpec(f"m{k}", "hf", f"pretrained={path}") for k, path in enumerate(models, 1)]
-    options = SweepOptions(out, tasks, FLAGS, process_per_model=own, quiet=True)
+    options = SweepOptions(out, args.tasks, _flags(args), process_per_model=own, quiet=True)
     queue = Queue.write("local", options, specs)
-    figures = work / f"{'own' if own else 'warm'}.json"
+    figures = work / f"{name}.json"
     command = [sys.executable, "-m", "benchmarks.sweep_speed", "worker", str(queue.path),
                str(figures)]  # fmt: skip
     start = time.time()
-    log = (work / f"{'own' if own else 'warm'}.log").open("w")
-    done = subprocess.run(command, env=_env(), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    log = (work / f"{name}.log").open("w")
+    done = subprocess.run(command, env=_env(code), stdout=log, stderr=subprocess.STDOUT, cwd=code)
     if done.returncode:
         raise SystemExit(f"benchmarks sweep: the worker failed; its log: {log.name}")
     found = json.loads(figures.read_text(encoding="utf-8"))
@@ -157,31 +165,42 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
+def _flags(args: argparse.Namespace) -> tuple[str, ...]:
+    return FLAGS + (("--limit", str(args.limit)) if args.limit else ())
+
+
+WAYS = ("warm", "own")
+
+
 def workers(args: argparse.Namespace, work: Path) -> int:
     models = _models(work / "models", args.models)
-    results: dict[str, list[dict[str, Any]]] = {"warm": [], "own": []}
+    ways = [*WAYS, *([f"warm, {args.code}"] if args.code else [])]
+    results: dict[str, list[dict[str, Any]]] = {way: [] for way in ways}
     for round_ in range(args.rounds):
-        for own in (False, True):  # alternating
-            way = "own" if own else "warm"
+        for way in ways:  # alternating
             print(f"benchmarks sweep: round {round_ + 1}, {way}", flush=True)
-            results[way].append(_sweep_worker(models, work, own, args.tasks))
+            results[way].append(_sweep_worker(models, work, way, args))
     lines = ["", f"benchmarks sweep: {args.models} tiny GPT-2s sharing a tokenizer, "
-             f"--tasks {args.tasks} {' '.join(FLAGS)}, one worker; warm: every run in the "
+             f"--tasks {args.tasks} {' '.join(_flags(args))}, one worker; warm: every run in the "
              "worker's process, own: a process per run"]  # fmt: skip
-    for way in ("warm", "own"):
+    for way in ways:
         for result in results[way]:
             lines += _table(way, result)
     later = {way: [r["outside"] / rs["models"][0]["outside"] for rs in results[way]
                    for r in rs["models"][1:]] for way in results}  # fmt: skip
+    seconds = {way: [r["outside"] for rs in results[way] for r in rs["models"][1:]]
+               for way in results}  # fmt: skip
     walls = {way: _median([r["wall"] for r in results[way]]) for way in results}
     lines += [
         "  each later model's time outside the forward / the first's: "
         + ", ".join(
-            f"{way} median {_median(later[way]):.2f}x (max {max(later[way]):.2f}x)"
+            f"{way} median {_median(later[way]):.2f}x (max {max(later[way]):.2f}x; "
+            f"{_median(seconds[way]):.1f} s)"
             for way in results
         ),  # fmt: skip
-        f"  sweep wall, median of {args.rounds}: warm {walls['warm']:.1f} s, own "
-        f"{walls['own']:.1f} s, warm / own {walls['warm'] / walls['own']:.2f}x",
+        f"  sweep wall, median of {args.rounds}: "
+        + ", ".join(f"{way} {walls[way]:.1f} s" for way in results)
+        + f"; warm / own {walls['warm'] / walls['own']:.2f}x",
     ]
     print("\n".join(lines), flush=True)
     return 0
@@ -259,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     command.add_argument("--rounds", type=int, default=1, metavar="R", help="each way (default 1)")
     command.add_argument("--tasks", default="wsc_group", help="(default wsc_group)")
     command.add_argument("--as-users-run", action="store_true", help="wsc-tasks sweep, whole")
-    command.add_argument("--code", type=Path, help="with --as-users-run: a checkout to compare")
+    command.add_argument("--code", type=Path, help="a checkout to compare, alternating")
+    command.add_argument("--limit", type=int, metavar="N", help="lm-eval's --limit (workers)")
     command.add_argument("--work", type=Path, help="a folder for the models and sweeps (kept)")
     args = command.parse_args(argv)
     if args.models < 2:
