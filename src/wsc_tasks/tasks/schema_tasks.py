@@ -187,13 +187,19 @@ class SchemaTask(RequestTask):
         return [int(p["label"]) for p in doc["problems"]]
 
     # -- requests and results --------------------------------------------------------------------
+    @cached_property
+    def _requests_of(self) -> dict[Problem, list[Request]]:
+        return shared_requests(tuple(self.methods), self.setup)
+
+    @cached_property
+    def _facts_of(self) -> dict[Problem, tuple[bool, bool]]:
+        return shared_token_facts(self.setup)
+
     def _problem_requests(self, problem: Problem) -> list[Request]:
         """The union of all methods' requests for one problem, in first-seen order (built once
         per problem: requests are built, then counted, then matched with their results; and
         once per methods and setup in a process, ``shared_requests``)."""
-        cache = self.__dict__.get("_requests_of")
-        if cache is None:
-            cache = self._requests_of = shared_requests(tuple(self.methods), self.setup)
+        cache = self._requests_of
         if problem not in cache:
             seen: dict[Request, None] = {}
             for method in self.methods:
@@ -252,9 +258,7 @@ class SchemaTask(RequestTask):
     def _token_facts(self, schema: Schema) -> tuple[list[bool], list[bool]]:
         """Per problem: equal-length answers in context; blank followed by ≤ n tokens (each
         problem's once per setup in a process, ``shared_token_facts``)."""
-        known = self.__dict__.get("_facts_of")
-        if known is None:
-            known = self._facts_of = shared_token_facts(self.setup)
+        known = self._facts_of
         for problem in schema.problems:
             if problem not in known:
                 known[problem] = self._problem_token_facts(problem)
