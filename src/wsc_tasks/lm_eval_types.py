@@ -7,7 +7,7 @@ crosses into this package, the parameter names what is read of it, so that the r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 # lm-eval's log-likelihood answer to one request: (sum of log-probabilities, greedy)
 Answer = tuple[float, bool]
@@ -42,3 +42,13 @@ class AggregatingTask(ConfiguredTask, Protocol):
     it lists."""
 
     def aggregation(self) -> Mapping[str, Callable[..., object]]: ...
+
+
+def groups_of(results: Mapping[str, Any]) -> list[str]:
+    """The groups of an lm-eval results dict (or results file), in its order: those with an
+    aggregate row (``groups``), then those without one (``wsc_group``), which ``group_subtasks``
+    lists with their members. lm-eval 0.4.10 and 0.4.11 list a task run alone there too, with no
+    members: that one is a task."""
+    names = list(results.get("groups", {}))
+    listed = results.get("group_subtasks", {})
+    return names + [name for name, members in listed.items() if members and name not in names]

@@ -16,17 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from wsc_tasks.lm_eval_fixes.base import GITHUB, PATCH, Fix
+from wsc_tasks.lm_eval_types import groups_of
 
 MARK = "_wsc_tasks_groups"  # set on the wrapped post_init
-
-
-def groups_of(results: dict[str, Any]) -> list[str]:
-    """Every group of a results dict: those with an aggregate row, then those holding tasks."""
-    names = list(results.get("groups", {}))
-    for name, subtasks in results.get("group_subtasks", {}).items():
-        if subtasks and name not in names:
-            names.append(name)
-    return names
 
 
 def own_post_init() -> Any:

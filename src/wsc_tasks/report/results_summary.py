@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from wsc_tasks.lm_eval_types import groups_of
 from wsc_tasks.markup import code_span, escape_markdown
 from wsc_tasks.metrics import associativity, registry
 from wsc_tasks.metrics.registry import ACC, BLANK_AT_END, EQUAL_LEN, SCHEMA_ACC, Key, TaskKind
@@ -13,7 +15,6 @@ from wsc_tasks.paths import hide_model_paths, portable
 from wsc_tasks.runs.folders import (
     RunError,
     TaskRun,
-    groups_of,
     read_results,
     read_task,
     results_files,
@@ -83,7 +84,7 @@ def markdown(results_file: str | Path, keep_paths: bool = False) -> str:
 
 
 def _fill_from_samples(
-    path: Path, data: dict[str, Any], results: dict[str, Row], groups: set[str]
+    path: Path, data: dict[str, Any], results: dict[str, Row], groups: Collection[str]
 ) -> str:
     """Columns lm-eval did not aggregate (half_solved, anti_solved of a run without ``metrics:
     all``) computed from each task's samples file, in place; a line on what stays empty, if any."""
@@ -133,7 +134,7 @@ def _portable(model_args: Any, keep_paths: bool = False) -> str:
 Row = dict[Key, Any]
 
 
-def _method_table(results: dict[str, Row], groups: set[str]) -> list[str]:
+def _method_table(results: dict[str, Row], groups: Collection[str]) -> list[str]:
     """acc / schema_acc of every scoring method, and the equal-length figures, per task."""
     tasks = [n for n, row in results.items() if n not in groups and any(c in row for c in COLUMNS)]
     methods = sorted({m for name in tasks for m in registry.methods(results[name])})

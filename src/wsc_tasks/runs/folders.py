@@ -22,6 +22,7 @@ from typing import Any
 
 from wsc_tasks.data.pairing import PairingError, pair_schemas
 from wsc_tasks.garbage_collection import survivors_frozen
+from wsc_tasks.lm_eval_types import groups_of
 from wsc_tasks.metrics import registry
 from wsc_tasks.metrics.registry import TaskKind
 from wsc_tasks.paths import SWEEP_RESULTS, hide_model_paths, portable
@@ -32,7 +33,6 @@ from wsc_tasks.runs.output_files import (
     RESULTS_FILE,
     IncompleteSamples,
     RunError,
-    groups_of,
     read_results,
     read_samples,
     results_files,

@@ -75,14 +75,6 @@ def read_results(path: Path) -> dict[str, Any]:
     return data
 
 
-def groups_of(data: dict[str, Any]) -> set[str]:
-    """The groups of a results file: those with an aggregate row (``groups``), and those without
-    (``wsc_group``), which ``group_subtasks`` lists with their members. lm-eval 0.4.10 and 0.4.11
-    list a task run alone there too, with no members: that one is a task."""
-    listed = data.get("group_subtasks", {})
-    return set(data.get("groups", {})) | {name for name, members in listed.items() if members}
-
-
 def samples_file(results: Path, task: str) -> Path | None:
     """The samples file lm-eval wrote for ``task`` beside results file ``results`` (``.jsonl``,
     or ``.jsonl.gz`` as a sweep keeps them), if there is one."""
