@@ -9,8 +9,10 @@ tokenizer build and encode the requests once."""
 from __future__ import annotations
 
 import functools
+import math
 import pickle
 
+import datasets
 import lm_eval
 import lm_eval.evaluator
 import pytest
@@ -21,7 +23,7 @@ from wsc_tasks import fingerprint
 from wsc_tasks.scoring.causal import Causal
 from wsc_tasks.scoring.tokens import TokenCounter, encoding_identity
 from wsc_tasks.serving import encoding
-from wsc_tasks.tasks import request_cache
+from wsc_tasks.tasks import request_cache, request_task
 from wsc_tasks.tasks.request_task import RequestTask
 
 
@@ -149,14 +151,46 @@ def test_the_package_fingerprint_follows_its_sources(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_a_test_split_is_converted_once_per_documents_and_shared_by_no_object(monkeypatch):
+    """Equal documents: one conversion, one Arrow table's memory and values, a ``Dataset`` of
+    their own each (a format set on one leaves the other's) and the same fingerprint; other
+    documents (one value changed, NaN against None) are converted again; documents that are not
+    JSON are converted each time, as ``datasets`` converts them."""
+    monkeypatch.setattr(request_task, "_SPLITS", request_task.Latest(4))
+    converted: list[int] = []
+    from_list = datasets.Dataset.from_list
+    monkeypatch.setattr(datasets.Dataset, "from_list", lambda documents: converted.append(1) or
+                        from_list(documents))  # fmt: skip
+
+    def documents(value=1.5):
+        return [{"text": "a b", "options": [["x"], ["y"]], "score": value, "n": 3},
+                {"text": "c", "options": [["z"]], "score": 2.0, "n": None}]  # fmt: skip
+
+    first, second = request_task.test_split(documents()), request_task.test_split(documents())
+    assert len(converted) == 1 and first is not second
+    assert first.to_list() == second.to_list() == from_list(documents()).to_list()
+    text = [split.data.table.column("text").chunk(0).buffers()[2] for split in (first, second)]
+    assert text[0].address == text[1].address  # one Arrow table's memory
+    assert first.features == second.features and first._fingerprint == second._fingerprint
+    first.set_format("numpy")
+    assert second.format["type"] is None and second[0]["options"] == [["x"], ["y"]]
+    assert request_task.test_split(documents(2.5))[0]["score"] == 2.5 and len(converted) == 2
+    nan = request_task.test_split(documents(math.nan))
+    none = request_task.test_split(documents(None))
+    assert math.isnan(nan[0]["score"]) and none[0]["score"] is None and len(converted) == 4
+    raw = [{"bytes": b"\x00\x01"}]
+    assert request_task.test_split(raw)[0] == request_task.test_split(raw)[0] == raw[0]
+    assert len(converted) == 6
+
+
 def test_a_sweeps_models_with_one_tokenizer_build_and_encode_once(
     gpt2_pair, task_manager, tmp_path, monkeypatch
 ):
     """Three runs with lm-eval's request cache in one folder: the first builds and encodes, the
     second (other weights, other folder, same tokenizer) builds no request, encodes no text,
-    computes no problem's requests or token facts, unpickles nothing (this process holds what
-    it wrote) and writes no encodings file again, with the figures of a run without the cache;
-    a third with another tokenizer builds again."""
+    computes no problem's requests or token facts, converts no task's documents to a split,
+    unpickles nothing (this process holds what it wrote) and writes no encodings file again,
+    with the figures of a run without the cache; a third with another tokenizer builds again."""
     import lm_eval.caching.cache as lm_cache
 
     monkeypatch.setattr(lm_cache, "PATH", str(tmp_path / "requests"))
@@ -216,13 +250,17 @@ def test_a_sweeps_models_with_one_tokenizer_build_and_encode_once(
     requests_of = Causal.requests
     monkeypatch.setattr(Causal, "requests", lambda self, problem, setup: computed.append(1) or
                         requests_of(self, problem, setup))  # fmt: skip
+    converted: list[int] = []  # a task's documents made a ``datasets`` split: once per process
+    from_list = datasets.Dataset.from_list
+    monkeypatch.setattr(datasets.Dataset, "from_list", lambda documents: converted.append(1) or
+                        from_list(documents))  # fmt: skip
     facts: list[int] = []  # a problem's token facts: once per setup
     lengths_of = Counter.answer_lengths
     monkeypatch.setattr(Counter, "answer_lengths", lambda self, problem: facts.append(1) or
                         lengths_of(self, problem))  # fmt: skip
     second, n_second, lm = run(gpt2_pair[1], cache=True)
     monkeypatch.setattr(pickle, "loads", loads)
-    assert not unpickled and not computed and not facts
+    assert not unpickled and not computed and not facts and not converted
     assert n_second == 0 and not batches and not encoded, (n_second, len(encoded))
     assert written and {path: path.stat().st_mtime_ns for path in files} == written  # nothing new
     assert encoding.memo_of(lm)  # the model's encodings came from the cache too

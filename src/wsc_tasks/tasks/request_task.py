@@ -15,6 +15,8 @@ schema-bootstrap error comes as ``<metric>_stderr`` (``stderr``).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Collection, Mapping
 from typing import Any, TypeVar
@@ -23,6 +25,7 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 
 from wsc_tasks import lm_eval_fixes
+from wsc_tasks.kept import Latest
 from wsc_tasks.lm_eval_fixes import class_task_metadata
 from wsc_tasks.metrics import registry
 from wsc_tasks.metrics.registry import Aggregation
@@ -74,6 +77,30 @@ def select_metrics(
     if metric_choice(task, metadata) == "all":
         return functions
     return {name: fn for name, fn in functions.items() if name in headline}
+
+
+# each test split's Arrow table and features, by the digest of its documents: a process that runs
+# several models (a sweep's worker) converts a task's documents and hashes them (``datasets``'
+# fingerprint, 0.7 s a model over ``wsc_group``'s 47 tasks) once
+_SPLITS: Latest[str, datasets.Dataset] = Latest(128)
+
+
+def test_split(documents: list[dict[str, Any]]) -> datasets.Dataset:
+    """``documents`` as a ``datasets`` split of its own: a new ``Dataset`` over the Arrow table
+    (immutable) of the first split made from equal documents in this process, with its features
+    and the digest of the documents' JSON text as its fingerprint; none shares another's object
+    state (``set_format`` and the like change one ``Dataset`` in place). Documents that are not
+    JSON (a user's task with other values) are converted each time, as ``datasets`` does."""
+    try:
+        text = json.dumps(documents)
+    except (TypeError, ValueError):
+        return datasets.Dataset.from_list(documents)
+    digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    made = _SPLITS.get(digest)
+    if made is None:
+        made = datasets.Dataset.from_list(documents)
+    _SPLITS.put(digest, made)
+    return datasets.Dataset(made.data, info=made.info.copy(), fingerprint=digest)
 
 
 class Rows(list):
@@ -133,7 +160,7 @@ class RequestTask(flags.RefusesUnmeasuredFlags, TaskConventions, ConfigurableTas
                     f"{sorted(document)}, document 0 {sorted(keys)}: every document of a task "
                     "needs the same keys (give a missing one as None)"
                 )
-        test = datasets.Dataset.from_list(documents)
+        test = test_split(documents)
         self.dataset = datasets.DatasetDict({"test": test})
         self._rows = Rows(test)
 
