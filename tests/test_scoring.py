@@ -10,6 +10,7 @@ those formulas read.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 
 import lm_eval
@@ -164,6 +165,20 @@ def _hand_scores(model, tok, bos, problem, option: int, inputs: set, limit: int 
     return by_hand(hand_terms(model, tok, bos, problem, option, limit, inputs))
 
 
+def _count_values(formulas: set, monkeypatch) -> Counter:
+    """How often each (formula, problem, option) value is computed from here on."""
+    computed: Counter = Counter()
+    for kind in {type(formula) for formula in formulas}:
+        value = kind.value
+
+        def counted(self, problem, option, setup, results, value=value):
+            computed[(self.name, problem.uid, option)] += 1
+            return value(self, problem, option, setup, results)
+
+        monkeypatch.setattr(kind, "value", counted)
+    return computed
+
+
 @pytest.mark.parametrize("shared", [False, True], ids=["padded", "shared-prefixes"])
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_every_causal_method_by_hand(
@@ -192,10 +207,19 @@ def test_every_causal_method_by_hand(
     doc_ids = _doc_ids(counter)
     manager = task_manager(pretrained=str(folder), **ALL)
     Counting.rows = 0
+    formulas = {m.formula for m in families.FAMILIES["causal"].methods.values()
+                if isinstance(m, causal.Causal)}  # fmt: skip
+    computed = _count_values(formulas, monkeypatch)
     out = lm_eval.simple_evaluate(
         model=lm, tasks=[TASK], task_manager=manager, samples={TASK: doc_ids}, log_samples=True
     )
+    in_the_task = Counter(computed)  # the checks below call the formulas again
     rows = Counting.rows
+    # ``full`` and ``full_mean`` read one formula, ``smart`` reads full's or partial's: each
+    # option's value of each formula is computed once per problem in the task
+    # (``causal.formula_value``)
+    assert len(formulas) < len(families.FAMILIES["causal"].methods)
+    assert in_the_task and set(in_the_task.values()) == {1}, in_the_task.most_common(3)
     samples = out["samples"][TASK]
     assert out["configs"][TASK]["metadata"]["first_token_prior"] == (
         "webtext" if arch == "gpt2" else "bos"

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 from wsc_tasks.data import sources
 from wsc_tasks.data.problems import Problem
 from wsc_tasks.scoring.methods import (
+    Answered,
     Continuation,
     Request,
     Results,
@@ -491,7 +492,7 @@ class Smart(Formula):
         self, problem: Problem, option: int, setup: Setup, results: Results
     ) -> tuple[float, int]:
         short = pieces(problem, option, setup).partial_tokens <= setup.smart_limit
-        return (FULL if short else PARTIAL).value(problem, option, setup, results)
+        return formula_value(FULL if short else PARTIAL, problem, option, setup, results)
 
     def hand(self, h: Hand) -> tuple[float, float]:
         return (FULL if h["n_after"] <= h["limit"] else PARTIAL).hand(h)
@@ -500,6 +501,20 @@ class Smart(Formula):
 ALL_BUT_FIRST = AllButFirst("all_but_first")
 FULL_NORM = FullNorm("full_norm")
 SMART = Smart("smart")
+
+
+def formula_value(
+    formula: Formula, problem: Problem, option: int, setup: Setup, results: Results
+) -> tuple[float, int]:
+    """``formula.value`` of one option; once per problem where ``results`` keep what formulas
+    computed (``Answered``): ``full`` and ``full_mean`` read one formula, ``smart`` reads
+    full's or partial's."""
+    if not isinstance(results, Answered):
+        return formula.value(problem, option, setup, results)
+    found = results.kept.get((formula, option))
+    if found is None:
+        found = results.kept[(formula, option)] = formula.value(problem, option, setup, results)
+    return found
 
 
 @dataclass(frozen=True)
@@ -530,7 +545,7 @@ class Causal(ScoringMethod):
     def option_scores(self, problem: Problem, results: Results, setup: Setup) -> list[float]:
         scores = []
         for i in range(len(problem.options)):
-            value, count = self.formula.value(problem, i, setup, results)
+            value, count = formula_value(self.formula, problem, i, setup, results)
             scores.append(value / max(count, 1) if self.mean else value)
         return scores
 

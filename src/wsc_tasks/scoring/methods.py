@@ -20,6 +20,17 @@ from wsc_tasks.scoring.tokens import TokenCounter
 # (lm-eval request type, arguments) — hashable, so shared requests are sent once.
 Request = tuple[str, tuple[Any, ...]]
 Results = Mapping[Request, Any]  # lm-eval's result of each (a log-likelihood pair, hf-mlm's score)
+
+
+class Answered(dict[Request, Any]):
+    """One problem's ``Results``, with each formula's value of each option computed from them
+    ``kept`` for the problem's other methods (``causal.formula_value``)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.kept: dict[object, Any] = {}
+
+
 # the lm-eval request types the families send: ``LM.loglikelihood`` and hf-mlm's ``mlm_score``
 RequestType = Literal["loglikelihood", "mlm_score"]
 # how a causal method scores the first token: WebText's unigram frequencies (GPT-2's tokenizer,

@@ -39,7 +39,7 @@ from wsc_tasks.metrics.consistency import pair_outcome
 from wsc_tasks.metrics.registry import ACC, BLANK_AT_END, EQUAL_LEN, SCHEMA_ACC, Key, TaskKind, bind
 from wsc_tasks.scoring import causal, families
 from wsc_tasks.scoring.causal import shifted_splits
-from wsc_tasks.scoring.methods import Request, ScoringError, ScoringMethod, Setup
+from wsc_tasks.scoring.methods import Answered, Request, ScoringError, ScoringMethod, Setup
 from wsc_tasks.scoring.tokens import TokenCounter
 from wsc_tasks.tasks.request_task import RequestTask
 
@@ -244,7 +244,7 @@ class SchemaTask(RequestTask):
         per_method: dict[str, list[bool]] = {m.name: [] for m in self.methods}
         for problem in schema.problems:
             keys = self._problem_requests(problem)
-            found = dict(zip(keys, results[position : position + len(keys)], strict=True))
+            found = Answered(zip(keys, results[position : position + len(keys)], strict=True))
             position += len(keys)
             for method in self.methods:
                 chosen = method.predict(problem, found, self.setup)
