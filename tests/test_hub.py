@@ -154,6 +154,10 @@ def test_a_query_sweep_pins_commits_fetches_ahead_clears_behind_and_refuses_earl
         assert max(e["cache_bytes"] for e in events) <= 2 * size  # one running, one ahead
         removed = [e["model"] for e in events if e["event"] == "removed"]
         assert sorted(removed) == ["gpt2-a", "gpt2-b", "gpt2-c", "gpt2-d"]
+        # each removed by its own worker before its verdict, which ends it for the sweep (whose
+        # end-of-sweep removal then finds nothing of it left)
+        for event in (e for e in events if e["event"] == "removed"):
+            assert event["time"] < (out / event["model"] / "done.json").stat().st_mtime, event
         assert _blobs(home) == [] and events[-1]["cache_bytes"] == 0
         assert "at most 2 snapshots on disk at once (1 running + 1 ahead of each)" in first.stderr
         # the leaderboard names each model's Hub id, commit and query (the Hub id linked only

@@ -1,4 +1,4 @@
-"""One model's path through a sweep, in one direction: resolve, fetch, evaluate, record, clean.
+"""One model's path through a sweep, in one direction: resolve, fetch, evaluate, clean, record.
 
 ``run_one`` holds the model's lock (``sweep.lock``) for the whole path:
 
@@ -13,12 +13,14 @@
    own process (warm imports, task index, tokenizers and encodings; ``wsc_tasks.cli
    .sweep_worker``) or a process of its own (``in_child``: ``--process-per-model``,
    ``--accelerate``, or a caller without a worker), its output in ``log.txt``.
-4. **record**: the paths of this machine scrubbed from what it wrote, then ``error.txt``, or the
-   samples gzipped, the leaderboard's figures and, last, ``done.json``.
-5. **clean**: its Hub snapshot removed from the cache (unless it stays).
+4. **clean**: the paths of this machine scrubbed from what it wrote; its Hub snapshot removed
+   from the cache (unless it stays).
+5. **record**: ``error.txt``, or the samples gzipped, the leaderboard's figures and, last,
+   ``done.json``. The verdict comes after the snapshot's removal: it ends the model for the sweep,
+   whose own end removes every snapshot still recorded, so no two processes remove one snapshot.
 
-A run stopped by a signal (Ctrl-C, a scheduler's requeue or cancel) writes neither verdict, so the
-model is run again.
+A run stopped by a signal (Ctrl-C, a scheduler's requeue or cancel) writes neither verdict and
+keeps its snapshot, so the model is run again.
 """
 
 from __future__ import annotations
@@ -175,15 +177,19 @@ def _path(
     skipped = resolve(model)
     if skipped is not None:
         return skipped
-    stopped = fetch(model, ahead, reading)
-    if stopped is not None:
-        return stopped
+    unfetched = fetch(model, ahead, reading)
+    if unfetched is not None:
+        return unfetched
     since = time.time()
     code, wall = evaluation(model, lock, evaluate)
-    state = record(model, code, wall, since)
-    if state != "interrupted":
-        clean(model)
-    return state
+    scrub_paths(model)
+    if stopped(model, code, since):
+        log.warning(
+            f"wsc_tasks: sweep: {model.spec.name}: stopped by a signal; run again next time"
+        )
+        return "interrupted"
+    clean(model)
+    return record(model, code, wall)
 
 
 # 1. resolve ----------------------------------------------------------------------------------
@@ -280,23 +286,44 @@ def _run_env(spec: ModelSpec, options: SweepOptions) -> dict[str, str]:
     return env
 
 
-# 4. record -----------------------------------------------------------------------------------
+def stopped(model: Model, code: int, since: float) -> bool:
+    """Whether the evaluation that began at ``since`` was stopped by a signal (its own exit
+    status, a download stopped, or the sweep stopping since) rather than ending by itself."""
+    if code in STOPPED or weights.stopping():
+        return True
+    return bool(code) and protocol.stopping(model.options.out, since)
 
 
-def record(model: Model, code: int, wall: float, since: float) -> str:
-    """Its verdict: interrupted (nothing written), failed (``error.txt``) or done (samples
-    gzipped, the leaderboard's figures, ``done.json`` last)."""
+# 4. clean ------------------------------------------------------------------------------------
+
+
+def scrub_paths(model: Model) -> None:
+    """This machine's paths out of the run's log and results (unless ``--keep-paths``): the
+    output folder's own paths written relative to it."""
     spec, options, folder = model.spec, model.options, model.folder
+    if options.keep_paths:
+        return
     results = list((folder / SWEEP_RESULTS).rglob("results_*.json"))
-    if not options.keep_paths:  # the output folder's own paths are written relative to it
-        local = local_model_paths(_named_files(spec))
-        here = {f"{path}{os.sep}": "" for path in {options.out, options.out.resolve()}
-                if path.is_absolute()}  # fmt: skip
-        replace = {str(include_path()): "<wsc_tasks.task_configs>", **local, **here}
-        scrub([folder / protocol.LOG, *results], replace)
-    if code in STOPPED or weights.stopping() or (code and protocol.stopping(options.out, since)):
-        log.warning(f"wsc_tasks: sweep: {spec.name}: stopped by a signal; run again next time")
-        return "interrupted"
+    local = local_model_paths(_named_files(spec))
+    here = {f"{path}{os.sep}": "" for path in {options.out, options.out.resolve()}
+            if path.is_absolute()}  # fmt: skip
+    replace = {str(include_path()): "<wsc_tasks.task_configs>", **local, **here}
+    scrub([folder / protocol.LOG, *results], replace)
+
+
+def clean(model: Model) -> None:
+    """Its Hub snapshot out of the cache, unless it stays (``hub.remove`` says why)."""
+    weights.remove(model.spec, model.options.out, model.options.keep_weights)
+
+
+# 5. record -----------------------------------------------------------------------------------
+
+
+def record(model: Model, code: int, wall: float) -> str:
+    """Its verdict: failed (``error.txt``) or done (samples gzipped, the leaderboard's figures,
+    ``done.json`` last)."""
+    spec, folder = model.spec, model.folder
+    results = list((folder / SWEEP_RESULTS).rglob("results_*.json"))
     if code != 0 or not results:
         protocol.write_error(folder, _why(folder / protocol.LOG, code, bool(results)))
         log.warning(f"wsc_tasks: sweep: {spec.name} failed: {protocol.error_summary(folder)}")
@@ -348,14 +375,6 @@ def _why(log_file: Path, code: int, wrote_results: bool) -> str:
     if errors:
         why += f": {errors[-1]}"
     return f"{why}\n" + "\n".join(tail)
-
-
-# 5. clean ------------------------------------------------------------------------------------
-
-
-def clean(model: Model) -> None:
-    """Its Hub snapshot out of the cache, unless it stays (``hub.remove`` says why)."""
-    weights.remove(model.spec, model.options.out, model.options.keep_weights)
 
 
 def fingerprint(spec: ModelSpec) -> str:
