@@ -517,6 +517,7 @@ def test_slurm_a_job_at_its_time_limit_gets_an_error_naming_the_limit_and_the_fi
         except ProcessLookupError:
             pass
     assert process.returncode == 1, output
+    assert (out / "tiny1" / "error.txt").is_file(), output
     error = (out / "tiny1" / "error.txt").read_text()
     log = out / ".sweep" / "slurm" / "logs" / f"{job}.log"
     assert error.startswith(

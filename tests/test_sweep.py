@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -20,8 +20,10 @@ import tiny_models
 
 from wsc_tasks.cli import sweep
 from wsc_tasks.paths import default_model_args
+from wsc_tasks.sweep import driver
 from wsc_tasks.sweep import folder as protocol
 from wsc_tasks.sweep import lock as locks
+from wsc_tasks.sweep.launchers.base import Launcher, RunState
 from wsc_tasks.sweep.lock import Busy, FileLock
 from wsc_tasks.sweep.models import (
     ModelsFileError,
@@ -274,6 +276,53 @@ def test_a_resume_never_clears_a_folder_a_live_run_writes(tmp_path):
     with FileLock(protocol.model_lock(out, "chance1"), "model folder"):  # the live run
         assert run_one(spec, SweepOptions(out, TASK)) == "busy"
     assert (out / "chance1" / "log.txt").read_text() == "written by a live run"
+
+
+class _Signalled(Launcher):
+    """A scheduler that reports the model's job ended (signalled at its time limit) from its
+    first look, while the worker holding the model's lock lets go only at look ``lets_go``."""
+
+    name = "signalled"
+    help = "test"
+    poll_s = 0.0
+
+    def __init__(self, options: SweepOptions, lock: FileLock, lets_go: int | None) -> None:
+        super().__init__({}, options)
+        self.lock, self.lets_go, self.looks = lock, lets_go, 0
+
+    def submit(self, specs: Sequence[ModelSpec]) -> None:
+        self.lock.acquire()  # the worker, running the model
+
+    def states(self) -> dict[str, RunState]:
+        self.looks += 1
+        if self.looks == self.lets_go:
+            self.lock.release()
+        return {"m": RunState("ended", "Slurm job 7_0 ended in state TIMEOUT")}
+
+    def cancel(self) -> None:
+        pass
+
+
+def test_a_run_its_scheduler_ended_is_settled_once_its_worker_lets_go_of_it(tmp_path, monkeypatch):
+    """Slurm marks a job ended once it has signalled it; its worker may unwind for seconds
+    more, holding the model's lock. The sweep waits for it (then writes the scheduler's account
+    in ``error.txt``), not taking the model as held by another process; only a lock still held
+    after ``ENDING_S`` makes it busy."""
+    monkeypatch.setattr(driver, "plan", lambda specs, launcher: (list(specs), set()))
+    spec = ModelSpec("m", "wsc-chance", "seed=1")
+    for lets_go, ending_s, state in ((40, 60.0, "failed"), (None, 0.05, "busy")):
+        out = tmp_path / state
+        lock = FileLock(protocol.model_lock(out, "m"), "model m")
+        launcher = _Signalled(SweepOptions(out, TASK), lock, lets_go)
+        monkeypatch.setattr(driver, "ENDING_S", ending_s)
+        assert driver._sweep([spec], launcher) == {"m": state}
+        if state == "failed":
+            assert launcher.looks == lets_go  # not one look before the lock was let go
+            error = (out / "m" / protocol.SWEEP_ERROR).read_text()
+            assert error.startswith("Slurm job 7_0 ended in state TIMEOUT")
+        else:
+            assert not (out / "m" / protocol.SWEEP_ERROR).exists()
+            lock.release()
 
 
 def _responses(folder: Path) -> list:

@@ -6,8 +6,9 @@ others run. The models' folders decide (``folder.status``): done models are skip
 ones too unless ``retry_failed``, stale ones (another request, changed weights or tokenizer, a
 Hub revision now at another commit) and the rest are run. A run that ends without ``done.json``
 or ``error.txt`` (a scheduler killed it) gets an ``error.txt`` with the launcher's account of how
-it ended. The sweep holds ``<out>/.sweep/lock``,
-so a second sweep on the same folder stops at once naming the first.
+it ended; while a live process still holds its lock (a worker the scheduler signalled, still
+unwinding), the sweep waits for it to let go, up to ``ENDING_S``. The sweep holds
+``<out>/.sweep/lock``, so a second sweep on the same folder stops at once naming the first.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from wsc_tasks.sweep.lock import FileLock, holder_alive
 from wsc_tasks.sweep.models import ModelSpec
 
 log = logging.getLogger(f"lm_eval.{__name__}")
+
+# How long an ended run's lock may stay held before the model counts as held by another process
+# (busy): longer than a scheduler takes from its SIGTERM to its SIGKILL (Slurm's KillWait, 30 s)
+ENDING_S = 120.0
 
 
 def _pin(spec: ModelSpec, out: Path) -> ModelSpec | None:
@@ -153,6 +158,16 @@ def _settle(spec: ModelSpec, run: RunState, launcher: Launcher) -> str:
     return "failed"
 
 
+def _ending(out: Path, name: str, run: RunState, since_s: float) -> bool:
+    """Whether a run that ended without a word (its scheduler's account only) may still be
+    letting go of the model: a live process holds its lock, for less than ``ENDING_S`` since
+    the launcher saw it end. A scheduler marks a job ended once it has signalled it, and its
+    worker may take a few seconds more to unwind; its verdict must not be taken as busy."""
+    if run.outcome is not None or since_s >= ENDING_S:
+        return False
+    return holder_alive(protocol.model_lock(out, name))
+
+
 def sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
     """Run the models that need it with ``launcher``; name -> done, failed, busy, interrupted,
     or (when the launcher does not wait) queued. Ctrl-C cancels the sweep's runs, then raises."""
@@ -172,6 +187,7 @@ def sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
 
 
 def _sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
+    out = launcher.options.out
     todo, adopted = plan(specs, launcher)
     if todo:
         launcher.submit(todo)
@@ -193,22 +209,22 @@ def _sweep(specs: Sequence[ModelSpec], launcher: Launcher) -> dict[str, str]:
                 lines.started(name)
                 if not run.ended:
                     continue
-                seen = ended_at.setdefault(name, time.monotonic())
-                if (
-                    not protocol.has_result(launcher.options.out / name)
-                    and time.monotonic() - seen < launcher.settle_s
-                ):
-                    continue  # a shared filesystem may show the run's files a little later
+                ended_s = time.monotonic() - ended_at.setdefault(name, time.monotonic())
+                # a shared filesystem may show its files a little later; its worker may still
+                # be letting go of it
+                early = ended_s < launcher.settle_s or _ending(out, name, run, ended_s)
+                if early and not protocol.has_result(out / name):
+                    continue
                 final[name] = _settle(watched[name], run, launcher)
                 bar.update()
                 lines.finished(name, final[name])
             running = [n for n in watched if n not in final]
-            bar.set_postfix_str(", ".join(_running(launcher.options.out, n) for n in running))
+            bar.set_postfix_str(", ".join(_running(out, n) for n in running))
             if len(final) < len(watched):
                 time.sleep(launcher.poll_s)
     held = {s.hub["commit"] for s in watched.values()
             if s.hub and final.get(s.name) in ("busy", "interrupted")}  # fmt: skip
-    for line in hub.clean(launcher.options.out, held):  # those the sweep's models shared
+    for line in hub.clean(out, held):  # those the sweep's models shared
         log.info(f"wsc_tasks: sweep: weights: removed {line} at the sweep's end")
     return _in_order(specs, _folder_states(specs, launcher, watched) | final)
 
