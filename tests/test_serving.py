@@ -276,6 +276,33 @@ def test_batch_answers_are_the_per_request_answers(dtype):
     assert [g for _, g in got] == [True, False, False, True, greedy[2, 8].item() == 7, False]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_greedy_flags_are_argmaxs_with_ties_nans_and_shared_positions(dtype, monkeypatch):
+    """``greedy_flags`` (the maximum everywhere, the argmax only where a token reaches it, a
+    chunk of positions at a time) answers as lm-eval's argmax comparison: a token tied for the
+    maximum is greedy only as the first of the tied, a row holding NaN only at its first NaN."""
+    monkeypatch.setattr(tries, "ARGMAX_ROWS", 3)  # several chunks
+    generator = torch.Generator().manual_seed(1)
+    for trial in range(20):
+        values = torch.randint(-3, 1, (2, 7, 5), generator=generator).to(getattr(torch, dtype))
+        if trial % 4 == 0:  # NaN in some positions
+            values[0, trial % 7, (trial // 4) % 5] = float("nan")
+            values[1, 2, :2] = float("nan")
+        rows = torch.randint(0, 2, (40,), generator=generator)
+        positions = torch.randint(0, 7, (40,), generator=generator)  # shared by several tokens
+        argmax = values.argmax(dim=-1)
+        targets = torch.where(  # half of them the argmax, the rest any token (ties included)
+            torch.rand(40, generator=generator) < 0.5,
+            argmax[rows, positions],
+            torch.randint(0, 5, (40,), generator=generator),
+        )
+        index = torch.stack([rows, positions, targets])
+        picked = values[rows, positions, targets]
+        expected = argmax[rows, positions] == targets
+        assert torch.equal(tries.greedy_flags(values, index, picked), expected), trial
+        assert expected.any() and not expected.all()
+
+
 def test_an_auto_batch_is_sized_by_the_real_rows(monkeypatch):
     """``--batch_size auto``: lm-eval's ``max_batch_size`` requests' worth of tokens (the mean
     request length times it, as a fixed batch size), halved on a GPU until the fullest forward

@@ -6,8 +6,8 @@ up to the candidate, the scoring methods split one sentence at different places,
 keep most words. A causal model's output at a position depends on the tokens up to it alone, so
 the requests' sequences are packed into rows as tries (``scoring.prefix_tree``: each node sees its
 ancestors only, its position id is its depth), rows batched by a token budget, and each request's
-log-likelihood and greedy flag read from its path: one gather, one argmax comparison and one
-transfer to the host per forward call (``batch_answers``). ``wsc_group`` with SmolLM2's
+log-likelihood and greedy flag read from its path: one gather, one greedy check (``greedy_flags``)
+and one transfer to the host per forward call (``batch_answers``). ``wsc_group`` with SmolLM2's
 tokenizer: 204,653 positions through the model instead of lm-eval's 514,588 in batches of 64 (the
 tries of its 25,774 distinct sequences have 200,040 nodes).
 
@@ -33,6 +33,7 @@ from wsc_tasks.lm_eval_types import Answer
 from wsc_tasks.scoring import prefix_tree
 
 SHARING_ENV = "WSC_TASKS_PREFIX_SHARING"  # 0: lm-eval's own loop for this package's requests
+ARGMAX_ROWS = 1024  # positions whose argmax one gather copies (``greedy_flags``)
 ROW_TOKENS = 512  # nodes per packed row: few sequences start a row; attention stays short
 # the largest difference allowed between a node's log-probabilities and lm-eval's forward of its
 # sequence alone, in units of the spread of those log-probabilities: rounding, not a leak
@@ -235,6 +236,32 @@ def model_inputs(requests: Sequence[TokenRequest]) -> list[list[int]]:
     return [(context + continuation)[:-1] for _, context, continuation in requests]
 
 
+def greedy_flags(
+    log_probs: torch.Tensor, index: torch.Tensor, picked: torch.Tensor
+) -> torch.Tensor:
+    """lm-eval's greedy flag of each token ``(row, position, token)`` of ``index`` (``picked``:
+    its log-probability): whether ``token`` is the argmax of ``log_probs[row, position]``, the
+    first of equal maxima. On a CPU, argmax over the vocabulary costs several times a maximum:
+    the maximum is taken at every position and the argmax only at the distinct positions where
+    the token reaches it (or whose maximum is NaN, which argmax takes as the largest), a chunk
+    at a time; elsewhere the token is not the argmax. Exactly argmax's answer, on any device."""
+    import torch
+
+    if log_probs.device.type != "cpu":  # a bandwidth-bound pass: argmax as lm-eval takes it
+        return log_probs.argmax(dim=-1)[index[0], index[1]] == index[2]
+    top = log_probs.amax(dim=-1)[index[0], index[1]]
+    candidates = ((picked == top) | top.isnan()).nonzero().squeeze(1)
+    greedy = torch.zeros(picked.shape, dtype=torch.bool)
+    if len(candidates):
+        flat = index[0, candidates] * log_probs.shape[1] + index[1, candidates]
+        distinct, back = torch.unique(flat, return_inverse=True)
+        rows = log_probs.reshape(-1, log_probs.shape[-1])
+        best = torch.cat([rows[distinct[i : i + ARGMAX_ROWS]].argmax(dim=-1)
+                          for i in range(0, len(distinct), ARGMAX_ROWS)])  # fmt: skip
+        greedy[candidates] = best[back] == index[2, candidates]
+    return greedy
+
+
 def batch_answers(
     log_probs: torch.Tensor,
     rows: Sequence[int],
@@ -243,7 +270,7 @@ def batch_answers(
 ) -> list[Answer]:
     """(sum of log-probabilities, greedy) of each continuation ``conts[i]``, its tokens scored at
     positions ``positions[i]`` of row ``rows[i]`` of ``log_probs`` ([batch, positions, vocab]):
-    one gather, one argmax comparison and one transfer to the host for all of them. Each sum is
+    one gather, one greedy check and one transfer to the host for all of them. Each sum is
     taken on the host, in the log-softmax dtype, over the request's own tokens as a ``[k, n]``
     block of requests of the same length (bitwise the ``[1, n]`` sum lm-eval takes, on a CPU)."""
     import torch
@@ -262,7 +289,7 @@ def batch_answers(
     index = torch.tensor([flat_rows, flat_positions, flat_targets], dtype=torch.long)
     index = index.to(log_probs.device)
     picked = log_probs[index[0], index[1], index[2]]
-    greedy = log_probs.argmax(dim=-1)[index[0], index[1]] == index[2]
+    greedy = greedy_flags(log_probs, index, picked)
     host = torch.stack([picked, greedy.to(picked.dtype)]).cpu()  # the one transfer
     answers: list[Answer] = [(0.0, False)] * len(conts)
     offset = 0
